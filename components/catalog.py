@@ -1,0 +1,228 @@
+"""The serving-stack catalog: which components each cloud installs, as data.
+
+A component is a row: adding a chart is adding a row, never a code path. The catalog is a common
+part (every cloud) plus one list per cloud; `catalog_for(cloud)` is their concatenation. Values are
+data too (`components.values` builds them per cloud); the ServingStack only turns rows into Helm
+releases.
+
+Two rules live here and nowhere else:
+- the join (`join_components`): which rows a cluster installs, from the DRA drivers it claims;
+- the dependency rule (`check_dependencies`): filtering can never remove a dependency from under a
+  dependent. It runs for every cloud when this module is imported, so a broken catalog cannot load.
+
+`supported_drivers(cloud)` is derived from the tags, plus drivers a cloud installs outside the
+stack (`EXTERNAL_DRIVERS`); the device rules in `infra.devices` read it from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components import values as v
+
+CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Existing")
+
+NVIDIA = "gpu.nvidia.com"
+AMD = "gpu.amd.com"
+CPU = "dra.cpu"
+NET = "dra.net"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One catalog row.
+
+    Release names are `mp-<chart>`: stable across versions, short enough for Helm's 53-character
+    limit, and never equal to a release a cluster's owner installed by hand, so Helm never adopts
+    (and later deletes) a user's release.
+    """
+
+    key: str
+    chart: str
+    repo: str
+    version: str
+    namespace: str
+    dra_drivers: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def release(self) -> str:
+        return f"mp-{self.chart}"
+
+    @property
+    def oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+
+class CatalogError(Exception):
+    """A catalog that breaks a rule; raised when the module loads, naming the rows involved."""
+
+
+# --------------------------------------------------------------------------------------------
+# Rows. Versions are exact: a range would let `pulumi up` install a chart nobody reviewed.
+
+JETSTACK = "https://charts.jetstack.io"
+PROMETHEUS = "https://prometheus-community.github.io/helm-charts"
+NFD_REPO = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
+NGC = "https://helm.ngc.nvidia.com/nvidia"
+ROCM = "https://rocm.github.io/gpu-operator"
+
+
+def _common(cloud: str) -> list[Component]:
+    """Components every cloud installs; the device-stack rows are tagged with their driver."""
+    nfd_tags = (NVIDIA, AMD) if cloud == "Existing" else (NVIDIA,)
+    return [
+        Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager",
+                  values=v.cert_manager(cloud)),
+        Component("kube-prometheus-stack", "kube-prometheus-stack", PROMETHEUS, "84.4.0", "monitoring",
+                  values=v.kube_prometheus_stack(cloud)),
+        Component("envoy-gateway", "gateway-helm", "oci://docker.io/envoyproxy", "v1.8.4",
+                  "envoy-gateway-system", depends_on=("cert-manager",), values=v.envoy_gateway(cloud)),
+        Component("leader-worker-set", "lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", "lws-system",
+                  values=v.leader_worker_set(cloud)),
+        Component("node-feature-discovery", "node-feature-discovery", NFD_REPO, "0.19.0",
+                  "node-feature-discovery", dra_drivers=nfd_tags, values=v.node_feature_discovery(cloud)),
+        Component("gpu-operator", "gpu-operator", NGC, "v26.3.3", "gpu-operator", dra_drivers=(NVIDIA,),
+                  depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
+                  values=v.nvidia_gpu_operator(cloud)),
+        Component("dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts",
+                  "0.4.1", "dra-driver-nvidia-gpu", dra_drivers=(NVIDIA,), depends_on=("gpu-operator",),
+                  values=v.dra_driver_nvidia_gpu(cloud)),
+        # Pinned once for every cloud, Existing included.
+        Component("dra-driver-cpu", "dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts", "0.3.0",
+                  "dra-driver-cpu", dra_drivers=(CPU,), values=v.dra_driver_cpu(cloud)),
+    ]
+
+
+def _per_cloud(cloud: str) -> list[Component]:
+    if cloud == "Existing":
+        # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it.
+        return [
+            Component("amd-gpu-operator", "gpu-operator-charts", ROCM, "v1.5.1", "kube-amd-gpu",
+                      dra_drivers=(AMD,), depends_on=("cert-manager", "node-feature-discovery"),
+                      values=v.amd_gpu_operator(cloud)),
+        ]
+    return []
+
+
+# Drivers a cloud installs outside the serving stack. EKS installs aws-dranet (`dra.net`) with the
+# cluster when a pool claims it (EFA pools); see components/eks.py.
+EXTERNAL_DRIVERS: Mapping[str, tuple[str, ...]] = {"EKS": (NET,)}
+
+
+def catalog_for(cloud: str) -> list[Component]:
+    if cloud not in CLOUDS:
+        raise KeyError(f"unknown cloud {cloud!r}; known: {', '.join(CLOUDS)}")
+    return _common(cloud) + _per_cloud(cloud)
+
+
+# --------------------------------------------------------------------------------------------
+# Rules
+
+
+def join_components(catalog: Sequence[Component], dra_drivers: Iterable[str] | None) -> list[Component]:
+    """The components a cluster installs.
+
+    An untagged component always installs; a tagged one installs only when at least one of its
+    drivers is claimed. Unset drivers mean none are claimed: only untagged components install.
+    """
+    claimed = set(dra_drivers or ())
+    return [c for c in catalog if not c.dra_drivers or claimed.intersection(c.dra_drivers)]
+
+
+def check_dependencies(cloud: str, catalog: Sequence[Component]) -> None:
+    """The dependency rule: a dependency is untagged or carries every driver its dependent carries.
+
+    Then whatever set of drivers a cluster claims, the join keeps every dependency of every
+    component it keeps. Also rejects duplicate keys, unknown dependencies and cycles.
+    """
+    by_key: dict[str, Component] = {}
+    problems: list[str] = []
+    for c in catalog:
+        if c.key in by_key:
+            problems.append(f"{cloud}: key '{c.key}' appears twice")
+        by_key[c.key] = c
+    releases = [c.release for c in catalog]
+    for r in {r for r in releases if releases.count(r) > 1}:
+        problems.append(f"{cloud}: release name '{r}' appears twice")
+    for c in catalog:
+        for dep_key in c.depends_on:
+            dep = by_key.get(dep_key)
+            if dep is None:
+                problems.append(f"{cloud}: '{c.key}' depends on '{dep_key}', which the {cloud} catalog does not list")
+                continue
+            missing = set(c.dra_drivers) - set(dep.dra_drivers)
+            if dep.dra_drivers and missing:
+                problems.append(
+                    f"{cloud}: '{c.key}' (tagged {', '.join(c.dra_drivers)}) depends on '{dep_key}' "
+                    f"(tagged {', '.join(dep.dra_drivers)}), which lacks {', '.join(sorted(missing))}: a cluster "
+                    f"claiming only {sorted(missing)[0]} would install '{c.key}' without it; untag '{dep_key}' "
+                    f"or add the missing tags to it"
+                )
+    problems.extend(f"{cloud}: {p}" for p in _cycles(by_key))
+    if problems:
+        raise CatalogError("the serving-stack catalog breaks the dependency rule:\n  " + "\n  ".join(problems))
+
+
+def _cycles(by_key: Mapping[str, Component]) -> list[str]:
+    state: dict[str, int] = {}
+    found: list[str] = []
+
+    def visit(key: str, trail: list[str]) -> None:
+        if state.get(key) == 2 or key not in by_key:
+            return
+        if state.get(key) == 1:
+            found.append("dependency cycle " + " -> ".join(trail[trail.index(key):] + [key]))
+            return
+        state[key] = 1
+        for d in by_key[key].depends_on:
+            visit(d, trail + [key])
+        state[key] = 2
+
+    for k in by_key:
+        visit(k, [])
+    return found
+
+
+def install_order(components: Sequence[Component]) -> list[Component]:
+    """Components sorted so each comes after its dependencies (stable otherwise)."""
+    by_key = {c.key: c for c in components}
+    done: list[Component] = []
+    seen: set[str] = set()
+
+    def visit(c: Component) -> None:
+        if c.key in seen:
+            return
+        seen.add(c.key)
+        for d in c.depends_on:
+            if d in by_key:
+                visit(by_key[d])
+        done.append(c)
+
+    for c in components:
+        visit(c)
+    return done
+
+
+def supported_drivers(cloud: str) -> list[str]:
+    """DRA drivers a cloud can serve: every tag in its catalog plus its external drivers."""
+    tags = {d for c in CATALOG[cloud] for d in c.dra_drivers}
+    return sorted(tags | set(EXTERNAL_DRIVERS.get(cloud, ())))
+
+
+def needed_by_others(catalog: Sequence[Component]) -> set[str]:
+    """Keys some other component depends on; their releases wait until ready (helm --wait)."""
+    return {d for c in catalog for d in c.depends_on}
+
+
+def load_catalog() -> dict[str, list[Component]]:
+    catalog = {cloud: catalog_for(cloud) for cloud in CLOUDS}
+    for cloud, rows in catalog.items():
+        check_dependencies(cloud, rows)
+    return catalog
+
+
+CATALOG: dict[str, list[Component]] = load_catalog()

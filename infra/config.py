@@ -1,0 +1,685 @@
+"""The typed fleet model and its loader.
+
+A stack file (`stacks/Pulumi.<stack>.yaml`) is ordinary Pulumi stack config. Everything under the
+`modelplane:` namespace is parsed here, once, into pydantic models; every later step (device rules,
+derived facts, components, the offline plan, the policy pack) reads these models and never the raw
+config. This module checks shape and references; the device rules live in `infra.devices`.
+
+Errors never raise to the user as tracebacks: `load_stack_file` and `parse_fleet` collect
+`ConfigIssue`s that name the file, the path inside it (`clusters[0].nodePools[1].className`), what
+is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+NAMESPACE = "modelplane"
+FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
+
+DnsLabel = Annotated[
+    str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+]
+PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+# A DRA driver name is a DNS subdomain (KEP-4381), e.g. `gpu.nvidia.com`, `dra.cpu`.
+DriverName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=63),
+]
+# Kubernetes resource quantity (`6`, `262128Mi`, `500m`, `1.5Gi`).
+QUANTITY_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkKMGTPE]|[KMGTPE]i)?$")
+
+
+class Model(BaseModel):
+    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class ClaimMode(StrEnum):
+    DRA = "DRA"
+    SYNTHETIC = "Synthetic"
+
+
+class Provider(StrEnum):
+    GKE = "GKE"
+    EKS = "EKS"
+    AKS = "AKS"
+    CIVO = "Civo"
+    VULTR = "Vultr"
+
+
+class Source(StrEnum):
+    GKE = "GKE"
+    EKS = "EKS"
+    AKS = "AKS"
+    CIVO = "Civo"
+    VULTR = "Vultr"
+    EXISTING = "Existing"
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class AttributeValue(Model):
+    string: str | None = None
+    version: str | None = None
+    bool_: bool | None = Field(default=None, alias="bool")
+    int_: int | None = Field(default=None, alias="int")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AttributeValue:
+        set_ = [v for v in (self.string, self.version, self.bool_, self.int_) if v is not None]
+        if len(set_) != 1:
+            raise ValueError("an attribute holds exactly one of string, version, bool or int")
+        return self
+
+    def value(self) -> str | bool | int:
+        for v in (self.string, self.version, self.bool_, self.int_):
+            if v is not None:
+                return v
+        raise AssertionError("validated to hold exactly one value")
+
+
+class CapacityValue(Model):
+    value: str
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+        if not isinstance(text, str) or not QUANTITY_RE.match(text):
+            raise ValueError(f"{v!r} is not a Kubernetes quantity such as 6, 500m or 262128Mi")
+        return text
+
+
+class Device(Model):
+    name: DnsLabel
+    claim: ClaimMode = ClaimMode.DRA
+    driver: DriverName
+    device_class_name: str | None = None
+    count: Annotated[int, Field(ge=1, le=64)] = 1
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    capacity: dict[str, CapacityValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _dra_needs_class(self) -> Device:
+        if self.claim is ClaimMode.DRA and not self.device_class_name:
+            raise ValueError(
+                "a DRA device needs deviceClassName; set it to the DeviceClass the driver "
+                "publishes (for example gpu.nvidia.com), or set claim: Synthetic"
+            )
+        return self
+
+
+class Accelerator(Model):
+    type: Annotated[str, StringConstraints(min_length=1)]
+    count: Annotated[int, Field(ge=1, le=16)]
+
+    @property
+    def vendor(self) -> str:
+        """The vendor prefix of the type (`nvidia-l4` -> `nvidia`)."""
+        return self.type.split("-", 1)[0]
+
+
+class GkeMachine(Model):
+    machine_type: str
+    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class EksMachine(Model):
+    instance_type: str
+    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class AksMachine(Model):
+    vm_size: str
+    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class CivoMachine(Model):
+    size: str
+    accelerator: Accelerator | None = None
+
+
+class VultrMachine(Model):
+    plan: str
+    accelerator: Accelerator | None = None
+
+
+Machine = GkeMachine | EksMachine | AksMachine | CivoMachine | VultrMachine
+
+
+class Provisioning(Model):
+    provider: Provider
+    gke: GkeMachine | None = None
+    eks: EksMachine | None = None
+    aks: AksMachine | None = None
+    civo: CivoMachine | None = None
+    vultr: VultrMachine | None = None
+
+    @property
+    def machine(self) -> Machine:
+        block = getattr(self, self.provider.lower())
+        assert block is not None, "validated by check_blocks"
+        return block  # type: ignore[no-any-return]
+
+    @property
+    def machine_name(self) -> str:
+        m = self.machine
+        for attr in ("machine_type", "instance_type", "vm_size", "size", "plan"):
+            if hasattr(m, attr):
+                return str(getattr(m, attr))
+        raise AssertionError(type(m))
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        return self.machine.accelerator
+
+
+class InferenceClass(Model):
+    name: DnsLabel
+    description: str = ""
+    devices: Annotated[list[Device], Field(min_length=1, max_length=16)]
+    provisioning: Provisioning | None = None
+
+
+class GkeCluster(Model):
+    project: str
+    region: str
+    kubernetes_version: str
+
+
+class EksCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class AksCluster(Model):
+    location: str
+    kubernetes_version: str
+
+
+class CivoCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class VultrCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class ExistingCluster(Model):
+    kubeconfig_key: str = "kubeconfig"
+    context: str | None = None
+
+
+class Taint(Model):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class NodePool(Model):
+    name: PoolName
+    class_name: str
+    node_count: Annotated[int, Field(ge=0)] = 1
+    min_node_count: Annotated[int, Field(ge=0)] | None = None
+    max_node_count: Annotated[int, Field(ge=1)] | None = None
+    zones: list[str] = Field(default_factory=list)
+
+
+class InferenceCluster(Model):
+    name: DnsLabel
+    labels: dict[str, str] = Field(default_factory=dict)
+    source: Source
+    gke: GkeCluster | None = None
+    eks: EksCluster | None = None
+    aks: AksCluster | None = None
+    civo: CivoCluster | None = None
+    vultr: VultrCluster | None = None
+    existing: ExistingCluster | None = None
+    node_pools: Annotated[list[NodePool], Field(min_length=1, max_length=8)]
+    taints: list[Taint] = Field(default_factory=list)
+
+    @property
+    def block(self) -> GkeCluster | EksCluster | AksCluster | CivoCluster | VultrCluster | ExistingCluster:
+        block = getattr(self, self.source.lower())
+        assert block is not None, "validated by check_blocks"
+        return block  # type: ignore[no-any-return]
+
+    @property
+    def provisioned(self) -> bool:
+        return self.source is not Source.EXISTING
+
+
+class DeploymentDevice(Model):
+    name: str
+    count: Annotated[int, Field(ge=1, le=64)] = 1
+
+
+class ModelDeploymentSpec(Model):
+    name: DnsLabel
+    namespace: DnsLabel = "default"
+    cluster: str
+    pool: str
+    image: str
+    args: list[str] = Field(default_factory=list)
+    replicas: Annotated[int, Field(ge=0)] = 1
+    devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
+
+
+class Fleet(Model):
+    classes: list[InferenceClass] = Field(default_factory=list)
+    clusters: list[InferenceCluster] = Field(default_factory=list)
+    deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    protect: bool = False
+
+    def class_named(self, name: str) -> InferenceClass:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def cluster_named(self, name: str) -> InferenceCluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """A bad input: where it is (file and path inside it), what is wrong, and the fix."""
+
+    file: str
+    path: str
+    problem: str
+    fix: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.problem}. Fix: {self.fix} (in {self.file})"
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.problem}. Fix: {self.fix}"
+
+
+class ConfigError(Exception):
+    """Raised with every issue found; the CLI and the program print them without a traceback."""
+
+    def __init__(self, issues: Sequence[ConfigIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _fields_of(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model class that owns the mapping at `loc` (used for did-you-mean on unknown keys)."""
+    current: Any = Fleet
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if current is None or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = next(
+            (f for n, f in current.model_fields.items() if (f.alias or n) == part), None
+        )
+        if field is None:
+            # dict-valued fields (attributes, capacity) key by user names
+            return None
+        current = _inner_model(field.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    from typing import get_args
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _value_dict_model(loc: Sequence[str | int]) -> bool:
+    """True when loc ends in a user-keyed map (attributes.<name>, capacity.<name>)."""
+    named = [p for p in loc if isinstance(p, str)]
+    return len(named) >= 2 and named[-2] in ("attributes", "capacity", "labels")
+
+
+_TYPE_FIX = {
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "string_type": "write a string",
+    "list_type": "write a YAML list (items starting with '-')",
+    "dict_type": "write a YAML mapping (key: value)",
+    "model_type": "write a YAML mapping (key: value)",
+    "model_attributes_type": "write a YAML mapping (key: value)",
+    "missing": "add the key",
+    "enum": "use one of the allowed values",
+    "literal_error": "use one of the allowed values",
+    "string_pattern_mismatch": "use lowercase letters, digits and '-' (a DNS label)",
+    "string_too_long": "shorten it",
+    "too_short": "add at least the minimum number of items",
+    "too_long": "remove items down to the maximum",
+    "greater_than_equal": "raise the value to the minimum",
+    "less_than_equal": "lower the value to the maximum",
+}
+
+
+def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[str | int]) -> list[ConfigIssue]:
+    issues = []
+    for e in err.errors():
+        loc = list(prefix) + [p for p in e["loc"] if isinstance(p, str | int)]
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            parent = loc[:-1]
+            key = str(loc[-1])
+            owner = _model_at(parent[len(prefix):]) if prefix == [] else _model_at(parent)
+            known = _fields_of(owner) if owner else []
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}" if known else "remove it"
+            issues.append(
+                ConfigIssue(file, format_path(loc), f"unknown key '{key}'", f"{hint} Remove or rename it")
+            )
+            continue
+        msg = e["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+            problem, _, fix = msg.partition("; ")
+            issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
+            continue
+        given = e.get("input")
+        shown = "" if kind == "missing" else f" (got {given!r})" if not isinstance(given, dict | list) else ""
+        fix = _TYPE_FIX.get(kind, "correct the value")
+        if kind in ("enum", "literal_error"):
+            expected = (e.get("ctx") or {}).get("expected", "")
+            fix = f"use one of {expected}"
+        if kind == "missing":
+            fix = f"add '{loc[-1]}'"
+        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{shown}", fix))
+    return issues
+
+
+def _duplicates(names: Sequence[str]) -> set[str]:
+    seen: set[str] = set()
+    dups: set[str] = set()
+    for n in names:
+        (dups if n in seen else seen).add(n)
+    return dups
+
+
+def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Cross-field rules that a single field cannot express: blocks, names, references, bounds."""
+    issues: list[ConfigIssue] = []
+    class_names = [c.name for c in fleet.classes]
+    for name in _duplicates(class_names):
+        i = class_names.index(name, class_names.index(name) + 1)
+        issues.append(ConfigIssue(file, f"classes[{i}].name", f"class name '{name}' is declared twice", "give each class a unique name"))
+
+    for ci, cls in enumerate(fleet.classes):
+        dev_names = [d.name for d in cls.devices]
+        for name in _duplicates(dev_names):
+            di = dev_names.index(name, dev_names.index(name) + 1)
+            issues.append(ConfigIssue(file, f"classes[{ci}].devices[{di}].name", f"device name '{name}' is declared twice in class '{cls.name}'", "give each device a unique name"))
+        prov = cls.provisioning
+        if prov is not None:
+            wanted = prov.provider.lower()
+            if getattr(prov, wanted) is None:
+                issues.append(ConfigIssue(file, f"classes[{ci}].provisioning.{wanted}", f"provider is {prov.provider} but the '{wanted}' block is missing", f"add a '{wanted}' block with the machine for {prov.provider}"))
+            for other in ("gke", "eks", "aks", "civo", "vultr"):
+                if other != wanted and getattr(prov, other) is not None:
+                    issues.append(ConfigIssue(file, f"classes[{ci}].provisioning.{other}", f"a '{other}' block is set but provider is {prov.provider}", f"remove the '{other}' block or set provider to match it"))
+
+    cluster_names = [c.name for c in fleet.clusters]
+    for name in _duplicates(cluster_names):
+        i = cluster_names.index(name, cluster_names.index(name) + 1)
+        issues.append(ConfigIssue(file, f"clusters[{i}].name", f"cluster name '{name}' is declared twice", "give each cluster a unique name"))
+
+    for ki, cluster in enumerate(fleet.clusters):
+        base = f"clusters[{ki}]"
+        wanted = cluster.source.lower()
+        if getattr(cluster, wanted) is None:
+            if cluster.source is Source.EXISTING:
+                hint = "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`"
+            else:
+                hint = f"add a '{wanted}' block ({_block_keys(wanted)})"
+            issues.append(ConfigIssue(file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint))
+        for other in ("gke", "eks", "aks", "civo", "vultr", "existing"):
+            if other != wanted and getattr(cluster, other) is not None:
+                issues.append(ConfigIssue(file, f"{base}.{other}", f"a '{other}' block is set but source is {cluster.source}", f"remove the '{other}' block or set source to match it"))
+        pool_names = [p.name for p in cluster.node_pools]
+        for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
+            idx = [i for i, n in enumerate(pool_names) if n == name]
+            pi = idx[1] if len(idx) > 1 else idx[0]
+            problem = (
+                "pool name 'system' is reserved for the system pool every cluster gets"
+                if name == "system" and len(idx) == 1
+                else f"pool name '{name}' is declared twice in cluster '{cluster.name}'"
+            )
+            issues.append(ConfigIssue(file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"))
+        for pi, pool in enumerate(cluster.node_pools):
+            ppath = f"{base}.nodePools[{pi}]"
+            if pool.class_name not in class_names:
+                close = difflib.get_close_matches(pool.class_name, class_names, n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
+                issues.append(ConfigIssue(file, f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
+            lo, hi = pool.min_node_count, pool.max_node_count
+            if (lo is None) != (hi is None):
+                missing = "maxNodeCount" if hi is None else "minNodeCount"
+                issues.append(ConfigIssue(file, f"{ppath}.{missing}", "autoscaling needs both minNodeCount and maxNodeCount", f"set {missing} too, or remove the other bound"))
+            elif lo is not None and hi is not None:
+                if lo > hi:
+                    issues.append(ConfigIssue(file, f"{ppath}.minNodeCount", f"minNodeCount {lo} is greater than maxNodeCount {hi}", "make minNodeCount <= nodeCount <= maxNodeCount"))
+                elif not lo <= pool.node_count <= hi:
+                    issues.append(ConfigIssue(file, f"{ppath}.nodeCount", f"nodeCount {pool.node_count} is outside {lo}..{hi}", "make minNodeCount <= nodeCount <= maxNodeCount"))
+
+    for di, dep in enumerate(fleet.deployments):
+        dpath = f"deployments[{di}]"
+        if dep.cluster not in cluster_names:
+            issues.append(ConfigIssue(file, f"{dpath}.cluster", f"unknown cluster '{dep.cluster}'", f"use one of: {', '.join(cluster_names) or '(none declared)'}"))
+            continue
+        cluster = fleet.cluster_named(dep.cluster)
+        pools = {p.name: p for p in cluster.node_pools}
+        if dep.pool not in pools:
+            issues.append(ConfigIssue(file, f"{dpath}.pool", f"cluster '{dep.cluster}' has no pool '{dep.pool}'", f"use one of: {', '.join(pools)}"))
+            continue
+        if pools[dep.pool].class_name not in class_names:
+            continue
+        cls = fleet.class_named(pools[dep.pool].class_name)
+        devices = {d.name: d for d in cls.devices}
+        for ri, req in enumerate(dep.devices):
+            rpath = f"{dpath}.devices[{ri}]"
+            dev = devices.get(req.name)
+            if dev is None:
+                issues.append(ConfigIssue(file, f"{rpath}.name", f"class '{cls.name}' has no device '{req.name}'", f"use one of: {', '.join(devices)}"))
+            elif dev.claim is not ClaimMode.DRA:
+                issues.append(ConfigIssue(file, f"{rpath}.name", f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed", "claim a DRA device of the class"))
+            elif req.count > dev.count:
+                issues.append(ConfigIssue(file, f"{rpath}.count", f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node", f"request at most {dev.count}"))
+    return issues
+
+
+def _block_keys(block: str) -> str:
+    model = {"gke": GkeCluster, "eks": EksCluster, "aks": AksCluster, "civo": CivoCluster, "vultr": VultrCluster}[block]
+    return ", ".join(_fields_of(model))
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """A parsed stack file: the fleet, plus the other config values it carries."""
+
+    file: str
+    stack: str
+    fleet: Fleet
+    secrets: Mapping[str, str]  # modelplane keys held as `secure:` values (opaque ciphertext)
+    plain: Mapping[str, Any]  # every other config key, as written (non-modelplane namespaces too)
+
+
+def stack_name_of(path: Path) -> str:
+    name = path.name
+    if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
+        raise ConfigError([ConfigIssue(str(path), "", "a stack file is named Pulumi.<stack>.yaml", "rename the file")])
+    return name[len("Pulumi."):].rsplit(".", 1)[0]
+
+
+def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
+    """Validate `modelplane:` values (keys without the namespace) into a Fleet, or raise ConfigError."""
+    try:
+        fleet = Fleet.model_validate(dict(raw))
+    except ValidationError as err:
+        raise ConfigError(_issues_from_validation(file, err, [])) from None
+    issues = check_references(fleet, file)
+    from infra.devices import pools_without_role  # the role rule lives with the device rules
+
+    for ki, pi, cls in pools_without_role(fleet):
+        issues.append(ConfigIssue(file, f"clusters[{ki}].nodePools[{pi}].className", f"class '{cls}' claims no CPU or GPU DRA device, so it cannot back a pool", "add a DRA device with a GPU driver or dra.cpu to the class, or use another class"))
+    if issues:
+        raise ConfigError(issues)
+    return fleet
+
+
+def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """Split stack config into fleet values, modelplane secrets and the rest; reject unknown keys."""
+    fleet_raw: dict[str, Any] = {}
+    secrets: dict[str, str] = {}
+    plain: dict[str, Any] = {}
+    issues: list[ConfigIssue] = []
+    for full_key, value in config.items():
+        ns, sep, key = str(full_key).partition(":")
+        if not sep:
+            ns, key = NAMESPACE, str(full_key)
+            if ns != NAMESPACE:
+                plain[full_key] = value
+                continue
+        if ns != NAMESPACE:
+            plain[str(full_key)] = value
+            continue
+        if isinstance(value, Mapping) and set(value) == {"secure"}:
+            secrets[key] = str(value["secure"])
+        elif key in FLEET_KEYS:
+            fleet_raw[key] = value
+        else:
+            plain[f"{NAMESPACE}:{key}"] = value
+    # Existing clusters name the secret key that holds their kubeconfig; any other modelplane key is unknown.
+    kube_keys = _kubeconfig_keys(fleet_raw)
+    for full in list(plain):
+        ns, _, key = full.partition(":")
+        if ns != NAMESPACE:
+            continue
+        if key in kube_keys:
+            issues.append(ConfigIssue(file, f"config.{full}", f"the kubeconfig key '{key}' holds a plain value", f"store it as a secret: pulumi config set --secret {key} < kubeconfig"))
+            continue
+        close = difflib.get_close_matches(key, list(FLEET_KEYS) + sorted(kube_keys), n=1)
+        hint = f"did you mean 'modelplane:{close[0]}'?" if close else f"known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)}"
+        issues.append(ConfigIssue(file, f"config.{full}", f"unknown config key '{full}'", f"{hint} Remove or rename it"))
+    for key in secrets:
+        if key in FLEET_KEYS:
+            issues.append(ConfigIssue(file, f"config.{NAMESPACE}:{key}", f"'{NAMESPACE}:{key}' is a secret but holds fleet config", "store it as plain config"))
+    if issues:
+        raise ConfigError(issues)
+    return fleet_raw, secrets, plain
+
+
+def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
+    keys: set[str] = set()
+    clusters = fleet_raw.get("clusters")
+    if isinstance(clusters, list):
+        for c in clusters:
+            if isinstance(c, Mapping) and c.get("source") == "Existing":
+                block = c.get("existing")
+                key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
+                keys.add(str(key))
+    return keys
+
+
+def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
+    issues = []
+    for ki, cluster in enumerate(fleet.clusters):
+        if cluster.existing is not None and cluster.existing.kubeconfig_key not in secrets:
+            key = cluster.existing.kubeconfig_key
+            issues.append(ConfigIssue(file, f"clusters[{ki}].existing.kubeconfigKey", f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'", f"run: pulumi config set --secret {key} < path/to/kubeconfig"))
+    return issues
+
+
+def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
+    """Read and validate one Pulumi.<stack>.yaml; raise ConfigError naming every problem."""
+    file = display or str(path)
+    stack = stack_name_of(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]) from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError([ConfigIssue(file, "", "a stack file is a YAML mapping", "start the file with 'config:'")])
+    config = doc.get("config") or {}
+    if not isinstance(config, Mapping):
+        raise ConfigError([ConfigIssue(file, "config", "'config' is a mapping of keys to values", "write 'config:' followed by indented keys")])
+    fleet_raw, secrets, plain = split_config(config, file)
+    fleet = parse_fleet(fleet_raw, file)
+    issues = check_existing_secrets(fleet, secrets, file)
+    if issues:
+        raise ConfigError(issues)
+    return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain)
+
+
+Role = Literal["GPU", "CPU", "System"]
