@@ -75,25 +75,71 @@ def _common(cloud: str) -> list[Component]:
     """Components every cloud installs; the device-stack rows are tagged with their driver."""
     nfd_tags = (NVIDIA, AMD) if cloud == "Existing" else (NVIDIA,)
     return [
-        Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager",
-                  values=v.cert_manager(cloud)),
-        Component("kube-prometheus-stack", "kube-prometheus-stack", PROMETHEUS, "84.4.0", "monitoring",
-                  values=v.kube_prometheus_stack(cloud)),
-        Component("envoy-gateway", "gateway-helm", "oci://docker.io/envoyproxy", "v1.8.4",
-                  "envoy-gateway-system", depends_on=("cert-manager",), values=v.envoy_gateway(cloud)),
-        Component("leader-worker-set", "lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", "lws-system",
-                  values=v.leader_worker_set(cloud)),
-        Component("node-feature-discovery", "node-feature-discovery", NFD_REPO, "0.19.0",
-                  "node-feature-discovery", dra_drivers=nfd_tags, values=v.node_feature_discovery(cloud)),
-        Component("gpu-operator", "gpu-operator", NGC, "v26.3.3", "gpu-operator", dra_drivers=(NVIDIA,),
-                  depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
-                  values=v.nvidia_gpu_operator(cloud)),
-        Component("dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts",
-                  "0.4.1", "dra-driver-nvidia-gpu", dra_drivers=(NVIDIA,), depends_on=("gpu-operator",),
-                  values=v.dra_driver_nvidia_gpu(cloud)),
+        Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager", values=v.cert_manager(cloud)),
+        Component(
+            "kube-prometheus-stack",
+            "kube-prometheus-stack",
+            PROMETHEUS,
+            "84.4.0",
+            "monitoring",
+            values=v.kube_prometheus_stack(cloud),
+        ),
+        Component(
+            "envoy-gateway",
+            "gateway-helm",
+            "oci://docker.io/envoyproxy",
+            "v1.8.4",
+            "envoy-gateway-system",
+            depends_on=("cert-manager",),
+            values=v.envoy_gateway(cloud),
+        ),
+        Component(
+            "leader-worker-set",
+            "lws",
+            "oci://registry.k8s.io/lws/charts",
+            "v0.8.0",
+            "lws-system",
+            values=v.leader_worker_set(cloud),
+        ),
+        Component(
+            "node-feature-discovery",
+            "node-feature-discovery",
+            NFD_REPO,
+            "0.19.0",
+            "node-feature-discovery",
+            dra_drivers=nfd_tags,
+            values=v.node_feature_discovery(cloud),
+        ),
+        Component(
+            "gpu-operator",
+            "gpu-operator",
+            NGC,
+            "v26.3.3",
+            "gpu-operator",
+            dra_drivers=(NVIDIA,),
+            depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
+            values=v.nvidia_gpu_operator(cloud),
+        ),
+        Component(
+            "dra-driver-nvidia-gpu",
+            "dra-driver-nvidia-gpu",
+            "oci://registry.k8s.io/dra-driver-nvidia/charts",
+            "0.4.1",
+            "dra-driver-nvidia-gpu",
+            dra_drivers=(NVIDIA,),
+            depends_on=("gpu-operator",),
+            values=v.dra_driver_nvidia_gpu(cloud),
+        ),
         # Pinned once for every cloud, Existing included.
-        Component("dra-driver-cpu", "dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts", "0.3.0",
-                  "dra-driver-cpu", dra_drivers=(CPU,), values=v.dra_driver_cpu(cloud)),
+        Component(
+            "dra-driver-cpu",
+            "dra-driver-cpu",
+            "oci://registry.k8s.io/dra-driver-cpu/charts",
+            "0.3.0",
+            "dra-driver-cpu",
+            dra_drivers=(CPU,),
+            values=v.dra_driver_cpu(cloud),
+        ),
     ]
 
 
@@ -101,9 +147,16 @@ def _per_cloud(cloud: str) -> list[Component]:
     if cloud == "Existing":
         # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it.
         return [
-            Component("amd-gpu-operator", "gpu-operator-charts", ROCM, "v1.5.1", "kube-amd-gpu",
-                      dra_drivers=(AMD,), depends_on=("cert-manager", "node-feature-discovery"),
-                      values=v.amd_gpu_operator(cloud)),
+            Component(
+                "amd-gpu-operator",
+                "gpu-operator-charts",
+                ROCM,
+                "v1.5.1",
+                "kube-amd-gpu",
+                dra_drivers=(AMD,),
+                depends_on=("cert-manager", "node-feature-discovery"),
+                values=v.amd_gpu_operator(cloud),
+            ),
         ]
     return []
 
@@ -175,11 +228,11 @@ def _cycles(by_key: Mapping[str, Component]) -> list[str]:
         if state.get(key) == 2 or key not in by_key:
             return
         if state.get(key) == 1:
-            found.append("dependency cycle " + " -> ".join(trail[trail.index(key):] + [key]))
+            found.append("dependency cycle " + " -> ".join([*trail[trail.index(key) :], key]))
             return
         state[key] = 1
         for d in by_key[key].depends_on:
-            visit(d, trail + [key])
+            visit(d, [*trail, key])
         state[key] = 2
 
     for k in by_key:

@@ -35,9 +35,7 @@ from pydantic.alias_generators import to_camel
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
 
-DnsLabel = Annotated[
-    str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-]
+DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
 # A DRA driver name is a DNS subdomain (KEP-4381), e.g. `gpu.nvidia.com`, `dra.cpu`.
 DriverName = Annotated[
@@ -51,9 +49,7 @@ QUANTITY_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkKMGTPE]|[
 class Model(BaseModel):
     """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
 class ClaimMode(StrEnum):
@@ -366,9 +362,7 @@ def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
             continue
         if current is None or not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
-        field = next(
-            (f for n, f in current.model_fields.items() if (f.alias or n) == part), None
-        )
+        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
         if field is None:
             # dict-valued fields (attributes, capacity) key by user names
             return None
@@ -424,17 +418,17 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
         if kind == "extra_forbidden":
             parent = loc[:-1]
             key = str(loc[-1])
-            owner = _model_at(parent[len(prefix):]) if prefix == [] else _model_at(parent)
+            owner = _model_at(parent[len(prefix) :]) if prefix == [] else _model_at(parent)
             known = _fields_of(owner) if owner else []
             close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}" if known else "remove it"
-            issues.append(
-                ConfigIssue(file, format_path(loc), f"unknown key '{key}'", f"{hint} Remove or rename it")
+            hint = (
+                f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}" if known else "remove it"
             )
+            issues.append(ConfigIssue(file, format_path(loc), f"unknown key '{key}'", f"{hint} Remove or rename it"))
             continue
         msg = e["msg"]
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
             problem, _, fix = msg.partition("; ")
             issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
             continue
@@ -464,26 +458,58 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
     class_names = [c.name for c in fleet.classes]
     for name in _duplicates(class_names):
         i = class_names.index(name, class_names.index(name) + 1)
-        issues.append(ConfigIssue(file, f"classes[{i}].name", f"class name '{name}' is declared twice", "give each class a unique name"))
+        issues.append(
+            ConfigIssue(
+                file, f"classes[{i}].name", f"class name '{name}' is declared twice", "give each class a unique name"
+            )
+        )
 
     for ci, cls in enumerate(fleet.classes):
         dev_names = [d.name for d in cls.devices]
         for name in _duplicates(dev_names):
             di = dev_names.index(name, dev_names.index(name) + 1)
-            issues.append(ConfigIssue(file, f"classes[{ci}].devices[{di}].name", f"device name '{name}' is declared twice in class '{cls.name}'", "give each device a unique name"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"classes[{ci}].devices[{di}].name",
+                    f"device name '{name}' is declared twice in class '{cls.name}'",
+                    "give each device a unique name",
+                )
+            )
         prov = cls.provisioning
         if prov is not None:
             wanted = prov.provider.lower()
             if getattr(prov, wanted) is None:
-                issues.append(ConfigIssue(file, f"classes[{ci}].provisioning.{wanted}", f"provider is {prov.provider} but the '{wanted}' block is missing", f"add a '{wanted}' block with the machine for {prov.provider}"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"classes[{ci}].provisioning.{wanted}",
+                        f"provider is {prov.provider} but the '{wanted}' block is missing",
+                        f"add a '{wanted}' block with the machine for {prov.provider}",
+                    )
+                )
             for other in ("gke", "eks", "aks", "civo", "vultr"):
                 if other != wanted and getattr(prov, other) is not None:
-                    issues.append(ConfigIssue(file, f"classes[{ci}].provisioning.{other}", f"a '{other}' block is set but provider is {prov.provider}", f"remove the '{other}' block or set provider to match it"))
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"classes[{ci}].provisioning.{other}",
+                            f"a '{other}' block is set but provider is {prov.provider}",
+                            f"remove the '{other}' block or set provider to match it",
+                        )
+                    )
 
     cluster_names = [c.name for c in fleet.clusters]
     for name in _duplicates(cluster_names):
         i = cluster_names.index(name, cluster_names.index(name) + 1)
-        issues.append(ConfigIssue(file, f"clusters[{i}].name", f"cluster name '{name}' is declared twice", "give each cluster a unique name"))
+        issues.append(
+            ConfigIssue(
+                file,
+                f"clusters[{i}].name",
+                f"cluster name '{name}' is declared twice",
+                "give each cluster a unique name",
+            )
+        )
 
     for ki, cluster in enumerate(fleet.clusters):
         base = f"clusters[{ki}]"
@@ -493,10 +519,21 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 hint = "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`"
             else:
                 hint = f"add a '{wanted}' block ({_block_keys(wanted)})"
-            issues.append(ConfigIssue(file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint))
+            issues.append(
+                ConfigIssue(
+                    file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint
+                )
+            )
         for other in ("gke", "eks", "aks", "civo", "vultr", "existing"):
             if other != wanted and getattr(cluster, other) is not None:
-                issues.append(ConfigIssue(file, f"{base}.{other}", f"a '{other}' block is set but source is {cluster.source}", f"remove the '{other}' block or set source to match it"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.{other}",
+                        f"a '{other}' block is set but source is {cluster.source}",
+                        f"remove the '{other}' block or set source to match it",
+                    )
+                )
         pool_names = [p.name for p in cluster.node_pools]
         for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
             idx = [i for i, n in enumerate(pool_names) if n == name]
@@ -506,32 +543,75 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 if name == "system" and len(idx) == 1
                 else f"pool name '{name}' is declared twice in cluster '{cluster.name}'"
             )
-            issues.append(ConfigIssue(file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"))
+            issues.append(
+                ConfigIssue(
+                    file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"
+                )
+            )
         for pi, pool in enumerate(cluster.node_pools):
             ppath = f"{base}.nodePools[{pi}]"
             if pool.class_name not in class_names:
                 close = difflib.get_close_matches(pool.class_name, class_names, n=1)
-                hint = f"did you mean '{close[0]}'?" if close else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
+                )
                 issues.append(ConfigIssue(file, f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
             lo, hi = pool.min_node_count, pool.max_node_count
             if (lo is None) != (hi is None):
                 missing = "maxNodeCount" if hi is None else "minNodeCount"
-                issues.append(ConfigIssue(file, f"{ppath}.{missing}", "autoscaling needs both minNodeCount and maxNodeCount", f"set {missing} too, or remove the other bound"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{ppath}.{missing}",
+                        "autoscaling needs both minNodeCount and maxNodeCount",
+                        f"set {missing} too, or remove the other bound",
+                    )
+                )
             elif lo is not None and hi is not None:
                 if lo > hi:
-                    issues.append(ConfigIssue(file, f"{ppath}.minNodeCount", f"minNodeCount {lo} is greater than maxNodeCount {hi}", "make minNodeCount <= nodeCount <= maxNodeCount"))
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"{ppath}.minNodeCount",
+                            f"minNodeCount {lo} is greater than maxNodeCount {hi}",
+                            "make minNodeCount <= nodeCount <= maxNodeCount",
+                        )
+                    )
                 elif not lo <= pool.node_count <= hi:
-                    issues.append(ConfigIssue(file, f"{ppath}.nodeCount", f"nodeCount {pool.node_count} is outside {lo}..{hi}", "make minNodeCount <= nodeCount <= maxNodeCount"))
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"{ppath}.nodeCount",
+                            f"nodeCount {pool.node_count} is outside {lo}..{hi}",
+                            "make minNodeCount <= nodeCount <= maxNodeCount",
+                        )
+                    )
 
     for di, dep in enumerate(fleet.deployments):
         dpath = f"deployments[{di}]"
         if dep.cluster not in cluster_names:
-            issues.append(ConfigIssue(file, f"{dpath}.cluster", f"unknown cluster '{dep.cluster}'", f"use one of: {', '.join(cluster_names) or '(none declared)'}"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.cluster",
+                    f"unknown cluster '{dep.cluster}'",
+                    f"use one of: {', '.join(cluster_names) or '(none declared)'}",
+                )
+            )
             continue
         cluster = fleet.cluster_named(dep.cluster)
         pools = {p.name: p for p in cluster.node_pools}
         if dep.pool not in pools:
-            issues.append(ConfigIssue(file, f"{dpath}.pool", f"cluster '{dep.cluster}' has no pool '{dep.pool}'", f"use one of: {', '.join(pools)}"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.pool",
+                    f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
+                    f"use one of: {', '.join(pools)}",
+                )
+            )
             continue
         if pools[dep.pool].class_name not in class_names:
             continue
@@ -541,16 +621,44 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
             rpath = f"{dpath}.devices[{ri}]"
             dev = devices.get(req.name)
             if dev is None:
-                issues.append(ConfigIssue(file, f"{rpath}.name", f"class '{cls.name}' has no device '{req.name}'", f"use one of: {', '.join(devices)}"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{rpath}.name",
+                        f"class '{cls.name}' has no device '{req.name}'",
+                        f"use one of: {', '.join(devices)}",
+                    )
+                )
             elif dev.claim is not ClaimMode.DRA:
-                issues.append(ConfigIssue(file, f"{rpath}.name", f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed", "claim a DRA device of the class"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{rpath}.name",
+                        f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed",
+                        "claim a DRA device of the class",
+                    )
+                )
             elif req.count > dev.count:
-                issues.append(ConfigIssue(file, f"{rpath}.count", f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node", f"request at most {dev.count}"))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{rpath}.count",
+                        f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node",
+                        f"request at most {dev.count}",
+                    )
+                )
     return issues
 
 
 def _block_keys(block: str) -> str:
-    model = {"gke": GkeCluster, "eks": EksCluster, "aks": AksCluster, "civo": CivoCluster, "vultr": VultrCluster}[block]
+    blocks: dict[str, type[BaseModel]] = {
+        "gke": GkeCluster,
+        "eks": EksCluster,
+        "aks": AksCluster,
+        "civo": CivoCluster,
+        "vultr": VultrCluster,
+    }
+    model = blocks[block]
     return ", ".join(_fields_of(model))
 
 
@@ -573,7 +681,7 @@ def stack_name_of(path: Path) -> str:
     name = path.name
     if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
         raise ConfigError([ConfigIssue(str(path), "", "a stack file is named Pulumi.<stack>.yaml", "rename the file")])
-    return name[len("Pulumi."):].rsplit(".", 1)[0]
+    return name[len("Pulumi.") :].rsplit(".", 1)[0]
 
 
 def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
@@ -586,7 +694,14 @@ def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
     from infra.devices import pools_without_role  # the role rule lives with the device rules
 
     for ki, pi, cls in pools_without_role(fleet):
-        issues.append(ConfigIssue(file, f"clusters[{ki}].nodePools[{pi}].className", f"class '{cls}' claims no CPU or GPU DRA device, so it cannot back a pool", "add a DRA device with a GPU driver or dra.cpu to the class, or use another class"))
+        issues.append(
+            ConfigIssue(
+                file,
+                f"clusters[{ki}].nodePools[{pi}].className",
+                f"class '{cls}' claims no CPU or GPU DRA device, so it cannot back a pool",
+                "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
+            )
+        )
     if issues:
         raise ConfigError(issues)
     return fleet
@@ -621,14 +736,34 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         if ns != NAMESPACE:
             continue
         if key in kube_keys:
-            issues.append(ConfigIssue(file, f"config.{full}", f"the kubeconfig key '{key}' holds a plain value", f"store it as a secret: pulumi config set --secret {key} < kubeconfig"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{full}",
+                    f"the kubeconfig key '{key}' holds a plain value",
+                    f"store it as a secret: pulumi config set --secret {key} < kubeconfig",
+                )
+            )
             continue
         close = difflib.get_close_matches(key, list(FLEET_KEYS) + sorted(kube_keys), n=1)
-        hint = f"did you mean 'modelplane:{close[0]}'?" if close else f"known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)}"
-        issues.append(ConfigIssue(file, f"config.{full}", f"unknown config key '{full}'", f"{hint} Remove or rename it"))
+        hint = (
+            f"did you mean 'modelplane:{close[0]}'?"
+            if close
+            else f"known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)}"
+        )
+        issues.append(
+            ConfigIssue(file, f"config.{full}", f"unknown config key '{full}'", f"{hint} Remove or rename it")
+        )
     for key in secrets:
         if key in FLEET_KEYS:
-            issues.append(ConfigIssue(file, f"config.{NAMESPACE}:{key}", f"'{NAMESPACE}:{key}' is a secret but holds fleet config", "store it as plain config"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{NAMESPACE}:{key}",
+                    f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
+                    "store it as plain config",
+                )
+            )
     if issues:
         raise ConfigError(issues)
     return fleet_raw, secrets, plain
@@ -651,7 +786,14 @@ def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) 
     for ki, cluster in enumerate(fleet.clusters):
         if cluster.existing is not None and cluster.existing.kubeconfig_key not in secrets:
             key = cluster.existing.kubeconfig_key
-            issues.append(ConfigIssue(file, f"clusters[{ki}].existing.kubeconfigKey", f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'", f"run: pulumi config set --secret {key} < path/to/kubeconfig"))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"clusters[{ki}].existing.kubeconfigKey",
+                    f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'",
+                    f"run: pulumi config set --secret {key} < path/to/kubeconfig",
+                )
+            )
     return issues
 
 
@@ -666,14 +808,25 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError([ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]) from None
+        raise ConfigError(
+            [ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]
+        ) from None
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
         raise ConfigError([ConfigIssue(file, "", "a stack file is a YAML mapping", "start the file with 'config:'")])
     config = doc.get("config") or {}
     if not isinstance(config, Mapping):
-        raise ConfigError([ConfigIssue(file, "config", "'config' is a mapping of keys to values", "write 'config:' followed by indented keys")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file,
+                    "config",
+                    "'config' is a mapping of keys to values",
+                    "write 'config:' followed by indented keys",
+                )
+            ]
+        )
     fleet_raw, secrets, plain = split_config(config, file)
     fleet = parse_fleet(fleet_raw, file)
     issues = check_existing_secrets(fleet, secrets, file)

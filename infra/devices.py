@@ -51,8 +51,7 @@ class Violation:
     @property
     def message(self) -> str:
         return (
-            f"cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': "
-            f"{self.problem}. Fix: {self.fix}"
+            f"cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}. Fix: {self.fix}"
         )
 
 

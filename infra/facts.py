@@ -108,7 +108,9 @@ class PoolFacts:
             "role": self.role,
             "labels": dict(self.labels),
             "taints": [t.as_json() for t in self.taints],
-            "accelerator": {"type": self.accelerator.type, "count": self.accelerator.count} if self.accelerator else None,
+            "accelerator": {"type": self.accelerator.type, "count": self.accelerator.count}
+            if self.accelerator
+            else None,
             "nodeCount": self.node_count,
             "minNodeCount": self.min_node_count,
             "maxNodeCount": self.max_node_count,
@@ -141,7 +143,9 @@ class ClusterFacts:
         return [p.schedulable() for p in self.user_pools]
 
 
-def pool_accelerator(source: str, cls_accel: Accelerator | None, vendor: str | None, gpu_count: int) -> Accelerator | None:
+def pool_accelerator(
+    source: str, cls_accel: Accelerator | None, vendor: str | None, gpu_count: int
+) -> Accelerator | None:
     """The accelerator a GPU pool's nodes carry.
 
     Provisioned clouds take it from the class's block. An Existing cluster's class may have no
@@ -170,8 +174,16 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
     if cluster.provisioned:
         pools.append(
             PoolFacts(
-                name=SYSTEM_POOL, class_name=None, role="System", labels={POOL_LABEL: SYSTEM_POOL}, taints=(),
-                accelerator=None, vendor=None, node_count=1, min_node_count=1, max_node_count=2,
+                name=SYSTEM_POOL,
+                class_name=None,
+                role="System",
+                labels={POOL_LABEL: SYSTEM_POOL},
+                taints=(),
+                accelerator=None,
+                vendor=None,
+                node_count=1,
+                min_node_count=1,
+                max_node_count=2,
                 machine=SYSTEM_MACHINE[source],
             )
         )
@@ -183,7 +195,13 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         vendors = sorted({GPU_VENDORS[d] for d in drivers if d in GPU_VENDORS})
         vendor = vendors[0] if role == "GPU" and len(vendors) == 1 else None
         prov = cls.provisioning if cluster.provisioned else None
-        accel = pool_accelerator(source, cls.provisioning.accelerator if cls.provisioning else None, vendor, gpu_device_count(cls)) if role == "GPU" else None
+        accel = (
+            pool_accelerator(
+                source, cls.provisioning.accelerator if cls.provisioning else None, vendor, gpu_device_count(cls)
+            )
+            if role == "GPU"
+            else None
+        )
         labels: dict[str, str] = {POOL_LABEL: pool.name}
         taints: list[Taint] = []
         if role == "GPU":
@@ -212,7 +230,9 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 devices=tuple(cls.devices),
                 claimed_drivers=tuple(drivers),
                 machine=prov.machine_name if prov is not None and prov.provider == source else None,
-                disk_size_gb=getattr(prov.machine, "disk_size_gb", None) if prov is not None and prov.provider == source else None,
+                disk_size_gb=getattr(prov.machine, "disk_size_gb", None)
+                if prov is not None and prov.provider == source
+                else None,
             )
         )
     dra = cluster_dra_drivers(fleet, cluster)

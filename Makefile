@@ -1,0 +1,44 @@
+# Two commands for a fresh machine with only Python 3.11+ and make:
+#   make plan   plans every example stack offline (no cloud account, no Pulumi CLI)
+#   make test   runs every test and check (pytest, ruff, mypy)
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+RUN := $(UV) run --frozen
+
+.PHONY: plan test lint typecheck pytest golden docs bench sync clean
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet uv==$(UV_VERSION)
+
+sync: $(UV)
+	$(UV) sync --frozen --quiet
+
+plan: sync
+	$(RUN) modelplane plan --all
+
+test: sync lint typecheck pytest
+
+lint: sync
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+
+typecheck: sync
+	$(RUN) mypy
+
+pytest: sync
+	$(RUN) pytest -n 2
+
+# Regenerate the golden plans and generated docs; review the diff before committing.
+golden: sync
+	$(RUN) modelplane golden
+
+docs: sync
+	$(RUN) modelplane docs
+
+bench: sync
+	$(RUN) python -m bench
+
+clean:
+	rm -rf .tools .venv .mypy_cache .ruff_cache .pytest_cache

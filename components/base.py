@@ -1,0 +1,103 @@
+"""What every cluster component shares: its arguments, its outputs and its inputs for policies.
+
+Each cloud module (`gke`, `eks`, `aks`, `civo`, `vultr`, `existing`) defines one `ClusterComponent`
+subclass with the same outline: an explicit cloud provider for the cluster's own project, region or
+account; the network; the cluster; the system pool; one node pool per declared pool; the
+kubeconfig (a secret Output) and a `kubernetes.Provider` for it. Labels, taints, roles and
+accelerators come from `infra.facts`; a cloud module only spells them the way its API wants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.facts import ClusterFacts, PoolFacts, Taint
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    facts: ClusterFacts
+    # Each class as written in config, by name: the config-level policies evaluate these.
+    class_specs: Mapping[str, Any]
+    protect: bool = False
+    # Existing clusters only: the kubeconfig read from the secret config key.
+    kubeconfig: pulumi.Input[str] | None = None
+
+
+def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[str, Any]:
+    """Inputs registered on the cluster component, read by the config-level policies.
+
+    They carry what `infra.devices.check_pool` needs (source, each pool's class as written), so
+    the pack reaches the same verdict as the program's guard.
+    """
+    return {
+        "source": facts.source,
+        "draDrivers": list(facts.dra_drivers),
+        "supportedDrivers": list(facts.supported_drivers),
+        "pools": [
+            {
+                "name": p.name,
+                "className": p.class_name,
+                "role": p.role,
+                "accelerator": {"type": p.accelerator.type, "count": p.accelerator.count} if p.accelerator else None,
+                "labels": dict(p.labels),
+                "taints": [t.as_json() for t in p.taints],
+                "class": class_specs.get(p.class_name) if p.class_name else None,
+            }
+            for p in facts.pools
+        ],
+    }
+
+
+class ClusterComponent(pulumi.ComponentResource):
+    """Base of the six cluster components; subclasses build resources in `__init__`.
+
+    `TYPE_TOKEN` is chosen once per cloud and never changed: a changed token changes every URN
+    below it, which Pulumi carries out as replacing the cluster.
+    """
+
+    TYPE_TOKEN: ClassVar[str]
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+    schedulable_pools: pulumi.Output[list[dict[str, Any]]]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(self.TYPE_TOKEN, name, policy_inputs(args.facts, args.class_specs), opts)
+        self.facts = args.facts
+        self.protect = args.protect
+
+    def child(self, suffix: str, *, protect: bool = False, **extra: Any) -> pulumi.ResourceOptions:
+        """Options for a child resource: parented here; protected when asked and `protect` applies."""
+        return pulumi.ResourceOptions(parent=self, protect=self.protect and protect, **extra)
+
+    def finish(self, kubeconfig: pulumi.Output[str], context: str | None = None) -> None:
+        """Expose the kubeconfig (secret) and a Kubernetes provider for it; register outputs last."""
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        self.provider = k8s.Provider(
+            f"{self._name}-k8s",
+            kubeconfig=self.kubeconfig,
+            context=context,
+            # One provider per cluster; never the ambient kubeconfig of whoever runs `pulumi up`.
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.schedulable_pools = pulumi.Output.from_input(self.facts.schedulable_pools())
+        self.register_outputs({"kubeconfig": self.kubeconfig, "schedulablePools": self.schedulable_pools})
+
+
+def taint_strings(taints: Sequence[Taint]) -> list[str]:
+    """`key=value:Effect`, as AKS `node_taints` and kubelet flags spell taints."""
+    return [f"{t.key}={t.value}:{t.effect}" for t in taints if not t.set_by_cloud]
+
+
+UPPER_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+def pool_taints(pool: PoolFacts) -> list[Taint]:
+    """The taints a pool resource must set itself (those the cloud sets are left out)."""
+    return [t for t in pool.taints if not t.set_by_cloud]

@@ -1,0 +1,24 @@
+"""Existing (bring-your-own) clusters: nothing is provisioned.
+
+The kubeconfig comes from the secret config key the cluster names (`existing.kubeconfigKey`).
+Pools describe nodes the cluster's owner has already labelled and tainted as `infra.facts` says
+(README, "Existing clusters"); no pool resource exists to create or protect.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.base import ClusterArgs, ClusterComponent
+
+
+class ExistingCluster(ClusterComponent):
+    TYPE_TOKEN = "modelplane:existing:ExistingCluster"
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+        if args.kubeconfig is None:
+            raise ValueError(f"cluster {name!r}: an Existing cluster needs its kubeconfig")
+        context = args.facts.spec.existing.context if args.facts.spec.existing else None
+        self.context = context
+        self.finish(pulumi.Output.from_input(args.kubeconfig), context=context)

@@ -1,0 +1,72 @@
+"""The Pulumi program: stack config -> fleet -> rules -> one cluster component and serving stack each.
+
+`run()` is what `__main__.py` calls under the Pulumi CLI, and what `modelplane plan` runs under
+Pulumi's mock runtime; it never knows which. It reads config once, stops with `pulumi.RunError`
+before registering anything when the config is bad or a device rule is broken (a program that
+registered fewer resources would make `pulumi up` delete the rest), then builds the fleet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.clusters import cluster_component
+from components.serving_stack import ServingStack, ServingStackArgs
+from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
+from infra.devices import Violation, check_fleet
+from infra.facts import derive_fleet
+
+
+def read_fleet() -> Fleet:
+    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan."""
+    cfg = pulumi.Config(NAMESPACE)
+    raw: dict[str, Any] = {}
+    for key in FLEET_KEYS:
+        value = cfg.get_object(key)
+        if value is not None:
+            raw[key] = value
+    return parse_fleet(raw, f"Pulumi.{pulumi.get_stack()}.yaml")
+
+
+def guard(fleet: Fleet) -> None:
+    """Stop the run, before any resource is registered, when a device rule is broken."""
+    violations = check_fleet(fleet)
+    if violations:
+        raise pulumi.RunError(format_violations(violations))
+
+
+def format_violations(violations: list[Violation]) -> str:
+    lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
+    lines += [f"  [{v.policy}] {v.message}" for v in violations]
+    return "\n".join(lines)
+
+
+def run() -> None:
+    try:
+        fleet = read_fleet()
+    except ConfigError as err:
+        raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
+    guard(fleet)
+    cfg = pulumi.Config(NAMESPACE)
+    class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
+    exported: dict[str, Any] = {}
+    for facts in derive_fleet(fleet):
+        kubeconfig = None
+        if facts.spec.existing is not None:
+            kubeconfig = cfg.require_secret(facts.spec.existing.kubeconfig_key)
+        cluster = cluster_component(facts, class_specs, fleet.protect, kubeconfig)
+        stack = ServingStack(
+            f"{facts.name}-stack",
+            ServingStackArgs(facts=facts),
+            opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
+        )
+        exported[facts.name] = {
+            "source": facts.source,
+            "kubeconfig": cluster.kubeconfig,
+            "draDrivers": list(facts.dra_drivers),
+            "schedulablePools": cluster.schedulable_pools,
+            "releases": stack.release_names,
+        }
+    pulumi.export("clusters", exported)
