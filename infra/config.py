@@ -16,6 +16,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -290,6 +291,14 @@ class ModelDeploymentSpec(Model):
     args: list[str] = Field(default_factory=list)
     replicas: Annotated[int, Field(ge=0)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
+    env: dict[str, str] = Field(default_factory=dict)
+    # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
+    shm_size: str = "2Gi"
+
+    @field_validator("shm_size", mode="before")
+    @classmethod
+    def _shm_quantity(cls, v: Any) -> str:
+        return CapacityValue(value=v).value
 
 
 class Fleet(Model):
@@ -534,6 +543,9 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                         f"remove the '{other}' block or set source to match it",
                     )
                 )
+        block = getattr(cluster, wanted)
+        if cluster.provisioned and block is not None:
+            issues.extend(_check_version(file, f"{base}.{wanted}.kubernetesVersion", block.kubernetes_version))
         pool_names = [p.name for p in cluster.node_pools]
         for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
             idx = [i for i, n in enumerate(pool_names) if n == name]
@@ -647,7 +659,94 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                         f"request at most {dev.count}",
                     )
                 )
+            elif dev.driver == CPU_CLAIM_DRIVER and claimed_cpus(dev) is None:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{rpath}.name",
+                        f"device '{req.name}' of class '{cls.name}' claims dra.cpu without a whole number of CPUs "
+                        f"in capacity '{CPU_CLAIM_CAPACITY}'",
+                        f"set classes[{fleet.classes.index(cls)}].devices[{cls.devices.index(dev)}].capacity."
+                        f'{CPU_CLAIM_CAPACITY}.value to the CPUs a pod takes, such as "6"',
+                    )
+                )
+    issues.extend(check_images(fleet, file))
     return issues
+
+
+# A dra.cpu claim takes CPUs through this consumable capacity (dra-driver-cpu grouped mode); the
+# pod must also request and limit exactly that many CPUs (components.model_deployment).
+CPU_CLAIM_DRIVER = "dra.cpu"
+CPU_CLAIM_CAPACITY = "dra.cpu/cpu"
+
+
+def claimed_cpus(device: Device) -> int | None:
+    """Whole CPUs one `dra.cpu` device of the class hands a claim, or None when not a whole number."""
+    cap = device.capacity.get(CPU_CLAIM_CAPACITY)
+    if cap is None:
+        return None
+    try:
+        cpus = Decimal(cap.value)
+    except InvalidOperation:
+        return None  # a suffixed quantity such as 500m or 1k is not a CPU count
+    if cpus <= 0 or cpus != cpus.to_integral_value():
+        return None
+    return int(cpus)
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of an image reference (`repo:tag`, `repo:tag@sha256:...`); None when untagged."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None
+
+
+def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Deployment images are pinned: a digest, or a tag other than `latest`.
+
+    An untagged image means `latest`, and a floating tag lets a node pull an engine nobody
+    reviewed the next time a pod restarts.
+    """
+    issues = []
+    for di, dep in enumerate(fleet.deployments):
+        digest = "@sha256:" in dep.image
+        tag = image_tag(dep.image)
+        if digest or (tag is not None and tag != "latest" and not tag.startswith("latest-")):
+            continue
+        problem = f"image '{dep.image}' is not pinned ({'untagged' if tag is None else f'tag {tag!r} floats'})"
+        issues.append(
+            ConfigIssue(
+                file, f"deployments[{di}].image", problem, "pin an exact version tag, e.g. vllm/vllm-openai:v0.23.0"
+            )
+        )
+    return issues
+
+
+# DRA (resource.k8s.io/v1) is GA and on by default from Kubernetes 1.34; every driver we install
+# (NVIDIA DRA 0.4, dra-driver-cpu, AMD's DRA mode) claims devices through it.
+MIN_KUBERNETES = (1, 34)
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def _check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
+    m = _VERSION_RE.match(version)
+    if m is None:
+        return [
+            ConfigIssue(
+                file,
+                path,
+                f"'{version}' is not a Kubernetes version",
+                "write it as the cloud does, e.g. 1.34 or 1.34.1-k3s1",
+            )
+        ]
+    if (int(m[1]), int(m[2])) < MIN_KUBERNETES:
+        floor = ".".join(map(str, MIN_KUBERNETES))
+        return [
+            ConfigIssue(
+                file, path, f"Kubernetes {version} predates DRA's v1 API (GA in {floor})", f"use {floor} or newer"
+            )
+        ]
+    return []
 
 
 def _block_keys(block: str) -> str:

@@ -110,6 +110,10 @@ class Registration:
     urn: str
     inputs: Mapping[str, Any]
     custom: bool
+    # URNs of the resources this one was registered to depend on (`depends_on` and input outputs).
+    dependencies: tuple[str, ...] = ()
+    protect: bool = False
+    provider: str = ""  # the explicit provider reference (`<provider urn>::<id>`), "" when ambient
 
 
 @dataclass
@@ -171,7 +175,16 @@ class _ParentRecordingMonitor(MockMonitor):
         if parent and "pulumi:pulumi:Stack" not in parent.split("::")[2].split("$")[-1]:
             parent_name = parent.split("::")[-1]
         self._records.append(
-            Registration(request.type, request.name, parent_name, response.urn, inputs, request.custom)
+            Registration(
+                request.type,
+                request.name,
+                parent_name,
+                response.urn,
+                inputs,
+                request.custom,
+                protect=bool(request.protect),
+                provider=request.provider,
+            )
         )
         return response
 

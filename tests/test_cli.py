@@ -1,0 +1,170 @@
+"""The `modelplane` command as a user runs it: a subprocess, its exit codes and its JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+
+def modelplane(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "infra.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+
+
+def check_shape(doc: dict[str, Any]) -> None:
+    """The SPEC 9 document, key by key and type by type."""
+    assert set(doc) >= {"stack", "ok", "errors", "violations", "clusters", "deployments", "resources"}
+    assert isinstance(doc["stack"], str) and isinstance(doc["ok"], bool)
+    for e in doc["errors"]:
+        assert set(e) == {"path", "message"} and all(isinstance(v, str) for v in e.values())
+    for v in doc["violations"]:
+        assert set(v) == {"policy", "enforcement", "message", "resource"}
+        assert v["enforcement"] in ("mandatory", "advisory")
+    for c in doc["clusters"]:
+        assert set(c) >= {"name", "source", "draDrivers", "supportedDrivers", "pools", "releases", "schedulablePools"}
+        assert c["draDrivers"] == sorted(c["draDrivers"]) and c["supportedDrivers"] == sorted(c["supportedDrivers"])
+        for p in c["pools"]:
+            assert set(p) == {
+                "name",
+                "className",
+                "role",
+                "labels",
+                "taints",
+                "accelerator",
+                "nodeCount",
+                "minNodeCount",
+                "maxNodeCount",
+            }
+            assert p["role"] in ("GPU", "CPU", "System")
+            assert all(isinstance(k, str) and isinstance(v, str) for k, v in p["labels"].items())
+            for t in p["taints"]:
+                assert set(t) == {"key", "value", "effect"} and t["effect"] in EFFECTS
+            assert p["accelerator"] is None or (
+                set(p["accelerator"]) == {"type", "count"} and isinstance(p["accelerator"]["count"], int)
+            )
+            assert isinstance(p["nodeCount"], int)
+        for r in c["releases"]:
+            assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
+            assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
+    for r in doc["resources"]:
+        assert set(r) == {"type", "name", "parent"}
+        assert r["parent"] is None or isinstance(r["parent"], str)
+
+
+def test_plan_json_of_existing_stack_matches_the_contract() -> None:
+    out = modelplane("plan", "--stack", "byo-amd", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    check_shape(doc)
+    assert doc["ok"] is True and doc["stack"] == "byo-amd"
+    [cluster] = doc["clusters"]
+    assert cluster["draDrivers"] == ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"]
+    assert "mp-gpu-operator-charts" in {r["name"] for r in cluster["releases"]}
+    assert any(r["type"] == "kubernetes:helm.sh/v3:Release" for r in doc["resources"])
+
+
+def test_plan_all_wraps_every_stack() -> None:
+    out = modelplane("plan", "--all", "--json")
+    doc = json.loads(out.stdout)
+    names = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    assert sorted(s["stack"] for s in doc["stacks"]) == names
+    for s in doc["stacks"]:
+        check_shape(s)
+
+
+def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:
+    bad = {
+        "config": {
+            "modelplane:classes": [
+                {"name": "c", "devices": [{"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu"}]}
+            ],
+            "modelplane:clusters": [
+                {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "p", "className": "nope"}]}
+            ],
+            "modelplane:kubeconfig": {"secure": "x"},
+        }
+    }
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(bad), encoding="utf-8")
+    out = modelplane("plan", "--stack-file", str(path), "--json")
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr + out.stdout
+    doc = json.loads(out.stdout)
+    check_shape(doc)
+    assert doc["ok"] is False
+    assert doc["errors"][0]["path"] == "clusters[0].nodePools[0].className"
+    assert "Pulumi.bad.yaml" in doc["errors"][0]["message"]
+    human = modelplane("plan", "--stack-file", str(path))
+    assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stdout
+    assert "Traceback" not in human.stderr + human.stdout
+
+
+def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
+    bad = {
+        "config": {
+            "modelplane:classes": [
+                {
+                    "name": "amd",
+                    "devices": [{"name": "g", "driver": "gpu.amd.com", "deviceClassName": "gpu.amd.com"}],
+                    "provisioning": {
+                        "provider": "Vultr",
+                        "vultr": {"plan": "x", "accelerator": {"type": "amd-mi300x", "count": 1}},
+                    },
+                }
+            ],
+            "modelplane:clusters": [
+                {
+                    "name": "v",
+                    "source": "Vultr",
+                    "vultr": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+                    "nodePools": [{"name": "p", "className": "amd"}],
+                }
+            ],
+        }
+    }
+    path = tmp_path / "Pulumi.amd-on-vultr.yaml"
+    path.write_text(yaml.safe_dump(bad), encoding="utf-8")
+    out = modelplane("plan", "--stack-file", str(path), "--json")
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert [v["policy"] for v in doc["violations"]] == ["unsupported-devices"]
+    assert doc["violations"][0]["enforcement"] == "mandatory"
+    assert doc["resources"] == []  # stopped before registering anything
+    assert doc["errors"] == []
+
+
+def test_bad_usage_exits_2() -> None:
+    assert modelplane("plan").returncode == 2
+    assert modelplane("plan", "--stack", "a", "--all").returncode == 2
+    out = modelplane("plan", "--stack", "no-such-stack")
+    assert out.returncode == 2 and "known stacks" in out.stderr
+
+
+def test_out_writes_one_values_file_per_release(tmp_path: Path) -> None:
+    out = modelplane("plan", "--stack", "byo-amd", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.name for p in (tmp_path / "byo-amd" / "byo-lab").iterdir())
+    assert "mp-gpu-operator-charts.yaml" in files
+    amd = yaml.safe_load((tmp_path / "byo-amd" / "byo-lab" / "mp-gpu-operator-charts.yaml").read_text())
+    assert amd["kmm"]["enabled"] is False
+
+
+def test_catalog_prints_the_matrix_and_drivers() -> None:
+    out = modelplane("catalog")
+    assert out.returncode == 0
+    assert "| Existing | dra.cpu, gpu.amd.com, gpu.nvidia.com |" in out.stdout
+    assert "| EKS | dra.cpu, dra.net, gpu.nvidia.com |" in out.stdout

@@ -1,0 +1,256 @@
+"""The fleet model: shape errors and reference errors name the file, the path and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.config import ConfigError, load_stack_file
+from tests.conftest import cpu_class, gpu_class
+
+L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
+
+
+def good_fleet() -> dict[str, Any]:
+    return {
+        "modelplane:classes": [gpu_class("l4", "GKE", L4), cpu_class("cpu", "GKE", {"machineType": "c3-standard-8"})],
+        "modelplane:clusters": [
+            {
+                "name": "prod",
+                "source": "GKE",
+                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+                "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+    }
+
+
+def write(tmp_path: Path, config: dict[str, Any], name: str = "dev") -> Path:
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": config}), encoding="utf-8")
+    return path
+
+
+def issues_of(tmp_path: Path, config: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    for issue in err.value.issues:
+        assert issue.file.endswith("Pulumi.dev.yaml")
+        assert issue.fix
+    return [(i.path, i.problem) for i in err.value.issues]
+
+
+def test_good_fleet_loads_with_defaults(tmp_path: Path) -> None:
+    stack = load_stack_file(write(tmp_path, good_fleet()))
+    assert stack.stack == "dev"
+    pool = stack.fleet.clusters[0].node_pools[0]
+    assert pool.node_count == 1 and pool.min_node_count is None
+    assert stack.fleet.classes[0].provisioning is not None
+    assert stack.fleet.classes[0].provisioning.machine.disk_size_gb == 100  # type: ignore[union-attr]
+    assert stack.fleet.protect is False
+
+
+def test_wrong_type_names_the_path(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][1]["nodeCount"] = "three"
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].nodePools[1].nodeCount"
+    assert "integer" in problem
+
+
+def test_unknown_class_names_the_path_and_suggests(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][1]["className"] = "cpuu"
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].nodePools[1].className"
+    assert "unknown class 'cpuu'" in issue.problem
+    assert "did you mean 'cpu'" in issue.fix
+
+
+def test_unknown_key_gets_did_you_mean(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][0]["maxNodeCont"] = 3
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].nodePools[0].maxNodeCont"
+    assert "did you mean 'maxNodeCount'" in issue.fix
+
+
+def test_unknown_config_key_in_namespace_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:protcet"] = True
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    assert "did you mean 'modelplane:protect'" in err.value.issues[0].fix
+
+
+def test_other_namespaces_pass_through(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["gcp:project"] = "ignored-here"
+    assert load_stack_file(write(tmp_path, config)).plain["gcp:project"] == "ignored-here"
+
+
+def test_duplicate_pool_names_are_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][1]["name"] = "gpu"
+    assert issues_of(tmp_path, config) == [
+        ("clusters[0].nodePools[1].name", "pool name 'gpu' is declared twice in cluster 'prod'")
+    ]
+
+
+def test_system_pool_name_is_reserved(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][1]["name"] = "system"
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].nodePools[1].name" and "reserved" in problem
+
+
+def test_min_above_max_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][0].update(minNodeCount=3, maxNodeCount=2, nodeCount=2)
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].nodePools[0].minNodeCount"
+    assert "greater than maxNodeCount" in problem
+
+
+def test_node_count_outside_bounds_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][0].update(minNodeCount=1, maxNodeCount=2, nodeCount=5)
+    assert issues_of(tmp_path, config)[0][0] == "clusters[0].nodePools[0].nodeCount"
+
+
+def test_one_autoscaling_bound_alone_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["nodePools"][0]["maxNodeCount"] = 3
+    assert issues_of(tmp_path, config)[0][0] == "clusters[0].nodePools[0].minNodeCount"
+
+
+def test_missing_source_block_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    del config["modelplane:clusters"][0]["gke"]
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].gke"
+    assert "source is GKE" in problem
+
+
+def test_block_of_another_source_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["eks"] = {"region": "us-east-1", "kubernetesVersion": "1.34"}
+    assert issues_of(tmp_path, config) == [("clusters[0].eks", "a 'eks' block is set but source is GKE")]
+
+
+def test_provisioning_needs_the_block_its_provider_names(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:classes"][0]["provisioning"] = {"provider": "GKE", "eks": {"instanceType": "g6.xlarge"}}
+    paths = [p for p, _ in issues_of(tmp_path, config)]
+    assert paths == ["classes[0].provisioning.gke", "classes[0].provisioning.eks"]
+
+
+def test_dra_device_needs_device_class_name(tmp_path: Path) -> None:
+    config = good_fleet()
+    del config["modelplane:classes"][0]["devices"][0]["deviceClassName"]
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "classes[0].devices[0]"
+    assert "deviceClassName" in problem
+
+
+def test_attribute_holds_exactly_one_value(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:classes"][0]["devices"][0]["attributes"] = {"productName": {"string": "L4", "int": 3}}
+    [(path, _)] = issues_of(tmp_path, config)
+    assert path == "classes[0].devices[0].attributes.productName"
+
+
+def test_capacity_must_be_a_quantity(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:classes"][1]["devices"][0]["capacity"]["dra.cpu/cpu"]["value"] = "six"
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "classes[1].devices[0].capacity.dra.cpu/cpu.value"
+    assert "quantity" in problem
+
+
+def test_kubernetes_before_dra_is_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = "1.31"
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].gke.kubernetesVersion" and "1.34" in problem
+
+
+def test_class_without_compute_device_cannot_back_a_pool(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:classes"][0]["devices"] = [{"name": "nic", "claim": "Synthetic", "driver": "nic.nvidia.com"}]
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].nodePools[0].className"
+    assert "claims no CPU or GPU DRA device" in problem
+
+
+def test_existing_cluster_needs_its_secret_kubeconfig(tmp_path: Path) -> None:
+    config = {
+        "modelplane:classes": [cpu_class("cpu", None)],
+        "modelplane:clusters": [
+            {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "cpu", "className": "cpu"}]}
+        ],
+    }
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "clusters[0].existing.kubeconfigKey" and "modelplane:kubeconfig" in problem
+    config["modelplane:kubeconfig"] = "apiVersion: v1"
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert "plain value" in problem
+    config["modelplane:kubeconfig"] = {"secure": "AAAB"}
+    stack = load_stack_file(write(tmp_path, config))
+    assert stack.secrets == {"kubeconfig": "AAAB"}
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("config:\n  modelplane:clusters: [\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(path)
+    assert err.value.issues[0].path.startswith("line ")
+
+
+def test_deployment_references_are_checked(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:deployments"] = [
+        {
+            "name": "a",
+            "cluster": "nope",
+            "pool": "gpu",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "devices": [{"name": "gpu"}],
+        },
+        {
+            "name": "b",
+            "cluster": "prod",
+            "pool": "nope",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "devices": [{"name": "gpu"}],
+        },
+        {
+            "name": "c",
+            "cluster": "prod",
+            "pool": "gpu",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "devices": [{"name": "tpu"}],
+        },
+        {
+            "name": "d",
+            "cluster": "prod",
+            "pool": "gpu",
+            "image": "vllm/vllm-openai:v0.11.0",
+            "devices": [{"name": "gpu", "count": 2}],
+        },
+    ]
+    paths = [p for p, _ in issues_of(tmp_path, config)]
+    assert paths[:4] == [
+        "deployments[0].cluster",
+        "deployments[1].pool",
+        "deployments[2].devices[0].name",
+        "deployments[3].devices[0].count",
+    ]

@@ -1,0 +1,32 @@
+"""Generated files are current: docs from code, golden plans from stacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.cli import display_path, generated_docs, stack_files
+from infra.plan import plan_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+REGENERATE = "run `make docs` (modelplane docs) and commit the result"
+
+
+@pytest.mark.parametrize("path", sorted(generated_docs()))
+def test_generated_doc_is_current(path: str) -> None:
+    committed = (ROOT / path).read_text(encoding="utf-8") if (ROOT / path).exists() else ""
+    assert committed == generated_docs()[path], f"{path} is stale: {REGENERATE}"
+
+
+@pytest.mark.parametrize("path", stack_files(), ids=lambda p: p.name)
+def test_committed_stack_plans_clean_and_matches_its_golden_plan(path: Path) -> None:
+    doc = plan_stack(path, display=display_path(path))
+    assert doc["ok"], (doc["errors"], doc["violations"])
+    golden = ROOT / "tests" / "golden" / f"{doc['stack']}.json"
+    assert golden.exists(), f"no golden plan for {doc['stack']}: run `make golden`"
+    expected = json.loads(golden.read_text(encoding="utf-8"))
+    assert json.loads(json.dumps(doc)) == expected, (
+        f"plan of {doc['stack']} changed: run `make golden` and review the diff"
+    )
