@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components import telemetry
 from components import values as v
 
 CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Existing")
@@ -100,6 +101,14 @@ def _common(cloud: str) -> list[Component]:
             "v0.8.0",
             "lws-system",
             values=v.leader_worker_set(cloud),
+        ),
+        Component(
+            "opentelemetry-collector",
+            telemetry.CHART,
+            telemetry.CHART_REPO,
+            telemetry.CHART_VERSION,
+            telemetry.NAMESPACE,
+            values=telemetry.collector_values(cloud),
         ),
         Component(
             "node-feature-discovery",

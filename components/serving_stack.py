@@ -4,10 +4,21 @@ It turns catalog rows (`components.catalog`) into `kubernetes.helm.v3.Release`s 
 provider; it decides nothing about which rows (that is `join_components`) or their values (that is
 `components.values`). Releases are Helm releases, not rendered charts, because the operators rely
 on Helm hooks.
+
+Next to the releases it creates the few objects a chart cannot be trusted with:
+- the `gpu.amd.com` DeviceClass, when the AMD operator is joined: the chart renders it only when
+  Helm's capabilities list resource.k8s.io, and skips it silently otherwise
+  (`reference/accelerator-facts.md` §9.4); the chart's own copy is turned off in its values;
+- on GKE, a critical-pods ResourceQuota in each namespace whose pods run at a system priority
+  class: GKE admits `system-node-critical` / `system-cluster-critical` pods outside kube-system only
+  where such a quota exists (§9.3);
+- on GKE, Google's COS driver installer when the NVIDIA stack is joined: GKE's own driver
+  installation is off on DRA pools, and the GPU Operator leaves the driver to Google's installer (§1.1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +28,28 @@ import pulumi_kubernetes as k8s
 from components.catalog import Component, install_order, needed_by_others
 from infra.facts import ClusterFacts
 
+TYPE_TOKEN = "modelplane:stack:ServingStack"
+
+# The component whose DRA driver serves `gpu.amd.com`; its DeviceClass is created here.
+AMD_OPERATOR_KEY = "amd-gpu-operator"
+AMD_DEVICE_CLASS = "gpu.amd.com"
+
+# Components whose pods use a system priority class (the GPU Operator's daemonsets and the NVIDIA
+# DRA driver's controller and kubelet plugin default to `system-node-critical`).
+CRITICAL_POD_COMPONENTS = ("gpu-operator", "dra-driver-nvidia-gpu")
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+# The quota exists to admit these priority classes, not to cap them: its limit is never reached.
+CRITICAL_PODS_LIMIT = "1G"
+
+# The component that needs Google's driver installer on GKE before it can validate the driver.
+NVIDIA_OPERATOR_KEY = "gpu-operator"
+# Google's COS installer that uses the driver image GKE preloads on the node, pinned to a commit of
+# GoogleCloudPlatform/container-engine-accelerators so `pulumi up` never applies an unreviewed change.
+GKE_DRIVER_INSTALLER = (
+    "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+    "068b15a980977bdaab46eb73e1ac8fba47e41f60/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+)
+
 
 @dataclass(frozen=True)
 class ServingStackArgs:
@@ -25,6 +58,7 @@ class ServingStackArgs:
 
 def release_args(component: Component, wait: bool) -> dict[str, Any]:
     """The Release arguments for one catalog row; the plan prints exactly these values."""
+    # OCI charts are addressed by their full reference; HTTP charts by name in their repository.
     repo_opts = None if component.oci else k8s.helm.v3.RepositoryOptsArgs(repo=component.repo)
     chart = f"{component.repo}/{component.chart}" if component.oci else component.chart
     return {
@@ -41,13 +75,20 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
+def critical_pod_namespaces(facts: ClusterFacts) -> list[str]:
+    """Namespaces that need GKE's critical-pods quota on this cluster (none off GKE)."""
+    if facts.source != "GKE":
+        return []
+    return sorted({c.namespace for c in facts.components if c.key in CRITICAL_POD_COMPONENTS})
+
+
 class ServingStack(pulumi.ComponentResource):
     release_names: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
         super().__init__(
-            "modelplane:stack:ServingStack",
+            TYPE_TOKEN,
             name,
             {
                 "cluster": facts.name,
@@ -58,10 +99,45 @@ class ServingStack(pulumi.ComponentResource):
             },
             opts,
         )
+        joined = {c.key for c in facts.components}
+        # What must exist before a component's release installs, by component key.
+        prerequisites: dict[str, list[pulumi.Resource]] = {}
+
+        quotas = self._critical_pod_quotas(name, critical_pod_namespaces(facts))
+        for component in facts.components:
+            if component.namespace in quotas:
+                prerequisites.setdefault(component.key, []).append(quotas[component.namespace])
+
+        if facts.source == "GKE" and NVIDIA_OPERATOR_KEY in joined:
+            installer = k8s.yaml.v2.ConfigFile(
+                f"{name}-gke-nvidia-driver-installer",
+                file=GKE_DRIVER_INSTALLER,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            prerequisites.setdefault(NVIDIA_OPERATOR_KEY, []).append(installer)
+
+        self.amd_device_class: k8s.resource.v1.DeviceClass | None = None
+        if AMD_OPERATOR_KEY in joined:
+            self.amd_device_class = k8s.resource.v1.DeviceClass(
+                f"{name}-amd-device-class",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=AMD_DEVICE_CLASS),
+                spec=k8s.resource.v1.DeviceClassSpecArgs(
+                    selectors=[
+                        k8s.resource.v1.DeviceSelectorArgs(
+                            cel=k8s.resource.v1.CELDeviceSelectorArgs(
+                                expression=f"device.driver == '{AMD_DEVICE_CLASS}'"
+                            )
+                        )
+                    ]
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+
         awaited = needed_by_others(facts.components)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         for component in install_order(facts.components):
-            deps = [self.releases[d] for d in component.depends_on if d in self.releases]
+            deps: list[pulumi.Resource] = [self.releases[d] for d in component.depends_on if d in self.releases]
+            deps += prerequisites.get(component.key, [])
             self.releases[component.key] = k8s.helm.v3.Release(
                 f"{name}-{component.key}",
                 **release_args(component, component.key in awaited),
@@ -69,3 +145,31 @@ class ServingStack(pulumi.ComponentResource):
             )
         self.release_names = pulumi.Output.from_input([c.release for c in facts.components])
         self.register_outputs({"releases": self.release_names})
+
+    def _critical_pod_quotas(self, name: str, namespaces: list[str]) -> Mapping[str, k8s.core.v1.ResourceQuota]:
+        """GKE's critical-pods quota in each namespace, with the namespace it lives in."""
+        quotas: dict[str, k8s.core.v1.ResourceQuota] = {}
+        for namespace in namespaces:
+            ns = k8s.core.v1.Namespace(
+                f"{name}-{namespace}-namespace",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            quotas[namespace] = k8s.core.v1.ResourceQuota(
+                f"{name}-{namespace}-critical-pods",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name="gcp-critical-pods", namespace=ns.metadata.name),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(
+                    hard={"pods": CRITICAL_PODS_LIMIT},
+                    scope_selector=k8s.core.v1.ScopeSelectorArgs(
+                        match_expressions=[
+                            k8s.core.v1.ScopedResourceSelectorRequirementArgs(
+                                scope_name="PriorityClass",
+                                operator="In",
+                                values=list(CRITICAL_PRIORITY_CLASSES),
+                            )
+                        ]
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        return quotas

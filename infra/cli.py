@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from components.catalog import CATALOG, CLOUDS, supported_drivers
+from components.telemetry import render_telemetry_doc
 from infra.plan import dumps, plan_stack
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -195,19 +196,12 @@ def write_values(out: Path, docs: Sequence[dict[str, Any]]) -> None:
                 (folder / f"{r['name']}.yaml").write_text(header + text, encoding="utf-8")
 
 
-GENERATED_DOCS = {"docs/supported-devices.md": catalog_markdown}
+GENERATED_DOCS = {"docs/supported-devices.md": catalog_markdown, "docs/telemetry.md": render_telemetry_doc}
 
 
 def generated_docs() -> dict[str, str]:
     """Every generated doc, path -> text."""
-    out = {path: render() for path, render in GENERATED_DOCS.items()}
-    try:
-        from components.telemetry import render_telemetry_doc
-    except ImportError:
-        pass
-    else:
-        out["docs/telemetry.md"] = render_telemetry_doc()
-    return out
+    return {path: render() for path, render in GENERATED_DOCS.items()}
 
 
 def cmd_docs(args: argparse.Namespace, console: Console, err: Console) -> int:

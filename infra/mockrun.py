@@ -54,8 +54,11 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
             "certificateAuthority": {"data": FAKE_CA},
             "arn": f"arn:aws:eks:region:000000000000:cluster/{name}",
         }
+    if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        return {"latestVersion": 1}
     if typ.startswith("aws:") and typ.endswith(":Role"):
-        return {"arn": f"arn:aws:iam::000000000000:role/{name}"}
+        # IAM autonames a role whose name input is unset; attachments refer to it by name.
+        return {"arn": f"arn:aws:iam::000000000000:role/{name}", "name": inputs.get("name", name)}
     if typ == "civo:index/kubernetesCluster:KubernetesCluster":
         return {"kubeconfig": fake_kubeconfig(name), "apiEndpoint": f"https://{name}.civo.invalid"}
     if typ == "vultr:index/kubernetes:Kubernetes":
@@ -65,6 +68,9 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         }
     if typ == "gcp:serviceaccount/account:Account":
         return {"email": f"{name}@project.iam.gserviceaccount.com"}
+    if typ.startswith("azure-native:"):
+        # azure-native autonames a resource whose name input is unset and returns it as `name`.
+        return {"name": name}
     return {}
 
 
@@ -99,7 +105,8 @@ class PlanMocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
-        return _invoke_result(args.token, args.args), None
+        # An empty failure list, not None: the mock monitor iterates it.
+        return _invoke_result(args.token, args.args), []
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,7 @@ class _ParentRecordingMonitor(MockMonitor):
                 response.urn,
                 inputs,
                 request.custom,
+                dependencies=tuple(request.dependencies),
                 protect=bool(request.protect),
                 provider=request.provider,
             )

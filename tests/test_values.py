@@ -1,0 +1,280 @@
+"""Helm values per chart and cloud: the review's findings and the per-cloud driver decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from components import values as v
+from components.catalog import CATALOG, CLOUDS, Component
+from infra.facts import CPU_TAINT_KEY, GKE_GPU_TAINT_VALUE, VENDOR_TAINT_KEY
+
+PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
+
+
+def row(cloud: str, key: str) -> Component:
+    return next(c for c in CATALOG[cloud] if c.key == key)
+
+
+def every_row() -> Iterator[tuple[str, Component]]:
+    for cloud in CLOUDS:
+        for c in CATALOG[cloud]:
+            yield cloud, c
+
+
+def walk(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (path, value) pair in a values tree, dicts and lists included."""
+    yield path, node
+    if isinstance(node, dict):
+        for k, child in node.items():
+            yield from walk(child, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            yield from walk(child, f"{path}[{i}]")
+
+
+def tolerations_in(values: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (path, t)
+        for path, node in walk(values)
+        if path.lower().endswith("tolerations") and isinstance(node, list)
+        for t in node
+    ]
+
+
+def tolerated(toleration: dict[str, Any], key: str, value: str, effect: str = "NoSchedule") -> bool:
+    if toleration.get("key") != key or toleration.get("effect", effect) != effect:
+        return False
+    return toleration.get("operator") == "Exists" or toleration.get("value") == value
+
+
+# --------------------------------------------------------------------------------------------
+# Findings that hold on every cloud
+
+
+@pytest.mark.parametrize(("cloud", "component"), list(every_row()), ids=lambda x: getattr(x, "key", x))
+def test_no_values_tolerate_every_taint(cloud: str, component: Component) -> None:
+    for path, t in tolerations_in(component.values):
+        assert t.get("key"), f"{cloud} {component.key} {path}: {t} has no key, so it tolerates every taint"
+        assert t.get("operator") in ("Exists", "Equal"), f"{cloud} {component.key} {path}: {t}"
+
+
+def image_refs(values: Any) -> Iterator[tuple[str, str]]:
+    """Every image a values tree names: `image`/`*Image` strings and `repository`+`tag` pairs."""
+    for path, node in walk(values):
+        if not isinstance(node, dict):
+            continue
+        for k, child in node.items():
+            if (k == "image" or k.endswith("Image")) and isinstance(child, str):
+                yield f"{path}.{k}", child
+        if "repository" in node and "tag" in node:
+            yield f"{path}.repository", f"{node['repository']}:{node['tag']}"
+
+
+def test_image_walk_sees_every_amd_image() -> None:
+    found = {ref for _, ref in image_refs(row("Existing", "amd-gpu-operator").values)}
+    assert {
+        v.AMD_DRA_DRIVER_IMAGE,
+        v.AMD_NODE_LABELLER_IMAGE,
+        v.AMD_UTILS_IMAGE,
+        v.AMD_METRICS_EXPORTER_IMAGE,
+        v.AMD_DEVICE_PLUGIN_IMAGE,
+        "docker.io/rocm/gpu-operator:v1.5.1",
+    } <= found
+
+
+@pytest.mark.parametrize(("cloud", "component"), list(every_row()), ids=lambda x: getattr(x, "key", x))
+def test_no_floating_image_in_any_values(cloud: str, component: Component) -> None:
+    for path, ref in image_refs(component.values):
+        name, _, tag = ref.rpartition(":")
+        assert name and "/" not in tag, f"{cloud} {component.key} {path}: {ref} has no tag"
+        assert tag and "latest" not in tag, f"{cloud} {component.key} {path}: {ref} floats"
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_nvidia_device_plugin_is_off_wherever_its_dra_driver_installs(cloud: str) -> None:
+    assert row(cloud, "gpu-operator").values["devicePlugin"] == {"enabled": False}
+    dra = row(cloud, "dra-driver-nvidia-gpu").values
+    assert dra["gpuResourcesEnabledOverride"] is True
+    assert dra["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
+    assert dra["resourceApiVersion"] == "resource.k8s.io/v1"
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_nvidia_operator_leaves_nfd_to_the_standalone_release(cloud: str) -> None:
+    assert row(cloud, "gpu-operator").values["nfd"] == {"enabled": False}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_dcgm_exporter_attributes_dra_allocated_gpus(cloud: str) -> None:
+    dcgm = row(cloud, "gpu-operator").values["dcgmExporter"]
+    assert dcgm["enabled"] is True
+    assert {"name": "KUBERNETES_ENABLE_DRA", "value": "true"} in dcgm["env"]
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
+    gpu_value = GKE_GPU_TAINT_VALUE if cloud == "GKE" else "true"
+    for key in ("gpu-operator", "dra-driver-nvidia-gpu"):
+        tolerations = [t for _, t in tolerations_in(row(cloud, key).values)]
+        assert tolerations, key
+        assert all(t["key"] == VENDOR_TAINT_KEY["nvidia"] for t in tolerations), (key, tolerations)
+        assert all(tolerated(t, "nvidia.com/gpu", gpu_value) for t in tolerations), (key, tolerations)
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_dra_controller_affinity_is_cleared(cloud: str) -> None:
+    # None, so Helm deletes the chart's control-plane affinity instead of merging into it.
+    assert row(cloud, "dra-driver-nvidia-gpu").values["controller"] == {"affinity": None}
+
+
+@pytest.mark.parametrize(
+    ("cloud", "root"),
+    [
+        ("GKE", "/home/kubernetes/bin/nvidia"),
+        ("Civo", "/run/nvidia/driver"),
+        ("EKS", "/"),
+        ("AKS", "/"),
+        ("Vultr", "/"),
+        ("Existing", "/"),
+    ],
+)
+def test_dra_driver_root_follows_where_each_cloud_puts_the_driver(cloud: str, root: str) -> None:
+    assert row(cloud, "dra-driver-nvidia-gpu").values["nvidiaDriverRoot"] == root
+
+
+@pytest.mark.parametrize(
+    ("cloud", "driver", "toolkit"),
+    [
+        ("GKE", False, True),
+        ("EKS", False, False),
+        ("AKS", False, False),
+        ("Civo", True, False),
+        ("Vultr", False, False),
+        ("Existing", False, False),
+    ],
+)
+def test_gpu_operator_installs_driver_and_toolkit_only_where_the_node_lacks_them(
+    cloud: str, driver: bool, toolkit: bool
+) -> None:
+    values = row(cloud, "gpu-operator").values
+    assert values["driver"]["enabled"] is driver
+    assert values["toolkit"]["enabled"] is toolkit
+    assert v.nvidia_driver_owned_by_stack(cloud) is driver
+
+
+def test_civo_operator_installs_the_pinned_open_driver() -> None:
+    driver = row("Civo", "gpu-operator").values["driver"]
+    assert driver == {"enabled": True, "version": "580.173.02", "kernelModuleType": "open"}
+
+
+def test_gke_operator_uses_googles_driver_directory_and_cdi_default() -> None:
+    values = row("GKE", "gpu-operator").values
+    assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
+    assert values["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
+    assert values["cdi"] == {"enabled": True, "default": True}
+
+
+@pytest.mark.parametrize("cloud", PROVISIONED)
+def test_nfd_worker_reaches_nvidia_nodes_only_on_provisioned_clouds(cloud: str) -> None:
+    keys = {t["key"] for _, t in tolerations_in(row(cloud, "node-feature-discovery").values)}
+    assert keys == {"nvidia.com/gpu"}
+
+
+def test_nfd_worker_reaches_amd_and_nvidia_nodes_on_existing() -> None:
+    keys = {t["key"] for _, t in tolerations_in(row("Existing", "node-feature-discovery").values)}
+    assert keys == {"nvidia.com/gpu", "amd.com/gpu"}
+
+
+def test_taint_keys_match_the_taints_pools_carry() -> None:
+    assert VENDOR_TAINT_KEY["nvidia"] == v.NVIDIA_TAINT_KEY
+    assert VENDOR_TAINT_KEY["amd"] == v.AMD_TAINT_KEY
+    assert v.CPU_TAINT_KEY == CPU_TAINT_KEY
+
+
+# --------------------------------------------------------------------------------------------
+# CPU
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_cpu_driver_runs_only_on_cpu_pools_and_tolerates_only_their_taint(cloud: str) -> None:
+    values = row(cloud, "dra-driver-cpu").values
+    assert values["nodeSelector"] == {"modelplane.ai/cpu": "true"}
+    assert values["tolerations"] == [
+        {"key": "modelplane.ai/cpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert values["driverConfig"]["reservedCPUs"] == "0-1"
+
+
+# --------------------------------------------------------------------------------------------
+# AMD (the review's findings on gpu-operator-charts v1.5.1)
+
+
+def amd() -> dict[str, Any]:
+    return dict(row("Existing", "amd-gpu-operator").values)
+
+
+def test_amd_default_device_config_follows_value_changes_on_upgrade() -> None:
+    assert amd()["crds"]["defaultCR"] == {"install": True, "upgrade": True}
+
+
+def test_amd_operator_does_not_install_kmm() -> None:
+    assert amd()["kmm"] == {"enabled": False}
+
+
+def test_amd_operator_runs_dra_driver_never_with_device_plugin() -> None:
+    spec = amd()["deviceConfig"]["spec"]
+    assert spec["draDriver"]["enable"] is True
+    assert spec["devicePlugin"]["enableDevicePlugin"] is False
+    assert spec["driver"]["enable"] is False
+
+
+def test_amd_operator_leaves_nfd_and_remediation_out() -> None:
+    values = amd()
+    assert values["node-feature-discovery"] == {"enabled": False}
+    assert values["remediation"]["enabled"] is False
+
+
+def test_amd_chart_leaves_the_device_class_to_the_serving_stack() -> None:
+    assert amd()["draDriver"] == {"deviceClass": {"create": False}}
+
+
+def test_amd_operands_tolerate_only_the_amd_taint() -> None:
+    tolerations = tolerations_in(amd())
+    assert {p for p, _ in tolerations} >= {
+        "deviceConfig.spec.draDriver.tolerations",
+        "deviceConfig.spec.metricsExporter.tolerations",
+        "deviceConfig.spec.devicePlugin.nodeLabellerTolerations",
+    }
+    assert all(t == {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"} for _, t in tolerations)
+
+
+def test_amd_images_are_the_reviewed_pins() -> None:
+    spec = amd()["deviceConfig"]["spec"]
+    assert spec["draDriver"]["image"] == "docker.io/rocm/k8s-gpu-dra-driver:v1.0.1"
+    assert spec["metricsExporter"]["image"] == "docker.io/rocm/device-metrics-exporter:v1.5.1"
+    assert spec["commonConfig"]["utilsContainer"]["image"] == "docker.io/rocm/gpu-operator-utils:v1.5.1"
+    assert spec["devicePlugin"]["nodeLabellerImage"].startswith("docker.io/rocm/k8s-device-plugin:labeller-")
+
+
+# --------------------------------------------------------------------------------------------
+# Neutral components
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_prometheus_selects_monitors_from_every_namespace(cloud: str) -> None:
+    values = row(cloud, "kube-prometheus-stack").values
+    assert values["grafana"] == {"enabled": False}
+    assert values["alertmanager"] == {"enabled": False}
+    spec = values["prometheus"]["prometheusSpec"]
+    assert spec["podMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+    assert spec["podMonitorNamespaceSelector"] == {}
+    assert spec["serviceMonitorNamespaceSelector"] == {}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_cert_manager_installs_its_crds(cloud: str) -> None:
+    assert row(cloud, "cert-manager").values["crds"] == {"enabled": True}
