@@ -1,0 +1,190 @@
+"""Azure Kubernetes Service clusters: resource group, network, cluster with its system pool, one pool per pool.
+
+Everything is created through one `azure-native` provider pinned to the cluster's location; the
+subscription and credentials come from that provider's own configuration (Azure CLI login,
+`ARM_*` environment variables or `azure-native:*` config), never from this module. Only the
+`resources`, `network` and `containerservice` modules of the SDK are imported: the package is huge.
+
+The cluster uses Azure CNI overlay (pods get addresses outside the VNet), an OIDC issuer and
+workload identity, and a System-mode pool built from the `system` PoolFacts. Every declared pool is
+a User-mode `AgentPool`. Labels and taints are the ones `infra.facts` derived; this module only
+spells them as AKS wants (taints as `key=value:Effect` strings, pool names as AKS allows them).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Sequence
+
+import pulumi
+from pulumi_azure_native import containerservice, network, resources
+from pulumi_azure_native.provider import Provider as AzureProvider
+
+from components.base import ClusterArgs, ClusterComponent, taint_strings
+from components.values import nvidia_driver_owned_by_stack
+from infra.facts import SYSTEM_POOL, PoolFacts
+
+# AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
+VNET_CIDR = "10.224.0.0/12"
+NODE_SUBNET_CIDR = "10.224.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+SERVICE_CIDR = "10.96.0.0/16"
+DNS_SERVICE_IP = "10.96.0.10"
+
+# AKS names a Linux agent pool with 1-12 lowercase letters and digits, starting with a letter.
+AGENT_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+
+
+def agent_pool_name(pool: str) -> str:
+    """The AKS name of a pool: the pool's own name when AKS accepts it, else a stable short form.
+
+    The short form keeps the first letters and adds a digest of the full name, so pools sharing a
+    prefix still differ (the cluster checks it) and a pool keeps its AKS name across runs
+    (renaming an agent pool replaces it).
+    """
+    if AGENT_POOL_NAME.match(pool):
+        return pool
+    letters = re.sub(r"[^a-z0-9]", "", pool.lower())
+    if not letters[:1].isalpha():
+        letters = f"p{letters}"
+    return f"{letters[:7]}{hashlib.sha256(pool.encode()).hexdigest()[:5]}"
+
+
+def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
+    """NVIDIA pools only: AKS installs the driver unless the serving stack's GPU operator owns it.
+
+    Two drivers on one node fight over the kernel module, so `None` (AKS's `--gpu-driver none`)
+    wherever `components.values` gives the driver to the stack.
+    """
+    if pool.role != "GPU" or pool.vendor != "nvidia":
+        return None
+    owned = nvidia_driver_owned_by_stack("AKS")
+    return containerservice.GPUProfileArgs(
+        driver=containerservice.GPUDriver.NONE if owned else containerservice.GPUDriver.INSTALL
+    )
+
+
+def zones_of(pool: PoolFacts) -> Sequence[str] | None:
+    return list(pool.zones) or None
+
+
+class AksCluster(ClusterComponent):
+    TYPE_TOKEN = "modelplane:aks:AksCluster"
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        facts = args.facts
+        block = facts.spec.aks
+        if block is None:
+            raise ValueError(f"cluster {name!r}: an AKS cluster needs its aks block")
+        unsized = [p.name for p in facts.pools if p.machine is None]
+        if unsized:
+            raise ValueError(f"cluster {name!r}: pools {unsized} have no AKS vmSize")
+        pool_names = [agent_pool_name(p.name) for p in facts.pools]
+        if len(set(pool_names)) != len(pool_names):
+            raise ValueError(f"cluster {name!r}: pools {[p.name for p in facts.pools]} share an AKS agent pool name")
+        super().__init__(name, args, opts)
+        system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
+
+        self.azure_provider = AzureProvider(
+            f"{name}-azure", location=block.location, opts=pulumi.ResourceOptions(parent=self)
+        )
+        on_azure = {"provider": self.azure_provider}
+
+        self.resource_group = resources.ResourceGroup(
+            f"{name}-rg",
+            location=block.location,
+            # Deleting the group deletes everything in it, the cluster included.
+            opts=self.child("rg", protect=True, **on_azure),
+        )
+        self.vnet = network.VirtualNetwork(
+            f"{name}-vnet",
+            resource_group_name=self.resource_group.name,
+            location=self.resource_group.location,
+            address_space=network.AddressSpaceArgs(address_prefixes=[VNET_CIDR]),
+            opts=self.child("vnet", protect=True, **on_azure),
+        )
+        self.subnet = network.Subnet(
+            f"{name}-subnet",
+            resource_group_name=self.resource_group.name,
+            virtual_network_name=self.vnet.name,
+            address_prefix=NODE_SUBNET_CIDR,
+            opts=self.child("subnet", protect=True, **on_azure),
+        )
+        self.cluster = containerservice.ManagedCluster(
+            f"{name}-cluster",
+            resource_group_name=self.resource_group.name,
+            location=self.resource_group.location,
+            dns_prefix=name,
+            kubernetes_version=block.kubernetes_version,
+            identity=containerservice.ManagedClusterIdentityArgs(
+                type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
+            ),
+            enable_rbac=True,
+            network_profile=containerservice.ContainerServiceNetworkProfileArgs(
+                network_plugin=containerservice.NetworkPlugin.AZURE,
+                # Overlay: pods draw from POD_CIDR, so GPU pools never exhaust the node subnet.
+                network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
+                pod_cidr=POD_CIDR,
+                service_cidr=SERVICE_CIDR,
+                dns_service_ip=DNS_SERVICE_IP,
+            ),
+            oidc_issuer_profile=containerservice.ManagedClusterOIDCIssuerProfileArgs(enabled=True),
+            security_profile=containerservice.ManagedClusterSecurityProfileArgs(
+                workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
+            ),
+            agent_pool_profiles=[
+                containerservice.ManagedClusterAgentPoolProfileArgs(
+                    name=agent_pool_name(system.name),
+                    mode=containerservice.AgentPoolMode.SYSTEM,
+                    os_type=containerservice.OSType.LINUX,
+                    vm_size=str(system.machine),
+                    vnet_subnet_id=self.subnet.id,
+                    availability_zones=zones_of(system),
+                    os_disk_size_gb=system.disk_size_gb,
+                    node_labels=dict(system.labels),
+                    node_taints=taint_strings(system.taints) or None,
+                    count=system.node_count,
+                    enable_auto_scaling=system.autoscaled,
+                    min_count=system.min_node_count if system.autoscaled else None,
+                    max_count=system.max_node_count if system.autoscaled else None,
+                )
+            ],
+            opts=self.child("cluster", protect=True, **on_azure),
+        )
+
+        self.node_pools: list[containerservice.AgentPool] = []
+        for pool in user_pools:
+            previous = self.node_pools[-1:]
+            self.node_pools.append(
+                containerservice.AgentPool(
+                    f"{name}-{pool.name}",
+                    resource_group_name=self.resource_group.name,
+                    resource_name_=self.cluster.name,
+                    agent_pool_name=agent_pool_name(pool.name),
+                    mode=containerservice.AgentPoolMode.USER,
+                    os_type=containerservice.OSType.LINUX,
+                    vm_size=str(pool.machine),
+                    vnet_subnet_id=self.subnet.id,
+                    availability_zones=zones_of(pool),
+                    os_disk_size_gb=pool.disk_size_gb,
+                    node_labels=dict(pool.labels),
+                    node_taints=taint_strings(pool.taints),
+                    gpu_profile=gpu_profile(pool),
+                    count=pool.node_count,
+                    enable_auto_scaling=pool.autoscaled,
+                    min_count=pool.min_node_count if pool.autoscaled else None,
+                    max_count=pool.max_node_count if pool.autoscaled else None,
+                    # AKS refuses an agent-pool operation while another runs on the same cluster
+                    # (OperationNotAllowed), so pools are created one after another.
+                    opts=self.child(pool.name, protect=True, depends_on=previous, **on_azure),
+                )
+            )
+
+        credentials = containerservice.list_managed_cluster_user_credentials_output(
+            resource_group_name=self.resource_group.name,
+            resource_name=self.cluster.name,
+            opts=pulumi.InvokeOutputOptions(provider=self.azure_provider, parent=self),
+        )
+        self.finish(credentials.kubeconfigs.apply(lambda kubeconfigs: base64.b64decode(kubeconfigs[0].value).decode()))
