@@ -9,6 +9,7 @@ accelerators come from `infra.facts`; a cloud module only spells them the way it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -101,3 +102,43 @@ UPPER_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHE
 def pool_taints(pool: PoolFacts) -> list[Taint]:
     """The taints a pool resource must set itself (those the cloud sets are left out)."""
     return [t for t in pool.taints if not t.set_by_cloud]
+
+
+def exec_kubeconfig(
+    name: str,
+    server: str,
+    ca_data: str,
+    command: str,
+    args: Sequence[str],
+    install_hint: str,
+    provide_cluster_info: bool = False,
+) -> str:
+    """A kubeconfig whose user runs a cloud's credential plugin (`client.authentication.k8s.io/v1beta1`).
+
+    GKE and EKS mint short-lived tokens through their CLIs; the kubeconfig therefore holds no
+    credential of its own, and works for whoever runs `pulumi up` with access to the cluster.
+    """
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": command,
+                            "args": list(args),
+                            "installHint": install_hint,
+                            "interactiveMode": "Never",
+                            "provideClusterInfo": provide_cluster_info,
+                        }
+                    },
+                }
+            ],
+        }
+    )

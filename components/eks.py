@@ -1,0 +1,421 @@
+"""EKS clusters: VPC, IAM roles, the cluster with its add-ons, a system node group, one per pool.
+
+Everything is created through one `aws.Provider` pinned to the cluster's `region`, so a stack can
+hold clusters in many regions (and, with per-stack provider configuration, accounts); credentials
+come from that provider's own configuration (profile, environment, SSO), never from this module.
+
+What this module decides (and nothing more):
+- the network: a VPC with a public and a private subnet per zone, one NAT gateway; nodes live in
+  the private subnets, load balancers find their subnets by the `kubernetes.io/role/*` tags. Zones
+  are the union of the pools' `zones` (topped up to two, which EKS requires), else three of the
+  region's zones;
+- access: `authentication_mode = API` (access entries, no `aws-auth` ConfigMap) with the bootstrap
+  admin entry for the identity that creates the cluster. No explicit access entry is added for
+  the caller: EKS creates exactly that entry when bootstrapping, and a second one for the same
+  principal would fail. Other admins get access entries outside this program;
+- nodes: managed node groups, each with its own launch template that enforces IMDSv2 (hop limit 2,
+  so pods cannot borrow the node's role through the metadata service) and sizes the root volume
+  (which is why the node groups leave `disk_size` unset: EKS rejects both). GPU pools use
+  `AL2023_x86_64_NVIDIA`, which ships the NVIDIA driver and toolkit, CPU and system pools
+  `AL2023_x86_64_STANDARD` (`reference/accelerator-facts.md` 1.1 "EKS");
+- how facts are spelled for EKS: taint effects as `NO_SCHEDULE`; `minNodeCount`/`maxNodeCount`
+  become the node group's scaling bounds (equal to `nodeCount` when unset). Nothing here installs
+  a cluster autoscaler, so a pool stays at `nodeCount` until one is installed;
+- `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
+  the driver `components.catalog.EXTERNAL_DRIVERS` declares for EKS.
+
+Labels, taints, roles, machines and accelerators come from `infra.facts`; nothing here re-derives
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints
+from components.catalog import NET
+from infra.facts import PoolFacts
+
+VPC_CIDR = "10.0.0.0/16"
+# Small public subnets (load balancers, the NAT gateway), large private ones (nodes and, with the
+# VPC CNI, every pod's address). Room for MAX_ZONES zones of each.
+MAX_ZONES = 6
+DEFAULT_ZONES = 3
+MIN_ZONES = 2  # EKS requires the cluster's subnets to span at least two zones.
+
+
+def public_cidr(index: int) -> str:
+    return f"10.0.{index * 4}.0/22"
+
+
+def private_cidr(index: int) -> str:
+    return f"10.0.{64 + index * 32}.0/19"
+
+
+CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+
+# EKS-managed add-ons; versions follow the cluster's Kubernetes version (EKS's default for it).
+ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+# Add-ons whose pods need nodes to become healthy; created after the system node group.
+ADDONS_NEEDING_NODES = ("coredns",)
+
+GPU_AMI = "AL2023_x86_64_NVIDIA"
+STANDARD_AMI = "AL2023_x86_64_STANDARD"
+# AL2023's root device.
+ROOT_DEVICE = "/dev/xvda"
+SYSTEM_DISK_GB = 100
+
+# Terraform's unique suffix for `*_prefix` names is 26 characters; node group names allow 63.
+NODE_GROUP_PREFIX_MAX = 63 - 26
+
+# AWS's EFA driver for DRA (`dra.net`), installed with the cluster, outside the serving stack.
+DRANET_RELEASE = "mp-aws-dranet"
+DRANET_CHART = "aws-dranet"
+DRANET_VERSION = "1.0.0"
+DRANET_REPO = "https://aws.github.io/eks-charts"
+DRANET_NAMESPACE = "kube-system"
+
+AWS_AUTH_HINT = "Install the AWS CLI v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html"
+
+
+def assume_role_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
+        }
+    )
+
+
+def declared_zones(pools: Sequence[PoolFacts]) -> list[str]:
+    """The pools' zones, in first-mention order; subnet i is in zone i for these."""
+    zones: list[str] = []
+    for pool in pools:
+        zones += [z for z in pool.zones if z not in zones]
+    return zones
+
+
+def subnet_zones(declared: Sequence[str], available: Sequence[str], count: int) -> list[str]:
+    """`count` zones: the declared ones first, then the region's others (repeated if it has fewer)."""
+    zones = list(declared) + [z for z in available if z not in declared]
+    if not zones:
+        raise ValueError("the region reports no available zones")
+    return [zones[i % len(zones)] for i in range(count)]
+
+
+def nth(index: int) -> Callable[[list[str]], str]:
+    return lambda items: items[index]
+
+
+def node_taints(pool: PoolFacts) -> list[aws.eks.NodeGroupTaintArgs]:
+    return [
+        aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=UPPER_EFFECT[t.effect]) for t in pool_taints(pool)
+    ]
+
+
+def scaling(pool: PoolFacts) -> aws.eks.NodeGroupScalingConfigArgs:
+    low = pool.min_node_count if pool.min_node_count is not None else pool.node_count
+    high = pool.max_node_count if pool.max_node_count is not None else pool.node_count
+    # EKS requires max_size >= 1; a pool of zero nodes keeps room to grow by one.
+    return aws.eks.NodeGroupScalingConfigArgs(desired_size=pool.node_count, min_size=low, max_size=max(high, 1))
+
+
+def dranet_tolerations(pools: Sequence[PoolFacts]) -> list[dict[str, str]]:
+    """Exactly the taints of the pools that claim `dra.net` (their GPU taint), never a wildcard."""
+    seen: list[dict[str, str]] = []
+    for pool in pools:
+        if NET not in pool.claimed_drivers:
+            continue
+        for t in pool.taints:
+            toleration = {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+            if toleration not in seen:
+                seen.append(toleration)
+    return seen
+
+
+class EksCluster(ClusterComponent):
+    TYPE_TOKEN = "modelplane:eks:EksCluster"
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+        facts = args.facts
+        block = facts.spec.eks
+        if block is None:
+            raise ValueError(f"cluster {name!r}: an EKS cluster needs its eks block")
+        unsized = [p.name for p in facts.pools if p.machine is None]
+        if unsized:
+            raise ValueError(f"cluster {name!r}: pools {unsized} have no EKS instance type")
+        declared = declared_zones(facts.pools)
+        if len(declared) > MAX_ZONES:
+            raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")
+        region = block.region
+        tags = dict(facts.spec.labels)
+
+        self.aws_provider = aws.Provider(f"{name}-aws", region=region, opts=pulumi.ResourceOptions(parent=self))
+        on_aws: dict[str, Any] = {"provider": self.aws_provider}
+        invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
+        partition = aws.get_partition_output(opts=invoke).partition
+
+        # --- network
+        zone_count = max(MIN_ZONES, len(declared)) if declared else DEFAULT_ZONES
+        available = aws.get_availability_zones_output(
+            state="available",
+            # Regular zones only: Local and Wavelength Zones lack most instance types and EKS.
+            filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
+            opts=invoke,
+        ).names
+        zones = available.apply(lambda names: subnet_zones(declared, names, zone_count))
+        self.vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=VPC_CIDR,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**tags, "Name": name},
+            opts=self.child("vpc", protect=True, **on_aws),
+        )
+        self.internet_gateway = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self.child("igw", **on_aws)
+        )
+        self.public_subnets: list[aws.ec2.Subnet] = []
+        self.private_subnets: list[aws.ec2.Subnet] = []
+        for i in range(zone_count):
+            zone = zones.apply(nth(i))
+            self.public_subnets.append(
+                aws.ec2.Subnet(
+                    f"{name}-public-{i}",
+                    vpc_id=self.vpc.id,
+                    cidr_block=public_cidr(i),
+                    availability_zone=zone,
+                    map_public_ip_on_launch=True,
+                    tags={**tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
+                    opts=self.child(f"public-{i}", protect=True, **on_aws),
+                )
+            )
+            self.private_subnets.append(
+                aws.ec2.Subnet(
+                    f"{name}-private-{i}",
+                    vpc_id=self.vpc.id,
+                    cidr_block=private_cidr(i),
+                    availability_zone=zone,
+                    tags={**tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
+                    opts=self.child(f"private-{i}", protect=True, **on_aws),
+                )
+            )
+        # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
+        # would survive a zone outage at three times the cost; the cluster itself is regional.
+        self.nat_ip = aws.ec2.Eip(
+            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self.child("nat-ip", **on_aws)
+        )
+        self.nat_gateway = aws.ec2.NatGateway(
+            f"{name}-nat",
+            allocation_id=self.nat_ip.id,
+            subnet_id=self.public_subnets[0].id,
+            tags={**tags, "Name": name},
+            opts=self.child("nat", depends_on=[self.internet_gateway], **on_aws),
+        )
+        self.public_routes = aws.ec2.RouteTable(
+            f"{name}-public-routes",
+            vpc_id=self.vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id)],
+            tags={**tags, "Name": f"{name}-public"},
+            opts=self.child("public-routes", **on_aws),
+        )
+        self.private_routes = aws.ec2.RouteTable(
+            f"{name}-private-routes",
+            vpc_id=self.vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=self.nat_gateway.id)],
+            tags={**tags, "Name": f"{name}-private"},
+            opts=self.child("private-routes", **on_aws),
+        )
+        self.route_associations = [
+            aws.ec2.RouteTableAssociation(
+                f"{name}-{kind}-{i}-routes",
+                subnet_id=subnet.id,
+                route_table_id=table.id,
+                opts=self.child(f"{kind}-{i}-routes", **on_aws),
+            )
+            for kind, subnets, table in (
+                ("public", self.public_subnets, self.public_routes),
+                ("private", self.private_subnets, self.private_routes),
+            )
+            for i, subnet in enumerate(subnets)
+        ]
+
+        # --- IAM
+        self.cluster_role = aws.iam.Role(
+            f"{name}-cluster-role",
+            # TagSession: EKS tags its sessions when it assumes the cluster role.
+            assume_role_policy=assume_role_policy("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
+            tags=tags,
+            opts=self.child("cluster-role", **on_aws),
+        )
+        self.node_role = aws.iam.Role(
+            f"{name}-node-role",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=tags,
+            opts=self.child("node-role", **on_aws),
+        )
+        self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, partition)
+        self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, partition)
+
+        # --- cluster
+        self.cluster = aws.eks.Cluster(
+            f"{name}-cluster",
+            name=name,
+            role_arn=self.cluster_role.arn,
+            version=block.kubernetes_version,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=[s.id for s in self.private_subnets],
+                endpoint_private_access=True,
+                # `pulumi up` reaches the API server from outside the VPC.
+                endpoint_public_access=True,
+            ),
+            access_config=aws.eks.ClusterAccessConfigArgs(
+                authentication_mode="API",
+                bootstrap_cluster_creator_admin_permissions=True,
+            ),
+            enabled_cluster_log_types=["api", "audit", "authenticator"],
+            deletion_protection=self.protect,
+            tags=tags,
+            opts=self.child("cluster", protect=True, depends_on=self.cluster_policies, **on_aws),
+        )
+        self.addons: dict[str, aws.eks.Addon] = {
+            addon: aws.eks.Addon(
+                f"{name}-{addon}",
+                cluster_name=self.cluster.name,
+                addon_name=addon,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=tags,
+                opts=self.child(addon, **on_aws),
+            )
+            for addon in ADDONS
+            if addon not in ADDONS_NEEDING_NODES
+        }
+
+        # --- node groups (system first, as in the facts)
+        self.launch_templates: list[aws.ec2.LaunchTemplate] = []
+        self.node_groups = [self._node_group(name, pool, tags) for pool in facts.pools]
+        for addon in ADDONS_NEEDING_NODES:
+            self.addons[addon] = aws.eks.Addon(
+                f"{name}-{addon}",
+                cluster_name=self.cluster.name,
+                addon_name=addon,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=tags,
+                opts=self.child(addon, depends_on=[self.node_groups[0]], **on_aws),
+            )
+
+        cluster_name = self.cluster.name
+        kubeconfig = pulumi.Output.all(
+            self.cluster.arn,
+            cluster_name,
+            self.cluster.endpoint,
+            self.cluster.certificate_authority.data,
+            *[g.id for g in self.node_groups],
+            *[a.id for a in self.addons.values()],
+        ).apply(
+            lambda a: exec_kubeconfig(
+                str(a[0]),
+                str(a[2]),
+                str(a[3]),
+                "aws",
+                ["eks", "get-token", "--cluster-name", str(a[1]), "--region", region, "--output", "json"],
+                AWS_AUTH_HINT,
+            )
+        )
+        # The kubeconfig waits for the node groups and add-ons (their ids above), so nothing
+        # installed through the cluster's Kubernetes provider starts before nodes can run it.
+        self.finish(kubeconfig)
+
+        # After finish(): the release needs the cluster's Kubernetes provider.
+        self.dranet: k8s.helm.v3.Release | None = None
+        if any(NET in p.claimed_drivers for p in facts.pools):
+            self.dranet = k8s.helm.v3.Release(
+                f"{name}-aws-dranet",
+                name=DRANET_RELEASE,
+                chart=DRANET_CHART,
+                version=DRANET_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=DRANET_REPO),
+                namespace=DRANET_NAMESPACE,
+                values={"tolerations": dranet_tolerations(facts.pools)},
+                opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
+            )
+
+    def _attach(
+        self, name: str, role_suffix: str, role: aws.iam.Role, policies: Sequence[str], partition: pulumi.Output[str]
+    ) -> list[aws.iam.RolePolicyAttachment]:
+        return [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-{role_suffix}-{policy.lower().replace('_', '-')}",
+                role=role.name,
+                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
+                opts=self.child(role_suffix, provider=self.aws_provider),
+            )
+            for policy in policies
+        ]
+
+    def _subnets_for(self, pool: PoolFacts) -> list[pulumi.Output[str]]:
+        """The private subnets of the pool's zones (declared zones hold the first subnet indices)."""
+        if not pool.zones:
+            return [s.id for s in self.private_subnets]
+        declared = declared_zones(self.facts.pools)
+        return [self.private_subnets[declared.index(z)].id for z in pool.zones]
+
+    def _node_group(self, name: str, pool: PoolFacts, tags: dict[str, str]) -> aws.eks.NodeGroup:
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-{pool.name}-template",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                # 2, not 1: containers sit one network hop behind the node.
+                http_put_response_hop_limit=2,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=ROOT_DEVICE,
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=pool.disk_size_gb or SYSTEM_DISK_GB,
+                        volume_type="gp3",
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            update_default_version=True,
+            tags=tags,
+            opts=self.child(f"{pool.name}-template", provider=self.aws_provider),
+        )
+        self.launch_templates.append(template)
+        return aws.eks.NodeGroup(
+            f"{name}-{pool.name}",
+            cluster_name=self.cluster.name,
+            # A prefix, so a replacement node group can exist next to the old one while it drains.
+            node_group_name_prefix=f"{pool.name[: NODE_GROUP_PREFIX_MAX - 1]}-",
+            node_role_arn=self.node_role.arn,
+            subnet_ids=self._subnets_for(pool),
+            ami_type=GPU_AMI if pool.role == "GPU" else STANDARD_AMI,
+            instance_types=[str(pool.machine)],
+            scaling_config=scaling(pool),
+            labels=dict(pool.labels),
+            taints=node_taints(pool),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            tags=tags,
+            opts=self.child(
+                pool.name,
+                protect=True,
+                provider=self.aws_provider,
+                depends_on=[*self.node_policies, *self.addons.values()],
+            ),
+        )

@@ -1,0 +1,310 @@
+"""GKE clusters: VPC, Cloud NAT, node service account, regional cluster, system pool, one pool per pool.
+
+Everything is created through one `gcp.Provider` pinned to the cluster's `project` and `region`,
+so a stack can hold clusters in many projects and regions; credentials come from that provider's
+own configuration (Application Default Credentials, `gcp:credentials`), never from this module.
+
+What this module decides (and nothing more):
+- the network: a custom-mode VPC with one subnetwork whose secondary ranges `pods` and `services`
+  feed VPC-native pod and service IPs; private nodes reach the internet (images, charts) through
+  Cloud NAT and Google APIs through Private Google Access;
+- the nodes' identity: a service account with only the roles nodes need (logs, metrics, image
+  pulls), instead of the Compute Engine default account, which holds Editor on the project;
+- the cluster: regional, on the REGULAR channel with `kubernetesVersion` as its floor, workload
+  identity on, private nodes behind a public endpoint;
+- how facts are spelled for GKE: taint effects as `NO_SCHEDULE`; GPUs as guest accelerators with
+  GKE's driver installation disabled, because the serving stack installs NVIDIA's driver the way
+  the GKE DRA guides describe (`reference/accelerator-facts.md` 1.1 "GKE with Google's driver
+  installer", 1.2 "GKE"). GKE taints GPU nodes `nvidia.com/gpu=present` itself; that taint is in
+  the facts (`set_by_cloud`) and left off the pool resource.
+
+Pool sizes. An autoscaled pool (`minNodeCount` and `maxNodeCount`) uses GKE's *total* limits, which
+bound the whole pool across its zones, so the pool has at most `maxNodeCount` nodes, as
+`schedulablePools` reports. A fixed pool's `nodeCount` is what GKE's `node_count` means: nodes
+*per zone*. A regional pool without `zones` spans the region's zones (usually three), so a fixed
+pool that must have exactly `nodeCount` nodes names one zone.
+
+Labels, taints, roles, machines and accelerators come from `infra.facts`; nothing here re-derives
+them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints
+from infra.facts import PoolFacts
+
+# Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
+# ranges GKE allocates pod and service IPs from. A /14 for pods gives 1024 nodes x 110 pods.
+NODES_CIDR = "10.10.0.0/20"
+PODS_RANGE = "pods"
+PODS_CIDR = "10.16.0.0/14"
+SERVICES_RANGE = "services"
+SERVICES_CIDR = "10.20.0.0/20"
+
+# The roles GKE documents for a least-privilege node service account, plus image pulls from
+# Artifact Registry.
+NODE_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+
+# Access is governed by IAM on the service account, not by scopes; GKE's recommended scope.
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+# Container-Optimized OS: the image the GKE DRA guides and NVIDIA's COS driver installer target.
+IMAGE_TYPE = "COS_CONTAINERD"
+
+# GKE must not install a driver: the serving stack installs it (DRA needs the stack's driver root).
+GPU_DRIVER_VERSION = "INSTALLATION_DISABLED"
+
+# GKE resource names: at most 40 characters for clusters, 63 for compute resources.
+CLUSTER_NAME_MAX = 40
+COMPUTE_NAME_MAX = 63
+
+GKE_AUTH_HINT = (
+    "Install gke-gcloud-auth-plugin for use with kubectl by following "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"
+)
+
+
+def gcp_name(name: str, limit: int, suffix: str = "") -> str:
+    """`name` (plus `-suffix`) within GCP's length limit; shortened names keep a hash of the full one."""
+    full = f"{name}-{suffix}" if suffix else name
+    if len(full) <= limit:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:6]
+    tail = f"-{suffix}" if suffix else ""
+    return f"{name[: limit - len(tail) - 7].rstrip('-')}-{digest}{tail}"
+
+
+def node_account_id(project: str, stack: str, cluster: str) -> str:
+    """A service account id (6-30 chars, starts with a letter) unique per project, stack and cluster.
+
+    Two stacks may declare clusters of the same name in one project; the hash keeps their node
+    identities apart so one stack's `pulumi destroy` never deletes the other's account.
+    """
+    digest = hashlib.sha256(f"{project}/{stack}/{cluster}".encode()).hexdigest()[:6]
+    return f"mp-{cluster[:18].rstrip('-')}-{digest}"
+
+
+def gcp_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Cluster labels in GCP's label alphabet (lowercase letters, digits, `_` and `-`)."""
+
+    def clean(text: str) -> str:
+        return re.sub(r"[^a-z0-9_-]", "_", text.lower())[:63]
+
+    return {clean(k): clean(v) for k, v in labels.items() if clean(k)[:1].isalpha()}
+
+
+def node_taints(pool: PoolFacts) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
+    return [
+        gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=UPPER_EFFECT[t.effect])
+        for t in pool_taints(pool)
+    ]
+
+
+def guest_accelerators(pool: PoolFacts) -> list[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs]:
+    if pool.accelerator is None:
+        return []
+    return [
+        gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+            type=pool.accelerator.type,
+            count=pool.accelerator.count,
+            gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                gpu_driver_version=GPU_DRIVER_VERSION
+            ),
+        )
+    ]
+
+
+def autoscaling(pool: PoolFacts) -> gcp.container.NodePoolAutoscalingArgs | None:
+    if not pool.autoscaled:
+        return None
+    return gcp.container.NodePoolAutoscalingArgs(
+        total_min_node_count=pool.min_node_count,
+        total_max_node_count=pool.max_node_count,
+        # GPUs are scarce: let GPU pools grow in whichever zone has capacity; spread the rest.
+        location_policy="ANY" if pool.accelerator is not None else "BALANCED",
+    )
+
+
+class GkeCluster(ClusterComponent):
+    TYPE_TOKEN = "modelplane:gke:GkeCluster"
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+        facts = args.facts
+        block = facts.spec.gke
+        if block is None:
+            raise ValueError(f"cluster {name!r}: a GKE cluster needs its gke block")
+        unsized = [p.name for p in facts.pools if p.machine is None]
+        if unsized:
+            raise ValueError(f"cluster {name!r}: pools {unsized} have no GKE machine type")
+        project, region = block.project, block.region
+
+        self.gcp_provider = gcp.Provider(
+            f"{name}-gcp", project=project, region=region, opts=pulumi.ResourceOptions(parent=self)
+        )
+        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
+
+        self.network = gcp.compute.Network(
+            f"{name}-network",
+            name=gcp_name(name, COMPUTE_NAME_MAX),
+            project=project,
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            opts=self.child("network", protect=True, **on_gcp),
+        )
+        self.subnetwork = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            name=gcp_name(name, COMPUTE_NAME_MAX, "nodes"),
+            project=project,
+            region=region,
+            network=self.network.id,
+            ip_cidr_range=NODES_CIDR,
+            secondary_ip_ranges=[
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=PODS_RANGE, ip_cidr_range=PODS_CIDR),
+                gcp.compute.SubnetworkSecondaryIpRangeArgs(range_name=SERVICES_RANGE, ip_cidr_range=SERVICES_CIDR),
+            ],
+            # Private nodes reach Google APIs (Artifact Registry, logging) without public addresses.
+            private_ip_google_access=True,
+            opts=self.child("subnet", protect=True, **on_gcp),
+        )
+        self.router = gcp.compute.Router(
+            f"{name}-router",
+            name=gcp_name(name, COMPUTE_NAME_MAX, "router"),
+            project=project,
+            region=region,
+            network=self.network.id,
+            opts=self.child("router", **on_gcp),
+        )
+        # Private nodes have no external address: without NAT they could not pull images or charts.
+        self.nat = gcp.compute.RouterNat(
+            f"{name}-nat",
+            name=gcp_name(name, COMPUTE_NAME_MAX, "nat"),
+            project=project,
+            region=region,
+            router=self.router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+            opts=self.child("nat", **on_gcp),
+        )
+
+        self.node_account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            project=project,
+            account_id=node_account_id(project, pulumi.get_stack(), name),
+            display_name=f"GKE nodes of {name}"[:100],
+            opts=self.child("nodes", **on_gcp),
+        )
+        member = self.node_account.email.apply(lambda email: f"serviceAccount:{email}")
+        self.node_roles = [
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.removeprefix('roles/').replace('.', '-').lower()}",
+                project=project,
+                role=role,
+                member=member,
+                opts=self.child("nodes-role", **on_gcp),
+            )
+            for role in NODE_ROLES
+        ]
+
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            name=gcp_name(name, CLUSTER_NAME_MAX),
+            project=project,
+            location=region,
+            min_master_version=block.kubernetes_version,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
+            network=self.network.id,
+            subnetwork=self.subnetwork.id,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=PODS_RANGE,
+                services_secondary_range_name=SERVICES_RANGE,
+            ),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True,
+                # The public endpoint stays: `pulumi up` reaches the API server from outside the VPC.
+                enable_private_endpoint=False,
+            ),
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{project}.svc.id.goog"
+            ),
+            # Pools are separate resources, so each can change (or be replaced) without the cluster.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            enable_shielded_nodes=True,
+            resource_labels=gcp_labels(dict(facts.spec.labels)),
+            deletion_protection=self.protect,
+            opts=self.child("cluster", protect=True, depends_on=[self.nat], **on_gcp),
+        )
+
+        self.node_pools = [self._node_pool(name, project, region, pool) for pool in facts.pools]
+
+        endpoint = self.cluster.endpoint
+        ca_data = self.cluster.master_auth.cluster_ca_certificate
+        cluster_name = self.cluster.name
+        kubeconfig = pulumi.Output.all(cluster_name, endpoint, ca_data, *[p.id for p in self.node_pools]).apply(
+            lambda a: exec_kubeconfig(
+                f"gke_{project}_{region}_{a[0]}",
+                f"https://{a[1]}",
+                str(a[2]),
+                "gke-gcloud-auth-plugin",
+                [],
+                GKE_AUTH_HINT,
+                provide_cluster_info=True,
+            )
+        )
+        # The kubeconfig waits for the node pools (their ids above), so nothing installed through
+        # the cluster's Kubernetes provider starts before there are nodes to run it.
+        self.finish(kubeconfig)
+
+    def _node_pool(self, name: str, project: str, region: str, pool: PoolFacts) -> gcp.container.NodePool:
+        return gcp.container.NodePool(
+            f"{name}-{pool.name}",
+            # The pool's own name (at most 40 characters, unique in the cluster), as `kubectl` shows it.
+            name=pool.name,
+            project=project,
+            location=region,
+            cluster=self.cluster.name,
+            node_locations=list(pool.zones) or None,
+            autoscaling=autoscaling(pool),
+            node_count=None if pool.autoscaled else pool.node_count,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=pool.machine,
+                disk_size_gb=pool.disk_size_gb,
+                image_type=IMAGE_TYPE,
+                labels=dict(pool.labels),
+                taints=node_taints(pool),
+                guest_accelerators=guest_accelerators(pool),
+                service_account=self.node_account.email,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            opts=self.child(
+                pool.name,
+                protect=True,
+                provider=self.gcp_provider,
+                depends_on=self.node_roles,
+                # The name is fixed, so a replacement must delete the old pool before creating the new.
+                delete_before_replace=True,
+            ),
+        )

@@ -1,0 +1,271 @@
+"""The GKE cluster component under Pulumi mocks: what it registers and with which arguments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pulumi.runtime import rpc
+
+from components.gke import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
+from infra.mockrun import MockRun, Registration
+from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+
+PROVIDER = "pulumi:providers:gcp"
+NETWORK = "gcp:compute/network:Network"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+ROUTER = "gcp:compute/router:Router"
+NAT = "gcp:compute/routerNat:RouterNat"
+ACCOUNT = "gcp:serviceaccount/account:Account"
+IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def gke_fleet(protect: bool) -> dict[str, Any]:
+    return {
+        "classes": [
+            gpu_class("l4", "GKE", {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}),
+            cpu_class("cpu8", "GKE", {"machineType": "c3-standard-8", "diskSizeGb": 200}),
+        ],
+        "clusters": [
+            {
+                "name": "gke-central",
+                "labels": {"modelplane.ai/region": "us-central1"},
+                "source": "GKE",
+                "gke": {"project": "mp-prod", "region": "us-central1", "kubernetesVersion": "1.35"},
+                "nodePools": [
+                    {
+                        "name": "l4",
+                        "className": "l4",
+                        "nodeCount": 1,
+                        "minNodeCount": 0,
+                        "maxNodeCount": 4,
+                        "zones": ["us-central1-a", "us-central1-b"],
+                    },
+                    {"name": "cpu", "className": "cpu8", "nodeCount": 2},
+                ],
+            },
+            {
+                "name": "gke-europe",
+                "source": "GKE",
+                "gke": {"project": "mp-eu", "region": "europe-west4", "kubernetesVersion": "1.34"},
+                "nodePools": [{"name": "cpu", "className": "cpu8"}],
+            },
+        ],
+        "protect": protect,
+    }
+
+
+@pytest.fixture(scope="module")
+def plan() -> MockRun:
+    result = run_fleet(gke_fleet(protect=True))
+    assert result.error is None, result.error
+    return result
+
+
+@pytest.fixture(scope="module")
+def unprotected() -> MockRun:
+    result = run_fleet(gke_fleet(protect=False))
+    assert result.error is None, result.error
+    return result
+
+
+def under(plan: MockRun, cluster: str, type_token: str) -> list[Registration]:
+    return [r for r in of_type(plan, type_token) if r.parent == cluster]
+
+
+def pool(plan: MockRun, cluster: str, name: str) -> Registration:
+    return named(plan, f"{cluster}-{name}")
+
+
+def is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+def test_cluster_is_network_nat_node_account_cluster_and_a_pool_per_pool_plus_system(plan: MockRun) -> None:
+    assert named(plan, "gke-central").type == "modelplane:gke:GkeCluster"
+    assert [r.name for r in under(plan, "gke-central", NETWORK)] == ["gke-central-network"]
+    assert [r.name for r in under(plan, "gke-central", SUBNET)] == ["gke-central-subnet"]
+    assert [r.name for r in under(plan, "gke-central", ROUTER)] == ["gke-central-router"]
+    assert [r.name for r in under(plan, "gke-central", NAT)] == ["gke-central-nat"]
+    assert [r.name for r in under(plan, "gke-central", ACCOUNT)] == ["gke-central-nodes"]
+    assert [r.name for r in under(plan, "gke-central", CLUSTER)] == ["gke-central-cluster"]
+    pools = under(plan, "gke-central", NODE_POOL)
+    assert sorted(r.inputs["name"] for r in pools) == ["cpu", "l4", "system"]
+    assert {r.inputs["cluster"] for r in pools} == {"gke-central"}
+
+
+def test_network_is_custom_mode_with_named_pod_and_service_ranges(plan: MockRun) -> None:
+    network = named(plan, "gke-central-network")
+    assert network.inputs["autoCreateSubnetworks"] is False
+    subnet = named(plan, "gke-central-subnet")
+    assert subnet.inputs["region"] == "us-central1"
+    assert subnet.inputs["privateIpGoogleAccess"] is True
+    ranges = {r["rangeName"] for r in subnet.inputs["secondaryIpRanges"]}
+    assert ranges == {PODS_RANGE, SERVICES_RANGE} == {"pods", "services"}
+
+
+def test_private_nodes_reach_the_internet_through_cloud_nat(plan: MockRun) -> None:
+    nat = named(plan, "gke-central-nat")
+    assert nat.inputs["router"] == named(plan, "gke-central-router").inputs["name"]
+    assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    assert nat.inputs["natIpAllocateOption"] == "AUTO_ONLY"
+
+
+def test_nodes_run_as_a_least_privilege_service_account(plan: MockRun) -> None:
+    account = named(plan, "gke-central-nodes")
+    assert account.inputs["accountId"] == node_account_id("mp-prod", "test", "gke-central")
+    email = "gke-central-nodes@project.iam.gserviceaccount.com"
+    members = under(plan, "gke-central", IAM_MEMBER)
+    assert sorted(m.inputs["role"] for m in members) == sorted(NODE_ROLES)
+    assert set(NODE_ROLES) == {
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/monitoring.viewer",
+        "roles/stackdriver.resourceMetadata.writer",
+        "roles/artifactregistry.reader",
+    }
+    assert {m.inputs["member"] for m in members} == {f"serviceAccount:{email}"}
+    assert {m.inputs["project"] for m in members} == {"mp-prod"}
+    for p in under(plan, "gke-central", NODE_POOL):
+        assert p.inputs["nodeConfig"]["serviceAccount"] == email
+        assert p.inputs["nodeConfig"]["oauthScopes"] == ["https://www.googleapis.com/auth/cloud-platform"]
+
+
+def test_cluster_is_regional_private_with_workload_identity_on_the_regular_channel(plan: MockRun) -> None:
+    cluster = named(plan, "gke-central-cluster").inputs
+    assert cluster["location"] == "us-central1"
+    assert cluster["project"] == "mp-prod"
+    assert cluster["minMasterVersion"] == "1.35"
+    assert cluster["releaseChannel"] == {"channel": "REGULAR"}
+    assert cluster["workloadIdentityConfig"] == {"workloadPool": "mp-prod.svc.id.goog"}
+    assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert cluster["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
+    assert cluster["removeDefaultNodePool"] is True
+    assert cluster["initialNodeCount"] == 1.0
+    assert cluster["network"] == "gke-central-network-id"
+    assert cluster["subnetwork"] == "gke-central-subnet-id"
+    # GCP labels allow neither dots nor slashes.
+    assert cluster["resourceLabels"] == {"modelplane_ai_region": "us-central1"}
+
+
+def test_gpu_pool_gets_its_accelerator_with_gke_driver_installation_disabled(plan: MockRun) -> None:
+    config = pool(plan, "gke-central", "l4").inputs["nodeConfig"]
+    assert config["machineType"] == "g2-standard-8"
+    assert config["guestAccelerators"] == [
+        {
+            "type": "nvidia-l4",
+            "count": 1.0,
+            "gpuDriverInstallationConfig": {"gpuDriverVersion": "INSTALLATION_DISABLED"},
+        }
+    ]
+
+
+def test_gpu_pool_turns_off_gke_device_plugin_and_leaves_the_gpu_taint_to_gke(plan: MockRun) -> None:
+    config = pool(plan, "gke-central", "l4").inputs["nodeConfig"]
+    assert config["labels"]["gke-no-default-nvidia-gpu-device-plugin"] == "true"
+    assert config["labels"]["modelplane.ai/gpu"] == "nvidia-l4"
+    assert config["labels"]["modelplane.ai/pool"] == "l4"
+    # GKE taints GPU nodes nvidia.com/gpu=present itself; setting it too would fight GKE.
+    assert config["taints"] == []
+
+
+def test_cpu_pool_gets_cpu_label_and_taint_in_gke_spelling_and_no_accelerator(plan: MockRun) -> None:
+    config = pool(plan, "gke-central", "cpu").inputs["nodeConfig"]
+    assert config["machineType"] == "c3-standard-8"
+    assert config["diskSizeGb"] == 200.0
+    assert config["labels"] == {"modelplane.ai/pool": "cpu", "modelplane.ai/cpu": "true"}
+    assert config["taints"] == [{"key": "modelplane.ai/cpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    assert config["guestAccelerators"] == []
+
+
+def test_system_pool_has_the_system_label_and_no_taints(plan: MockRun) -> None:
+    config = pool(plan, "gke-central", "system").inputs["nodeConfig"]
+    assert config["machineType"] == "e2-standard-4"
+    assert config["labels"] == {"modelplane.ai/pool": "system"}
+    assert config["taints"] == []
+
+
+def test_every_pool_runs_cos_with_gke_metadata_and_shielded_nodes(plan: MockRun) -> None:
+    for p in under(plan, "gke-central", NODE_POOL):
+        config = p.inputs["nodeConfig"]
+        assert config["imageType"] == "COS_CONTAINERD"
+        assert config["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+        assert config["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+
+
+def test_autoscaled_pool_bounds_the_whole_pool_and_fixed_pool_sets_node_count(plan: MockRun) -> None:
+    gpu = pool(plan, "gke-central", "l4").inputs
+    assert gpu["autoscaling"]["totalMinNodeCount"] == 0.0
+    assert gpu["autoscaling"]["totalMaxNodeCount"] == 4.0
+    assert "minNodeCount" not in gpu["autoscaling"] and "maxNodeCount" not in gpu["autoscaling"]
+    assert "nodeCount" not in gpu
+    cpu = pool(plan, "gke-central", "cpu").inputs
+    assert "autoscaling" not in cpu
+    assert cpu["nodeCount"] == 2.0
+
+
+def test_pool_zones_become_node_locations(plan: MockRun) -> None:
+    assert pool(plan, "gke-central", "l4").inputs["nodeLocations"] == ["us-central1-a", "us-central1-b"]
+    assert "nodeLocations" not in pool(plan, "gke-central", "cpu").inputs
+
+
+def test_each_cluster_uses_its_own_gcp_provider_for_its_project_and_region(plan: MockRun) -> None:
+    providers = {r.name: r for r in of_type(plan, PROVIDER)}
+    assert providers["gke-central-gcp"].inputs["project"] == "mp-prod"
+    assert providers["gke-central-gcp"].inputs["region"] == "us-central1"
+    assert providers["gke-europe-gcp"].inputs["project"] == "mp-eu"
+    assert providers["gke-europe-gcp"].inputs["region"] == "europe-west4"
+    for cluster in ("gke-central", "gke-europe"):
+        provider = providers[f"{cluster}-gcp"]
+        assert provider.parent == cluster
+        children = [r for r in plan.resources if r.type.startswith("gcp:") and r.parent == cluster]
+        assert children
+        for r in children:
+            assert r.provider.startswith(provider.urn + "::"), (r.name, r.provider)
+    assert named(plan, "gke-europe-cluster").inputs["location"] == "europe-west4"
+
+
+def test_kubeconfig_is_secret_and_authenticates_with_the_gke_auth_plugin(plan: MockRun) -> None:
+    kubeconfig = named(plan, "gke-central-k8s").inputs["kubeconfig"]
+    assert is_secret(kubeconfig)
+    config = json.loads(kubeconfig["value"])
+    (cluster,) = config["clusters"]
+    assert cluster["cluster"]["server"] == "https://203.0.113.10"
+    assert cluster["cluster"]["certificate-authority-data"]
+    (user,) = config["users"]
+    assert user["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert "token" not in user["user"]
+
+
+def test_protect_covers_cluster_pools_and_network_and_keeps_deletion_protection(plan: MockRun) -> None:
+    protected = {r.name for r in plan.resources if r.protect and r.parent == "gke-central"}
+    assert protected == {
+        "gke-central-network",
+        "gke-central-subnet",
+        "gke-central-cluster",
+        "gke-central-system",
+        "gke-central-l4",
+        "gke-central-cpu",
+    }
+    assert named(plan, "gke-central-cluster").inputs["deletionProtection"] is True
+
+
+def test_nothing_is_protected_without_protect(unprotected: MockRun) -> None:
+    assert not [r.name for r in unprotected.resources if r.protect]
+    assert named(unprotected, "gke-central-cluster").inputs["deletionProtection"] is False
+
+
+def test_long_names_are_shortened_within_gcp_limits_without_colliding() -> None:
+    long = "a" * 63
+    assert len(gcp_name(long, 40)) == 40
+    assert len(gcp_name(long, 63, "router")) == 63
+    assert gcp_name(long, 40) != gcp_name("a" * 62 + "b", 40)
+    assert gcp_name("short", 40) == "short"
+    account = node_account_id("p", "stack", "9" * 63)
+    assert 6 <= len(account) <= 30 and account[0].isalpha()
