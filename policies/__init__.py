@@ -1,0 +1,1 @@
+"""The modelplane CrossGuard policy pack: policies in importable modules, the PolicyPack in `__main__`."""

@@ -1,0 +1,398 @@
+"""Resource-level policies: they check what the program emits, so a regression in a component is caught.
+
+Each reads one resource's inputs in its provider's spelling (camelCase, numbers as floats, see
+`policies.props`). The values a pool must carry come from `infra.facts`, which the components
+also read; the release rules read `components.catalog` rows only to name what they check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+)
+
+from components.base import UPPER_EFFECT
+from infra.config import Accelerator
+from infra.facts import (
+    CPU_LABEL,
+    CPU_TAINT_KEY,
+    GPU_LABEL,
+    POOL_LABEL,
+    SYSTEM_POOL,
+    VENDOR_TAINT_KEY,
+    Taint,
+    gpu_taint,
+)
+from policies import tokens
+from policies.props import get, mappings, plain, strings
+
+# --------------------------------------------------------------------------------------------
+# pool-role-marking
+
+# Cloud APIs spell effects in capitals (GKE, EKS); Kubernetes spelling is what the facts hold.
+K8S_EFFECT = {upper: k8s for k8s, upper in UPPER_EFFECT.items()}
+
+# EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators.
+EKS_ACCELERATED_AMI = ("NVIDIA", "GPU", "NEURON")
+
+
+@dataclass(frozen=True)
+class PoolMarking:
+    """What a node-pool resource says its nodes carry, whatever the cloud's spelling."""
+
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    # Whether the pool's machines have accelerators; None where the pool resource does not say
+    # (Civo and Vultr name GPUs only through the machine size, AKS through the VM family).
+    accelerated: bool | None
+
+    def has_taint(self, wanted: Taint) -> bool:
+        return any((t.key, t.value, t.effect) == (wanted.key, wanted.value, wanted.effect) for t in self.taints)
+
+
+def _taints(value: Any) -> tuple[Taint, ...]:
+    found = []
+    for t in mappings(value):
+        effect = str(t.get("effect") or "")
+        found.append(Taint(str(t.get("key") or ""), str(t.get("value") or ""), K8S_EFFECT.get(effect, effect)))
+    return tuple(found)
+
+
+def _taint_strings(value: Any) -> tuple[Taint, ...]:
+    """AKS spells taints `key=value:Effect`."""
+    found = []
+    for text in plain(value) or []:
+        head, _, effect = str(text).rpartition(":")
+        key, _, val = head.partition("=")
+        found.append(Taint(key, val, effect))
+    return tuple(found)
+
+
+def pool_marking(source: str, pool: Mapping[str, Any]) -> PoolMarking:
+    """Read labels, taints and accelerators from one pool, in its cloud's spelling."""
+    if source == "GKE":
+        config = pool.get("nodeConfig") or {}
+        return PoolMarking(
+            strings(config.get("labels")),
+            _taints(config.get("taints")),
+            bool(mappings(config.get("guestAccelerators"))),
+        )
+    if source == "EKS":
+        ami = str(pool.get("amiType") or "")
+        return PoolMarking(
+            strings(pool.get("labels")), _taints(pool.get("taints")), any(k in ami for k in EKS_ACCELERATED_AMI)
+        )
+    if source == "AKS":
+        return PoolMarking(strings(pool.get("nodeLabels")), _taint_strings(pool.get("nodeTaints")), None)
+    return PoolMarking(strings(pool.get("labels")), _taints(pool.get("taints")), None)
+
+
+def marking_problems(source: str, pool: PoolMarking) -> list[str]:
+    """How a pool's labels and taints break the role marking `infra.facts` gives its nodes."""
+    problems: list[str] = []
+    name = pool.labels.get(POOL_LABEL)
+    if not name:
+        problems.append(f"it carries no {POOL_LABEL} label; every pool is labelled with its name")
+    gpu, cpu = pool.labels.get(GPU_LABEL), pool.labels.get(CPU_LABEL)
+    if gpu is not None and cpu is not None:
+        problems.append(f"it carries both {GPU_LABEL} and {CPU_LABEL}; a pool has one role")
+    if gpu is not None:
+        vendor = Accelerator.model_construct(type=gpu, count=1).vendor
+        if vendor not in VENDOR_TAINT_KEY:
+            problems.append(f"{GPU_LABEL}={gpu} names no known GPU vendor ({', '.join(VENDOR_TAINT_KEY)})")
+            return problems
+        taint = gpu_taint(source, vendor)
+        if pool.accelerated is False:
+            problems.append(f"it is labelled {GPU_LABEL}={gpu} but its machines have no accelerator")
+        elif not taint.set_by_cloud and not pool.has_taint(taint):
+            problems.append(
+                f"GPU pool lacks the taint {taint.key}={taint.value}:{taint.effect}, so any pod could land on its GPUs"
+            )
+    elif cpu is not None:
+        cpu_taint = Taint(CPU_TAINT_KEY, "true")
+        if cpu != "true":
+            problems.append(f"{CPU_LABEL} is '{cpu}'; CPU pools carry {CPU_LABEL}=true")
+        if not pool.has_taint(cpu_taint):
+            problems.append(f"CPU pool lacks the taint {cpu_taint.key}={cpu_taint.value}:{cpu_taint.effect}")
+        if pool.accelerated:
+            problems.append("CPU pool has accelerators; a CPU pool runs a standard image with no GPU")
+    else:
+        if pool.accelerated:
+            problems.append(f"its machines have accelerators but it carries no {GPU_LABEL} label")
+        if name and name != SYSTEM_POOL:
+            problems.append(f"it carries neither {GPU_LABEL} nor {CPU_LABEL}; only the system pool has no role")
+    return problems
+
+
+def _validate_pool_role_marking(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type in tokens.NODE_POOLS:
+        pools = [args.props]
+        source = tokens.NODE_POOLS[args.resource_type]
+    elif args.resource_type in tokens.INLINE_POOLS:
+        pools = mappings(args.props.get(tokens.INLINE_POOLS[args.resource_type]))
+        source = tokens.CLUSTERS[args.resource_type]
+    else:
+        return
+    for pool in pools:
+        marking = pool_marking(source, pool)
+        label = marking.labels.get(POOL_LABEL) or "?"
+        for problem in marking_problems(source, marking):
+            report_violation(f"pool '{label}' ({args.name}): {problem}", None)
+
+
+pool_role_marking = ResourceValidationPolicy(
+    name="pool-role-marking",
+    description=(
+        "GPU pools carry their GPU label and vendor taint, CPU pools the modelplane.ai/cpu label and taint and "
+        "no accelerator, every pool modelplane.ai/pool."
+    ),
+    validate=_validate_pool_role_marking,
+)
+
+# --------------------------------------------------------------------------------------------
+# pinned-versions
+
+# An exact chart version: semver, optionally `v`-prefixed, with no range operator or wildcard.
+EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def _floating_tag(tag: str) -> bool:
+    # `labeller-latest` and the like float exactly as `latest` does.
+    return tag == "latest" or tag.endswith("-latest")
+
+
+def _reference_problem(reference: str) -> str | None:
+    if "@" in reference:  # pinned by digest
+        return None
+    last = reference.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "is untagged"
+    tag = last.split(":", 1)[1]
+    return f"floats on tag '{tag}'" if _floating_tag(tag) else None
+
+
+def _tag_problem(tag: Any, digest: Any) -> str | None:
+    if digest:
+        return None
+    if tag is None or str(tag) == "":
+        return "is untagged"
+    return f"floats on tag '{tag}'" if _floating_tag(str(tag)) else None
+
+
+def _is_image_key(key: str) -> bool:
+    return key == "image" or key.endswith("Image")
+
+
+def image_problems(values: Any, path: str = "values", image_context: bool = False) -> list[str]:
+    """Images in Helm values that are untagged or float (`latest`), with where they are.
+
+    Shapes: `image: repo:tag`, `<x>Image: repo:tag`, `image: {repository, tag}` (or `digest`),
+    `{repository, tag}` anywhere, and NVIDIA's `{repository, image, version}`.
+    """
+    found: list[str] = []
+    values = plain(values)
+    if isinstance(values, dict):
+        repository = values.get("repository")
+        if isinstance(repository, str) and isinstance(values.get("image"), str) and "version" in values:
+            problem = _tag_problem(values.get("version"), values.get("digest"))
+            if problem:
+                found.append(f"{path}: image {repository}/{values['image']} {problem}")
+        elif isinstance(repository, str) and (image_context or "tag" in values):
+            problem = _tag_problem(values.get("tag"), values.get("digest"))
+            if problem:
+                found.append(f"{path}: image {repository} {problem}")
+        nvidia_shape = isinstance(repository, str) and "version" in values
+        for key, value in values.items():
+            here = f"{path}.{key}"
+            if _is_image_key(key) and isinstance(value, str):
+                if value and not nvidia_shape:
+                    problem = _reference_problem(value)
+                    if problem:
+                        found.append(f"{here}: image {value} {problem}")
+                continue
+            found.extend(image_problems(value, here, image_context=_is_image_key(key)))
+    elif isinstance(values, list):
+        for i, item in enumerate(values):
+            found.extend(image_problems(item, f"{path}[{i}]"))
+    return found
+
+
+def release_name(args_name: str, props: Mapping[str, Any]) -> str:
+    """The Helm release name (`mp-<chart>`), or the resource name when none is set."""
+    name = props.get("name")
+    return str(name) if name else args_name
+
+
+def chart_name(props: Mapping[str, Any]) -> str:
+    """The chart's own name, whether given as `repo/chart`, `oci://.../chart` or bare."""
+    return str(props.get("chart") or "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _validate_pinned_versions(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type != tokens.RELEASE:
+        return
+    release = release_name(args.name, args.props)
+    version = str(args.props.get("version") or "")
+    if not EXACT_VERSION.match(version):
+        shown = f"'{version}'" if version else "no version"
+        report_violation(
+            f"release {release} (chart {chart_name(args.props)}) pins {shown}; pin an exact chart version", None
+        )
+    for problem in image_problems(args.props.get("values") or {}):
+        report_violation(f"release {release}: {problem}; pin an exact tag", None)
+
+
+pinned_versions = ResourceValidationPolicy(
+    name="pinned-versions",
+    description="Every release pins an exact chart version, and no image in its values is untagged or `latest`.",
+    validate=_validate_pinned_versions,
+)
+
+# --------------------------------------------------------------------------------------------
+# amd-operator-values
+
+AMD_OPERATOR_CHART = "gpu-operator-charts"
+
+
+def amd_operator_problems(values: Any) -> list[str]:
+    """Where the AMD GPU operator's values undo the review's fixes (chart defaults in parentheses)."""
+    problems = []
+    if get(values, "kmm", "enabled") is not False:
+        problems.append("kmm.enabled must be false (the chart enables KMM, which this stack never uses)")
+    if get(values, "crds", "defaultCR", "upgrade") is not True:
+        problems.append(
+            "crds.defaultCR.upgrade must be true (the chart renders its DeviceConfig at install only, "
+            "so later values never reach it)"
+        )
+    spec = get(values, "deviceConfig", "spec")
+    if get(spec, "draDriver", "enable") is True and get(spec, "devicePlugin", "enableDevicePlugin") is not False:
+        problems.append(
+            "deviceConfig.spec.devicePlugin.enableDevicePlugin must be false when the DRA driver is on "
+            "(the chart enables the device plugin; the operator rejects both together)"
+        )
+    return problems
+
+
+def _validate_amd_operator_values(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type != tokens.RELEASE or chart_name(args.props) != AMD_OPERATOR_CHART:
+        return
+    for problem in amd_operator_problems(args.props.get("values") or {}):
+        report_violation(f"release {release_name(args.name, args.props)}: {problem}", None)
+
+
+amd_operator_values = ResourceValidationPolicy(
+    name="amd-operator-values",
+    description=(
+        "The AMD GPU operator keeps kmm.enabled: false, crds.defaultCR.upgrade: true, and never enables "
+        "the device plugin with the DRA driver."
+    ),
+    validate=_validate_amd_operator_values,
+)
+
+# --------------------------------------------------------------------------------------------
+# no-wildcard-tolerations
+
+
+def _is_tolerations_key(key: str) -> bool:
+    return key == "tolerations" or key.endswith("Tolerations")
+
+
+def wildcard_tolerations(value: Any, path: str) -> list[str]:
+    """Paths of tolerations that tolerate every taint: no key, operator Exists."""
+    found: list[str] = []
+    value = plain(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}"
+            if _is_tolerations_key(key) and isinstance(item, list):
+                for i, t in enumerate(item):
+                    if isinstance(t, dict) and not t.get("key") and t.get("operator") == "Exists":
+                        found.append(f"{here}[{i}]")
+            else:
+                found.extend(wildcard_tolerations(item, here))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.extend(wildcard_tolerations(item, f"{path}[{i}]"))
+    return found
+
+
+def _validate_no_wildcard_tolerations(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type == tokens.RELEASE:
+        release = release_name(args.name, args.props)
+        if release in (args.get_config().get("allowedReleases") or []):
+            return
+        where, found = f"release {release}", wildcard_tolerations(args.props.get("values") or {}, "values")
+    elif args.resource_type == tokens.DEPLOYMENT:
+        where, found = f"deployment {args.name}", wildcard_tolerations(args.props.get("spec") or {}, "spec")
+    else:
+        return
+    for path in found:
+        report_violation(
+            f"{where}: {path} tolerates every taint (empty key, operator Exists); tolerate the taint keys "
+            "of the pools it runs on",
+            None,
+        )
+
+
+no_wildcard_tolerations = ResourceValidationPolicy(
+    name="no-wildcard-tolerations",
+    description="No release or workload tolerates every taint (empty key with operator Exists).",
+    validate=_validate_no_wildcard_tolerations,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "allowedReleases": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "Release names (mp-<chart>) allowed to tolerate every taint, e.g. a node exporter.",
+            }
+        }
+    ),
+)
+
+# --------------------------------------------------------------------------------------------
+# protect-clusters
+
+PROTECTED_TYPES = frozenset(tokens.CLUSTERS) | frozenset(tokens.NODE_POOLS)
+
+
+def _validate_protect_clusters(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type not in PROTECTED_TYPES or args.opts.protect:
+        return
+    if args.name in (args.get_config().get("exemptResources") or []):
+        return
+    kind = "cluster" if args.resource_type in tokens.CLUSTERS else "node pool"
+    report_violation(
+        f"{kind} {args.name} is not protected; set modelplane:protect: true so `pulumi up` can never delete it",
+        None,
+    )
+
+
+protect_clusters = ResourceValidationPolicy(
+    name="protect-clusters",
+    description="Clusters and node pools are protected from deletion.",
+    validate=_validate_protect_clusters,
+    # Advisory: dev stacks come and go. Production makes it mandatory through pack config.
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "exemptResources": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "Resource names allowed to stay unprotected.",
+            }
+        }
+    ),
+)
+
+RESOURCE_POLICIES = [pool_role_marking, pinned_versions, amd_operator_values, no_wildcard_tolerations, protect_clusters]

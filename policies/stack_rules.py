@@ -1,0 +1,209 @@
+"""Stack-level policies: rules that join resources (a release to its stack, a workload to its claim).
+
+They see every resource with its parent set, so a release is judged by the ServingStack it sits
+under and that stack by the cluster component above it. The join of drivers to components is
+`components.catalog.join_components`, the same function the program installs by.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from components.catalog import CATALOG, join_components, supported_drivers
+from infra.config import InferenceClass
+from infra.devices import CPU_DRIVER, claimed_drivers
+from policies import tokens
+from policies.config_rules import is_cluster_component
+from policies.props import get, mappings, plain
+from policies.resource_rules import release_name
+
+# --------------------------------------------------------------------------------------------
+# device-stack-filtered
+
+
+def _under(resource: PolicyResource, ancestor: PolicyResource) -> bool:
+    parent = resource.parent
+    while parent is not None:
+        if parent.urn == ancestor.urn:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _claimed_by_pools(cluster: PolicyResource) -> list[str]:
+    drivers: set[str] = set()
+    for pool in mappings(cluster.props.get("pools")):
+        spec = pool.get("class")
+        if spec is not None:
+            drivers.update(claimed_drivers(InferenceClass.model_validate(plain(spec))))
+    return sorted(drivers)
+
+
+def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]) -> list[str]:
+    """How the releases under one ServingStack differ from what its cluster's drivers select."""
+    source = str(stack.props["source"])
+    claimed = sorted(str(d) for d in plain(stack.props.get("draDrivers")) or [])
+    cluster_name = str(stack.props.get("cluster") or stack.name)
+    if source not in CATALOG:
+        return [f"stack {stack.name}: unknown source '{source}'"]
+    problems: list[str] = []
+    cluster = stack.parent
+    if cluster is not None and is_cluster_component(cluster.resource_type):
+        from_pools = _claimed_by_pools(cluster)
+        if from_pools != claimed:
+            problems.append(
+                f"cluster '{cluster_name}': the stack installs for drivers [{', '.join(claimed)}] but the "
+                f"cluster's pools claim [{', '.join(from_pools)}]"
+            )
+    catalog = CATALOG[source]
+    by_release = {c.release: c for c in catalog}
+    present: set[str] = set()
+    for release in resources:
+        if release.resource_type != tokens.RELEASE or not _under(release, stack):
+            continue
+        component = by_release.get(release_name(release.name, release.props))
+        if component is None:
+            continue
+        present.add(component.key)
+        if component.dra_drivers and not set(component.dra_drivers) & set(claimed):
+            problems.append(
+                f"cluster '{cluster_name}': release {component.release} is for {', '.join(component.dra_drivers)}, "
+                f"which no pool claims (claimed: {', '.join(claimed) or 'none'})"
+            )
+    served = sorted(set(claimed) & set(supported_drivers(source)))
+    for component in join_components(catalog, served):
+        if component.dra_drivers and component.key not in present:
+            drivers = ", ".join(d for d in component.dra_drivers if d in served)
+            problems.append(
+                f"cluster '{cluster_name}': pools claim {drivers} but release {component.release} is not installed"
+            )
+    return problems
+
+
+def _validate_device_stack_filtered(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for stack in args.resources:
+        if stack.resource_type == tokens.SERVING_STACK:
+            for problem in stack_filter_problems(stack, args.resources):
+                report_violation(problem, stack.urn)
+
+
+device_stack_filtered = StackValidationPolicy(
+    name="device-stack-filtered",
+    description=(
+        "A cluster's serving stack installs no release tagged with a driver its pools do not claim, and every "
+        "claimed, supported driver's components."
+    ),
+    validate=_validate_device_stack_filtered,
+)
+
+# --------------------------------------------------------------------------------------------
+# cpu-claim-resources
+
+CPU_CAPACITY = f"{CPU_DRIVER}/cpu"
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+_SCALE: dict[str | None, Decimal] = {
+    None: Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+}
+
+
+def quantity(value: Any) -> Decimal | None:
+    """A Kubernetes quantity as a number (`6`, `6.0`, `6000m` -> 6), or None when it is not one."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        return None
+    scale: Decimal = _SCALE[match.group(2)]
+    try:
+        return Decimal(match.group(1)) * scale
+    except InvalidOperation:
+        return None
+
+
+def _key(resource: PolicyResource) -> tuple[str, str]:
+    meta = resource.props.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or resource.name)
+
+
+def claimed_cpus(template: PolicyResource) -> Decimal | None:
+    """CPUs a ResourceClaimTemplate claims from dra.cpu, or None when it claims none."""
+    total: Decimal | None = None
+    for request in mappings(get(template.props, "spec", "spec", "devices", "requests")):
+        exactly = request.get("exactly") or {}
+        capacity = get(exactly, "capacity", "requests") or {}
+        if CPU_CAPACITY not in capacity:
+            continue
+        cpus = quantity(capacity[CPU_CAPACITY]) or Decimal(0)
+        total = (total or Decimal(0)) + cpus * Decimal(str(plain(exactly.get("count")) or 1))
+    return total
+
+
+def _fmt(value: Decimal) -> str:
+    return format(value.normalize(), "f")
+
+
+def workload_problems(deployment: PolicyResource, templates: Mapping[tuple[str, str], Decimal]) -> list[str]:
+    """How a workload's containers differ from the CPUs its pod claims from dra.cpu."""
+    namespace, name = _key(deployment)
+    pod = get(deployment.props, "spec", "template", "spec") or {}
+    containers = mappings(pod.get("containers"))
+    problems = []
+    for claim in mappings(pod.get("resourceClaims")):
+        cpus = templates.get((namespace, str(claim.get("resourceClaimTemplateName") or "")))
+        if cpus is None:
+            continue
+        claim_name = str(claim.get("name") or "")
+        users = [
+            c for c in containers if any(u.get("name") == claim_name for u in mappings(get(c, "resources", "claims")))
+        ] or containers
+        for container in users:
+            for kind in ("requests", "limits"):
+                given = get(container, "resources", kind, "cpu")
+                have = quantity(given)
+                if have != cpus:
+                    shown = "nothing" if given is None else f"'{plain(given)}'"
+                    problems.append(
+                        f"workload {namespace}/{name}, container {container.get('name')}: {kind}.cpu is {shown} but "
+                        f"claim '{claim_name}' takes {_fmt(cpus)} CPUs from {CPU_DRIVER}; request and limit exactly "
+                        f"{_fmt(cpus)}"
+                    )
+    return problems
+
+
+def _validate_cpu_claim_resources(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    templates: dict[tuple[str, str], Decimal] = {}
+    for r in args.resources:
+        if r.resource_type == tokens.RESOURCE_CLAIM_TEMPLATE:
+            cpus = claimed_cpus(r)
+            if cpus is not None:
+                templates[_key(r)] = cpus
+    for r in args.resources:
+        if r.resource_type == tokens.DEPLOYMENT:
+            for problem in workload_problems(r, templates):
+                report_violation(problem, r.urn)
+
+
+cpu_claim_resources = StackValidationPolicy(
+    name="cpu-claim-resources",
+    description="A workload claiming dra.cpu requests and limits cpu equal to the CPUs it claims.",
+    validate=_validate_cpu_claim_resources,
+)
+
+STACK_POLICIES = [device_stack_filtered, cpu_claim_resources]

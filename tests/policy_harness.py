@@ -1,0 +1,147 @@
+"""Engine-shaped arguments for calling policies directly, the way the pack's server builds them.
+
+The server (`pulumi_policy.policy._PolicyAnalyzerServicer`) receives properties as a protobuf
+Struct, so keys stay as the engine spells them (camelCase) and every number becomes a float; it
+deserializes them and wraps them with `unknown_checking_proxy`. `engine_props` does the same
+round trip, so a policy that would break on the real shape breaks here too. Unknown values
+(computed during preview) are written with the sentinels of `pulumi_policy.proxy`; reading one
+raises `UnknownValueError`, which the server turns into an advisory "can't run during preview".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from pulumi_policy import (
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE, unknown_checking_proxy
+
+__all__ = [
+    "UNKNOWN_ARRAY_VALUE",
+    "UNKNOWN_OBJECT_VALUE",
+    "UNKNOWN_STRING_VALUE",
+    "engine_props",
+    "policy_config",
+    "resource_args",
+    "run",
+    "stack_args",
+    "stack_resource",
+    "urn_of",
+]
+
+
+def engine_props(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Props as a policy sees them: through a protobuf Struct (ints -> floats), then proxied."""
+    struct = struct_pb2.Struct()
+    struct.update(dict(props))
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))  # type: ignore[no-any-return]
+
+
+def urn_of(type_token: str, name: str, stack: str = "test", project: str = "modelplane") -> str:
+    return f"urn:pulumi:{stack}::{project}::{type_token}::{name}"
+
+
+def options(protect: bool = False, parent: str | None = None) -> PolicyResourceOptions:
+    return PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent)
+
+
+def policy_config(policy: Policy, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The config the engine resolves for a policy: its schema's defaults, overlaid by `config`."""
+    resolved: dict[str, Any] = {}
+    if policy.config_schema is not None:
+        for key, schema in policy.config_schema.properties.items():
+            if "default" in schema:
+                resolved[key] = schema["default"]
+    resolved.update(config or {})
+    return resolved
+
+
+def resource_args(
+    type_token: str,
+    props: Mapping[str, Any],
+    *,
+    name: str = "resource",
+    policy: Policy | None = None,
+    config: Mapping[str, Any] | None = None,
+    protect: bool = False,
+    parent: str | None = None,
+) -> ResourceValidationArgs:
+    """Arguments for a resource policy: one resource's inputs and options."""
+    resolved = policy_config(policy, config) if policy is not None else dict(config or {})
+    return ResourceValidationArgs(
+        type_token,
+        engine_props(props),
+        urn_of(type_token, name),
+        name,
+        options(protect, parent),
+        None,
+        resolved,
+    )
+
+
+def stack_resource(
+    type_token: str,
+    props: Mapping[str, Any],
+    *,
+    name: str,
+    parent: PolicyResource | None = None,
+    protect: bool = False,
+    dependencies: Sequence[PolicyResource] = (),
+) -> PolicyResource:
+    """One resource of a stack, with its parent object set as AnalyzeStack sets it."""
+    return PolicyResource(
+        type_token,
+        engine_props(props),
+        urn_of(type_token, name),
+        name,
+        options(protect, parent.urn if parent is not None else None),
+        None,
+        parent,
+        list(dependencies),
+        {},
+    )
+
+
+def stack_args(
+    resources: Sequence[PolicyResource], *, policy: Policy | None = None, config: Mapping[str, Any] | None = None
+) -> StackValidationArgs:
+    resolved = policy_config(policy, config) if policy is not None else dict(config or {})
+    return StackValidationArgs(list(resources), resolved)
+
+
+def run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> list[str]:
+    """The messages a policy reports for `args`; awaits async validators on a fresh loop, as the server does.
+
+    `UnknownValueError` propagates: the server reports it as an advisory preview diagnostic.
+    """
+    messages: list[str] = []
+
+    def report_violation(message: str, urn: str | None = None) -> None:
+        messages.append(message)
+
+    if isinstance(policy, ResourceValidationPolicy) and isinstance(args, ResourceValidationArgs):  # noqa: SIM114
+        result = policy.validate(args, report_violation)
+    elif isinstance(policy, StackValidationPolicy) and isinstance(args, StackValidationArgs):
+        result = policy.validate(args, report_violation)
+    else:
+        raise TypeError(f"{policy.name} cannot validate {type(args).__name__}")
+    if inspect.isawaitable(result):
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(result)
+        finally:
+            loop.close()
+    return messages

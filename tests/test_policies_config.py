@@ -1,0 +1,154 @@
+"""Config-level policies reach the program guard's verdict on the inputs the cluster component registers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi_policy.proxy import UnknownValueError
+
+from components.base import policy_inputs
+from infra.devices import check_fleet
+from infra.facts import derive_cluster
+from infra.program import guard
+from policies.config_rules import CONFIG_POLICIES, accelerator_driver_mismatch, class_provider_mismatch
+from policies.config_rules import unsupported_devices as unsupported_devices_policy
+from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
+from tests.policy_harness import UNKNOWN_ARRAY_VALUE, resource_args, run
+
+GKE = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.34"}
+VULTR = {"region": "ewr", "kubernetesVersion": "v1.34.1+1"}
+L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
+
+
+def cluster(name: str, source: str, block: dict[str, Any], pools: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "source": source,
+        source.lower(): block,
+        "nodePools": [{"name": p, "className": c} for p, c in pools],
+    }
+
+
+def registered_cluster_props(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    """The inputs the program registers on a cluster component (`components.base.policy_inputs`)."""
+    fleet = fleet_of(raw)
+    specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
+    return policy_inputs(derive_cluster(fleet, fleet.cluster_named(name)), specs)
+
+
+def pack_verdict(raw: dict[str, Any]) -> set[tuple[str, str]]:
+    """(policy, message) for every config-level violation the pack reports on each cluster component."""
+    found = set()
+    for c in fleet_of(raw).clusters:
+        token = f"modelplane:{c.source.lower()}:{c.source}Cluster"
+        props = registered_cluster_props(raw, c.name)
+        for policy in CONFIG_POLICIES:
+            found |= {(policy.name, m) for m in run(policy, resource_args(token, props, name=c.name, policy=policy))}
+    return found
+
+
+def guard_verdict(raw: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(v.policy, v.message) for v in check_fleet(fleet_of(raw))}
+
+
+BAD_FLEETS = {
+    "gpu class without accelerator": {
+        "classes": [gpu_class("l4-bare", "GKE", {"machineType": "g2-standard-8"})],
+        "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4-bare")])],
+    },
+    "accelerator count differs from devices": {
+        "classes": [gpu_class("l4-two", "GKE", L4, count=2)],
+        "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4-two")])],
+    },
+    "amd on vultr": {
+        "classes": [
+            gpu_class(
+                "mi325x",
+                "Vultr",
+                {"plan": "vbm-256c", "accelerator": {"type": "amd-mi325x", "count": 1}},
+                "gpu.amd.com",
+            )
+        ],
+        "clusters": [cluster("vultr-a", "Vultr", VULTR, [("amd", "mi325x")])],
+    },
+    "class provisioned on another cloud": {
+        "classes": [cpu_class("civo-cpu", "Civo", {"size": "g4p.kube.medium"})],
+        "clusters": [cluster("gke-a", "GKE", GKE, [("cpu", "civo-cpu")])],
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FLEETS))
+def test_pack_and_guard_reject_the_same_violations(case: str) -> None:
+    raw = BAD_FLEETS[case]
+    expected = guard_verdict(raw)
+    assert expected, "the case must break a device rule"
+    assert pack_verdict(raw) == expected
+    with pytest.raises(pulumi.RunError) as err:
+        guard(fleet_of(raw))
+    for _, message in expected:
+        assert message in str(err.value)
+
+
+def test_program_registers_nothing_for_a_fleet_the_pack_rejects() -> None:
+    result = run_fleet(BAD_FLEETS["amd on vultr"])
+    assert isinstance(result.error, pulumi.RunError)
+    assert result.resources == []
+
+
+def test_gpu_class_without_accelerator_is_rejected_as_accelerator_driver_mismatch() -> None:
+    verdict = pack_verdict(BAD_FLEETS["gpu class without accelerator"])
+    assert {p for p, _ in verdict} == {accelerator_driver_mismatch.name}
+
+
+def test_amd_class_on_vultr_is_rejected_as_unsupported_devices() -> None:
+    verdict = pack_verdict(BAD_FLEETS["amd on vultr"])
+    assert unsupported_devices_policy.name in {p for p, _ in verdict}
+    assert any("gpu.amd.com" in m for _, m in verdict)
+
+
+def test_class_of_another_cloud_is_rejected_as_class_provider_mismatch() -> None:
+    verdict = pack_verdict(BAD_FLEETS["class provisioned on another cloud"])
+    assert {p for p, _ in verdict} == {class_provider_mismatch.name}
+
+
+def test_sound_provisioned_fleet_passes_every_config_policy() -> None:
+    raw = {
+        "classes": [gpu_class("l4", "GKE", L4), cpu_class("gke-cpu", "GKE", {"machineType": "c4-standard-8"})],
+        "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4"), ("cpu", "gke-cpu")])],
+    }
+    assert guard_verdict(raw) == set()
+    assert pack_verdict(raw) == set()
+
+
+def test_existing_cluster_with_unprovisioned_amd_class_is_accepted() -> None:
+    raw = {
+        "classes": [
+            {
+                "name": "mi325x-byo",
+                "devices": [{"name": "gpu", "driver": "gpu.amd.com", "deviceClassName": "gpu.amd.com"}],
+            }
+        ],
+        "clusters": [cluster("byo", "Existing", {}, [("amd", "mi325x-byo")])],
+    }
+    assert pack_verdict(raw) == guard_verdict(raw) == set()
+
+
+def test_counts_arrive_as_floats_and_still_match() -> None:
+    props = registered_cluster_props(BAD_FLEETS["accelerator count differs from devices"], "gke-a")
+    args = resource_args("modelplane:gke:GkeCluster", props, name="gke-a")
+    assert args.props["pools"][1]["class"]["devices"][0]["count"] == 2.0
+    assert any("2 GPU devices but accelerator.count is 1" in m for m in run(accelerator_driver_mismatch, args))
+
+
+def test_unknown_pools_during_preview_raise_for_an_advisory_diagnostic() -> None:
+    args = resource_args("modelplane:gke:GkeCluster", {"source": "GKE", "pools": UNKNOWN_ARRAY_VALUE}, name="gke-a")
+    with pytest.raises(UnknownValueError):
+        run(accelerator_driver_mismatch, args)
+
+
+def test_other_resource_types_are_ignored() -> None:
+    args = resource_args("kubernetes:helm.sh/v3:Release", {"source": "GKE", "pools": [{"name": "x"}]})
+    assert run(unsupported_devices_policy, args) == []

@@ -1,0 +1,158 @@
+"""pinned-versions, amd-operator-values and no-wildcard-tolerations on Helm releases and workloads."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pulumi_policy.proxy import UnknownValueError
+
+from components.catalog import CATALOG
+from policies.resource_rules import amd_operator_values, no_wildcard_tolerations, pinned_versions
+from tests.policy_harness import UNKNOWN_STRING_VALUE, resource_args, run
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def release(chart: str, version: str, values: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    return {"name": name or f"mp-{chart}", "chart": chart, "version": version, "namespace": "ns", "values": values}
+
+
+def catalog_release(cloud: str, key: str) -> dict[str, Any]:
+    row = next(c for c in CATALOG[cloud] if c.key == key)
+    return release(row.chart, row.version, copy.deepcopy(dict(row.values)))
+
+
+def check(policy: Any, props: dict[str, Any], token: str = RELEASE, **config: Any) -> list[str]:
+    return run(policy, resource_args(token, props, name="r", policy=policy, config=config or None))
+
+
+@pytest.mark.parametrize("cloud", sorted(CATALOG))
+def test_every_catalog_release_passes_the_release_policies(cloud: str) -> None:
+    for row in CATALOG[cloud]:
+        props = release(row.chart, row.version, dict(row.values))
+        for policy in (pinned_versions, amd_operator_values, no_wildcard_tolerations):
+            assert check(policy, props) == [], (cloud, row.key, policy.name)
+
+
+# pinned-versions
+
+
+@pytest.mark.parametrize("version", ["", "^1.2.0", "~1.2", ">=1.0.0", "1.x", "*", "1.2"])
+def test_chart_version_range_or_empty_is_rejected(version: str) -> None:
+    found = check(pinned_versions, release("lws", version, {}))
+    assert len(found) == 1 and "pin an exact chart version" in found[0]
+
+
+@pytest.mark.parametrize("version", ["v1.20.2", "84.4.0", "0.3.0", "v26.3.3", "1.0.0-rc.1"])
+def test_exact_chart_version_is_accepted(version: str) -> None:
+    assert check(pinned_versions, release("lws", version, {})) == []
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        ({"image": "docker.io/rocm/k8s-gpu-dra-driver:latest"}, "values.image"),
+        ({"draDriver": {"image": "docker.io/rocm/k8s-gpu-dra-driver"}}, "values.draDriver.image"),
+        ({"spec": {"nodeLabellerImage": "rocm/k8s-device-plugin:labeller-latest"}}, "values.spec.nodeLabellerImage"),
+        ({"manager": {"image": {"repository": "rocm/gpu-operator", "tag": "latest"}}}, "values.manager.image"),
+        ({"manager": {"image": {"repository": "rocm/gpu-operator"}}}, "values.manager.image"),
+        ({"exporter": {"repository": "rocm/exporter", "tag": ""}}, "values.exporter"),
+        ({"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "latest"}}, "values.driver"),
+    ],
+)
+def test_floating_or_untagged_image_is_rejected(values: dict[str, Any], path: str) -> None:
+    found = check(pinned_versions, release("gpu-operator-charts", "v1.5.1", values))
+    assert len(found) == 1 and found[0].startswith(f"release mp-gpu-operator-charts: {path}:"), found
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"image": "registry.k8s.io/dra-driver-cpu:v0.3.0"},
+        {"image": "localhost:5000/dra@sha256:abc"},
+        {"image": {"repository": "rocm/gpu-operator", "tag": "v1.5.1"}},
+        {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}},
+        {"imagePullPolicy": "Always"},
+        {"image": {"repository": "registry.k8s.io/x", "tag": 1.0}},
+    ],
+)
+def test_pinned_image_is_accepted(values: dict[str, Any]) -> None:
+    assert check(pinned_versions, release("any", "1.0.0", values)) == []
+
+
+def test_unknown_version_during_preview_raises_for_an_advisory_diagnostic() -> None:
+    with pytest.raises(UnknownValueError):
+        check(pinned_versions, release("lws", UNKNOWN_STRING_VALUE, {}))
+
+
+# amd-operator-values
+
+
+def test_amd_operator_from_the_catalog_is_accepted() -> None:
+    assert check(amd_operator_values, catalog_release("Existing", "amd-gpu-operator")) == []
+
+
+def test_amd_operator_with_kmm_on_is_rejected() -> None:
+    props = catalog_release("Existing", "amd-gpu-operator")
+    props["values"]["kmm"] = {"enabled": True}
+    found = check(amd_operator_values, props)
+    assert len(found) == 1 and "kmm.enabled must be false" in found[0]
+
+
+def test_amd_operator_without_default_cr_upgrade_is_rejected() -> None:
+    props = catalog_release("Existing", "amd-gpu-operator")
+    del props["values"]["crds"]
+    assert any("crds.defaultCR.upgrade must be true" in m for m in check(amd_operator_values, props))
+
+
+def test_amd_operator_with_device_plugin_next_to_dra_driver_is_rejected() -> None:
+    props = catalog_release("Existing", "amd-gpu-operator")
+    props["values"]["deviceConfig"]["spec"]["devicePlugin"].pop("enableDevicePlugin")  # the chart's default is on
+    assert any("enableDevicePlugin must be false" in m for m in check(amd_operator_values, props))
+
+
+def test_amd_operator_chart_is_recognised_from_an_oci_or_repo_path() -> None:
+    props = release("rocm/gpu-operator-charts", "v1.5.1", {"kmm": {"enabled": True}})
+    assert len(check(amd_operator_values, props)) == 2
+
+
+def test_other_charts_are_not_amd_operators() -> None:
+    assert check(amd_operator_values, release("gpu-operator", "v26.3.3", {"kmm": {"enabled": True}})) == []
+
+
+# no-wildcard-tolerations
+
+WILDCARD = {"operator": "Exists"}
+
+
+def test_release_tolerating_everything_is_rejected() -> None:
+    props = release("dra-driver-cpu", "0.3.0", {"tolerations": [WILDCARD]})
+    found = check(no_wildcard_tolerations, props)
+    assert len(found) == 1 and "values.tolerations[0] tolerates every taint" in found[0]
+
+
+def test_nested_vendor_tolerations_key_is_checked() -> None:
+    props = release("x", "1.0.0", {"spec": {"devicePluginTolerations": [{"key": "", "operator": "Exists"}]}})
+    assert len(check(no_wildcard_tolerations, props)) == 1
+
+
+def test_scoped_toleration_is_accepted() -> None:
+    scoped = {"key": "modelplane.ai/cpu", "operator": "Exists", "effect": "NoSchedule"}
+    assert check(no_wildcard_tolerations, release("dra-driver-cpu", "0.3.0", {"tolerations": [scoped]})) == []
+
+
+def test_allowlisted_release_may_tolerate_everything() -> None:
+    props = release("node-exporter", "1.0.0", {"tolerations": [WILDCARD]})
+    assert check(no_wildcard_tolerations, props, allowedReleases=["mp-node-exporter"]) == []
+
+
+def test_deployment_tolerating_everything_is_rejected() -> None:
+    props = {
+        "metadata": {"name": "qwen", "namespace": "models"},
+        "spec": {"template": {"spec": {"tolerations": [WILDCARD], "containers": [{"name": "vllm"}]}}},
+    }
+    found = check(no_wildcard_tolerations, props, token=DEPLOYMENT)
+    assert len(found) == 1 and "spec.template.spec.tolerations[0]" in found[0]
