@@ -12,11 +12,18 @@ from typing import Any
 
 import pulumi
 
+from components.base import ClusterComponent
 from components.clusters import cluster_component
+from components.model_deployment import (
+    ModelDeployment,
+    ModelDeploymentArgs,
+    namespace_resource,
+    namespaces_of,
+)
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
 from infra.devices import Violation, check_fleet
-from infra.facts import derive_fleet
+from infra.facts import ClusterFacts, derive_fleet
 
 
 def read_fleet() -> Fleet:
@@ -62,6 +69,7 @@ def run() -> None:
             ServingStackArgs(facts=facts),
             opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
         )
+        deploy_models(fleet, facts, cluster, stack)
         exported[facts.name] = {
             "source": facts.source,
             "kubeconfig": cluster.kubeconfig,
@@ -70,3 +78,27 @@ def run() -> None:
             "releases": stack.release_names,
         }
     pulumi.export("clusters", exported)
+
+
+# --------------------------------------------------------------------------------------------
+# Model deployments (SPEC 8)
+
+
+def deploy_models(fleet: Fleet, facts: ClusterFacts, cluster: ClusterComponent, stack: ServingStack) -> None:
+    """One ModelDeployment per `deployments[]` entry on this cluster, after its serving stack.
+
+    Each waits for the ServingStack (its DRA drivers and DeviceClasses) and uses the cluster's
+    provider. Namespaces are the cluster's, shared by the deployments in them.
+    """
+    deployments = [d for d in fleet.deployments if d.cluster == facts.name]
+    provider = pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider})
+    namespaces = {ns: namespace_resource(facts.name, ns, provider) for ns in namespaces_of(deployments)}
+    for dep in deployments:
+        needs: list[pulumi.Resource] = [stack]
+        if dep.namespace in namespaces:
+            needs.append(namespaces[dep.namespace])
+        ModelDeployment(
+            f"{facts.name}-{dep.name}",
+            ModelDeploymentArgs(spec=dep, cluster=facts, pool=facts.pool(dep.pool)),
+            opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=needs)),
+        )

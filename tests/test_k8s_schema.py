@@ -1,0 +1,154 @@
+"""Every Kubernetes object the program registers itself (not through Helm) is valid for the
+cluster's Kubernetes version, checked against the official OpenAPI schema (strict: unknown fields
+are errors) with `kubernetes_validate`.
+
+Registered inputs are turned back into manifests: apiVersion from the type token, numbers that
+the engine sent as floats back to ints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from conftest import cpu_class, run_fleet
+
+from infra.config import InferenceCluster, load_stack_file
+from infra.mockrun import MockRun, Registration, run_under_mocks
+from infra.plan import plain
+from infra.program import run
+from infra.stackconfig import config_of
+
+ROOT = Path(__file__).resolve().parent.parent
+# Objects Helm installs are the charts' business; providers are not Kubernetes objects.
+NOT_OBJECTS = ("kubernetes:helm.sh/", "pulumi:providers:")
+# An Existing cluster states no version; resource.k8s.io/v1 (DRA GA) needs at least 1.34.
+EXISTING_MINIMUM = "1.34"
+RECIPES = ("recipe-qwen-mi325x", "recipe-qwen-cpu-civo")
+
+
+def kubernetes_version(cluster: InferenceCluster) -> str:
+    """major.minor of a cluster's version as each cloud spells it (`1.35`, `1.34.1-k3s1`, `v1.36.1+3`)."""
+    block = cluster.block
+    version = getattr(block, "kubernetes_version", None)
+    if version is None:
+        return EXISTING_MINIMUM
+    found = re.match(r"v?(\d+)\.(\d+)", version)
+    assert found, version
+    return f"{found[1]}.{found[2]}"
+
+
+def api_version(type_token: str) -> tuple[str, str]:
+    """`kubernetes:apps/v1:Deployment` -> (`apps/v1`, `Deployment`); the core group has no prefix."""
+    _, group_version, kind = type_token.split(":")
+    return group_version.removeprefix("core/"), kind
+
+
+def manifest(reg: Registration) -> dict[str, Any]:
+    api, kind = api_version(reg.type)
+    body = plain(dict(reg.inputs))
+    assert body.get("apiVersion", api) == api and body.get("kind", kind) == kind
+    return {**body, "apiVersion": api, "kind": kind}
+
+
+def kubernetes_objects(result: MockRun) -> list[Registration]:
+    assert result.error is None, result.error
+    return [
+        r
+        for r in result.resources
+        if r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(NOT_OBJECTS)
+    ]
+
+
+def cluster_of(reg: Registration, by_name: dict[str, Registration], clusters: set[str]) -> str:
+    """The cluster a registered object belongs to: the cluster component among its ancestors."""
+    current: Registration | None = reg
+    while current is not None:
+        if current.name in clusters and not current.custom:
+            return current.name
+        current = by_name.get(current.parent) if current.parent else None
+    raise AssertionError(f"{reg.name} has no cluster component above it")
+
+
+def assert_valid(result: MockRun, versions: dict[str, str]) -> list[str]:
+    """Validate every object against its cluster's version; the kinds validated."""
+    by_name = {r.name: r for r in result.resources}
+    kinds = []
+    for reg in kubernetes_objects(result):
+        version = versions[cluster_of(reg, by_name, set(versions))]
+        try:
+            kubernetes_validate.validate(manifest(reg), version, strict=True)
+        except kubernetes_validate.ValidationError as err:
+            pytest.fail(f"{reg.type} {reg.name} is not a valid {version} object: {err.message} at {list(err.path)}")
+        kinds.append(manifest(reg)["kind"])
+    return kinds
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.name)
+def test_objects_of_committed_stack_validate_against_the_cluster_version(path: Path) -> None:
+    loaded = load_stack_file(path)
+    config, secret_keys = config_of(loaded)
+    result = run_under_mocks(run, loaded.stack, config, secret_keys)
+    kinds = assert_valid(result, {c.name: kubernetes_version(c) for c in loaded.fleet.clusters})
+    if loaded.fleet.deployments:
+        assert {"ResourceClaimTemplate", "Deployment", "Service", "Namespace"} <= set(kinds)
+
+
+def test_recipe_stacks_are_committed() -> None:
+    for stack in RECIPES:
+        assert (ROOT / "stacks" / f"Pulumi.{stack}.yaml").exists()
+
+
+def test_cpu_deployment_objects_validate_on_existing() -> None:
+    raw = {
+        "classes": [cpu_class("cpu", None)],
+        "clusters": [
+            {
+                "name": "lab",
+                "source": "Existing",
+                "existing": {},
+                "taints": [{"key": "team", "value": "", "effect": "NoExecute"}],
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": [
+            {
+                "name": "qwen",
+                "cluster": "lab",
+                "pool": "cpu",
+                "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
+                "replicas": 2,
+                "devices": [{"name": "cpu"}],
+            }
+        ],
+    }
+    kinds = assert_valid(run_fleet(raw), {"lab": EXISTING_MINIMUM})
+    assert sorted(kinds) == ["Deployment", "ResourceClaimTemplate", "Service"]
+
+
+def test_strict_validation_rejects_an_unknown_field() -> None:
+    """The check has teeth: a misspelt field fails strict validation."""
+    bad = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "x"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClass": "gpu.amd.com"}}]}}},
+    }
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, EXISTING_MINIMUM, strict=True)
+
+
+@pytest.mark.parametrize(("spelled", "expected"), [("1.35", "1.35"), ("1.34.1-k3s1", "1.34"), ("v1.36.1+3", "1.36")])
+def test_cluster_versions_are_read_as_each_cloud_spells_them(spelled: str, expected: str) -> None:
+    cluster = InferenceCluster.model_validate(
+        {
+            "name": "c",
+            "source": "Civo",
+            "civo": {"region": "LON1", "kubernetesVersion": spelled},
+            "nodePools": [{"name": "p", "className": "x"}],
+        }
+    )
+    assert kubernetes_version(cluster) == expected

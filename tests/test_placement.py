@@ -1,0 +1,377 @@
+"""The placement audit: Kubernetes' matching rules, and each device stack reaching its own pools only.
+
+Clusters are built with `infra.facts.derive_cluster` from fleets, and release values come from the
+catalog rows the cluster joins, so these tests need no cloud component.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cpu_class, fleet_of, gpu_class
+
+from components.model_deployment import pod_placement
+from infra.facts import ClusterFacts, Taint, derive_cluster
+from infra.placement import (
+    AGENT_WORKLOADS,
+    UNPOOLED,
+    WILDCARD_ALLOWLIST,
+    PodPlacement,
+    Toleration,
+    affinity_matches,
+    audit,
+    releases_of,
+    untolerated,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.35"},
+    "AKS": {"location": "eastus", "kubernetesVersion": "1.35"},
+    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
+}
+GPU_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
+    "EKS": {"instanceType": "g6.xlarge", "accelerator": {"type": "nvidia-l4", "count": 1}},
+    "AKS": {"vmSize": "Standard_NC24ads_A100_v4", "accelerator": {"type": "nvidia-a100", "count": 1}},
+    "Civo": {"size": "an.g1.l40s.kube.x1", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+    "Vultr": {"plan": "vcg-l40s-16c-180g-48vram", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+}
+CPU_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"machineType": "c3-standard-8"},
+    "EKS": {"instanceType": "m7i.2xlarge"},
+    "AKS": {"vmSize": "Standard_D8s_v5"},
+    "Civo": {"size": "g4p.kube.medium"},
+    "Vultr": {"plan": "vc2-8c-32gb"},
+}
+PROVISIONED = tuple(CLUSTER_BLOCKS)
+
+NVIDIA_AGENTS = {("mp-dra-driver-nvidia-gpu", "kubelet-plugin"), ("mp-gpu-operator", "operands")}
+AMD_AGENTS = {(a.release, a.workload) for a in AGENT_WORKLOADS if a.release == "mp-gpu-operator-charts"}
+CPU_AGENT = ("mp-dra-driver-cpu", "kubelet-plugin")
+NFD_WORKER = ("mp-node-feature-discovery", "worker")
+
+
+def cloud_fleet(cloud: str) -> dict[str, Any]:
+    return {
+        "classes": [gpu_class("gpu", cloud, GPU_BLOCKS[cloud]), cpu_class("cpu", cloud, CPU_BLOCKS[cloud])],
+        "clusters": [
+            {
+                "name": "c",
+                "source": cloud,
+                cloud.lower(): CLUSTER_BLOCKS[cloud],
+                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": [
+            {
+                "name": "on-gpu",
+                "cluster": "c",
+                "pool": "gpu",
+                "image": "vllm/vllm-openai:v0.23.0",
+                "devices": [{"name": "gpu"}],
+            },
+            {
+                "name": "on-cpu",
+                "cluster": "c",
+                "pool": "cpu",
+                "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
+                "devices": [{"name": "cpu"}],
+            },
+        ],
+    }
+
+
+def existing_fleet(amd: bool = True) -> dict[str, Any]:
+    classes = [
+        {"name": "h100", "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}]},
+        cpu_class("cpu", None),
+    ]
+    pools = [{"name": "h100", "className": "h100"}, {"name": "cpu", "className": "cpu"}]
+    if amd:
+        classes.append(
+            {"name": "mi325x", "devices": [{"name": "gpu", "driver": "gpu.amd.com", "deviceClassName": "gpu.amd.com"}]}
+        )
+        pools.append({"name": "mi325x", "className": "mi325x"})
+    return {
+        "classes": classes,
+        "clusters": [{"name": "lab", "source": "Existing", "existing": {}, "nodePools": pools}],
+        "deployments": [
+            {
+                "name": p["name"] + "-engine",
+                "cluster": "lab",
+                "pool": p["name"],
+                "image": "engine:v1",
+                "devices": [{"name": d}],
+            }
+            for p, d in zip(pools, ["gpu", "cpu", "gpu"], strict=False)
+        ],
+    }
+
+
+def facts_of(raw: Mapping[str, Any]) -> tuple[ClusterFacts, list[PodPlacement]]:
+    fleet = fleet_of(raw)
+    facts = derive_cluster(fleet, fleet.clusters[0])
+    return facts, [pod_placement(d, facts) for d in fleet.deployments]
+
+
+def agents(report: Any) -> dict[tuple[str, str], tuple[str, ...]]:
+    return {(p.agent.release, p.agent.workload): pools for p, pools in report.workloads}
+
+
+def checks(report: Any) -> set[tuple[str, str]]:
+    return {(v.check, v.subject) for v in report.violations}
+
+
+# --------------------------------------------------------------------------------------------
+# Kubernetes' matching rules
+
+GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+
+
+def test_exists_toleration_ignores_the_taint_value() -> None:
+    assert Toleration("nvidia.com/gpu", "Exists", effect="NoSchedule").tolerates(Taint("nvidia.com/gpu", "present"))
+
+
+def test_equal_toleration_requires_the_same_value() -> None:
+    assert Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule").tolerates(GPU_TAINT)
+    assert not Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule").tolerates(Taint("nvidia.com/gpu", "present"))
+
+
+def test_operator_defaults_to_equal() -> None:
+    tol = Toleration.from_values({"key": "nvidia.com/gpu", "value": "present"})
+    assert tol.operator == "Equal"
+    assert not tol.tolerates(GPU_TAINT)
+
+
+def test_empty_effect_matches_every_effect() -> None:
+    tol = Toleration("k", "Exists")
+    assert all(tol.tolerates(Taint("k", "v", e)) for e in ("NoSchedule", "NoExecute", "PreferNoSchedule"))
+
+
+def test_effect_must_match_when_set() -> None:
+    assert not Toleration("k", "Exists", effect="NoSchedule").tolerates(Taint("k", "v", "NoExecute"))
+
+
+def test_empty_key_with_exists_matches_every_key() -> None:
+    tol = Toleration("", "Exists", effect="NoSchedule")
+    assert tol.wildcard
+    assert tol.tolerates(GPU_TAINT) and tol.tolerates(Taint("modelplane.ai/cpu", "true"))
+    assert not tol.tolerates(Taint("x", "y", "NoExecute"))
+
+
+def test_key_mismatch_is_not_tolerated() -> None:
+    assert not Toleration("amd.com/gpu", "Exists", effect="NoSchedule").tolerates(GPU_TAINT)
+
+
+def test_prefer_no_schedule_taint_does_not_block() -> None:
+    assert untolerated([], [Taint("soft", "x", "PreferNoSchedule")]) == []
+    assert untolerated([], [Taint("hard", "x", "NoExecute")]) == [Taint("hard", "x", "NoExecute")]
+
+
+def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("expr", "labels", "expected"),
+    [
+        ({"key": "a", "operator": "In", "values": ["1", "2"]}, {"a": "2"}, True),
+        ({"key": "a", "operator": "In", "values": ["1"]}, {}, False),
+        ({"key": "a", "operator": "NotIn", "values": ["1"]}, {}, True),
+        ({"key": "a", "operator": "NotIn", "values": ["1"]}, {"a": "1"}, False),
+        ({"key": "a", "operator": "Exists"}, {"a": ""}, True),
+        ({"key": "a", "operator": "DoesNotExist"}, {"a": "x"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "4"}, True),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "three"}, False),
+        ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "3"}, False),
+    ],
+)
+def test_node_affinity_operators(expr: dict[str, Any], labels: dict[str, str], expected: bool) -> None:
+    assert affinity_matches(_required([expr]), labels) is expected
+
+
+def test_node_affinity_ors_terms_and_ands_expressions() -> None:
+    a = {"key": "a", "operator": "Exists"}
+    b = {"key": "b", "operator": "Exists"}
+    assert affinity_matches(_required([a, b]), {"a": "1", "b": "1"})
+    assert not affinity_matches(_required([a, b]), {"a": "1"})
+    assert affinity_matches(_required([a], [b]), {"b": "1"})
+    assert not affinity_matches(_required([]), {"a": "1"})  # an empty term matches nothing
+
+
+# --------------------------------------------------------------------------------------------
+# The audit legs
+
+
+@pytest.mark.parametrize("cloud", PROVISIONED)
+def test_each_cloud_stack_reaches_its_own_pool_and_stays_off_the_others(cloud: str) -> None:
+    facts, deployments = facts_of(cloud_fleet(cloud))
+    report = audit(facts, releases_of(facts), deployments)
+    assert report.ok, report.as_json()["violations"]
+    placed = agents(report)
+    for agent in NVIDIA_AGENTS:
+        assert placed[agent] == ("gpu",)
+    assert placed[CPU_AGENT] == ("cpu",)
+    assert "gpu" in placed[NFD_WORKER]
+    assert not AMD_AGENTS & set(placed)
+    assert {d.name: pools for d, pools in report.deployments} == {"on-gpu": ("gpu",), "on-cpu": ("cpu",)}
+
+
+def test_gke_gpu_taint_value_present_is_tolerated_by_exists() -> None:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    assert Taint("nvidia.com/gpu", "present", set_by_cloud=True) in facts.pool("gpu").taints
+    assert audit(facts, releases_of(facts), []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
+
+
+def test_existing_with_amd_pool_places_each_vendor_stack_on_its_pool() -> None:
+    facts, deployments = facts_of(existing_fleet(amd=True))
+    report = audit(facts, releases_of(facts), deployments)
+    assert report.ok, report.as_json()["violations"]
+    placed = agents(report)
+    for agent in AMD_AGENTS & set(placed):
+        assert placed[agent] == ("mi325x",)
+    assert ("mp-gpu-operator-charts", "dra-driver") in placed
+    for agent in NVIDIA_AGENTS:
+        assert placed[agent] == ("h100",)
+    assert placed[CPU_AGENT] == ("cpu",)
+    assert {"h100", "mi325x"} <= set(placed[NFD_WORKER])
+    # the owner's nodes outside the pools are audited as the system pool
+    assert report.nodes[0].pool == UNPOOLED
+
+
+def test_existing_without_amd_driver_installs_no_amd_agents() -> None:
+    """The review's leg: leave gpu.amd.com out and the AMD DaemonSets are absent."""
+    facts, deployments = facts_of(existing_fleet(amd=False))
+    assert "gpu.amd.com" not in facts.dra_drivers
+    releases = releases_of(facts)
+    assert "mp-gpu-operator-charts" not in releases
+    report = audit(facts, releases, deployments)
+    assert report.ok
+    assert not AMD_AGENTS & set(agents(report))
+    assert not any("amd" in str(w["release"]) + str(w["workload"]) for w in report.as_json()["workloads"])
+
+
+def _with_values(facts: ClusterFacts, release: str, edit: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    releases: dict[str, Mapping[str, Any]] = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    releases[release] = {**releases[release], **edit}
+    return releases
+
+
+def test_cpu_driver_without_node_selector_is_caught_on_the_system_pool() -> None:
+    facts, _ = facts_of(cloud_fleet("Civo"))
+    releases = _with_values(facts, "mp-dra-driver-cpu", {"nodeSelector": {}})
+    releases["mp-dra-driver-cpu"] = {k: v for k, v in releases["mp-dra-driver-cpu"].items() if k != "nodeSelector"}
+    report = audit(facts, releases, [])
+    assert ("driver-on-system-pool", "mp-dra-driver-cpu/kubelet-plugin") in checks(report)
+    assert not report.ok
+
+
+def test_cpu_driver_with_the_charts_accept_all_toleration_is_caught() -> None:
+    facts, _ = facts_of(cloud_fleet("EKS"))
+    releases = _with_values(
+        facts, "mp-dra-driver-cpu", {"tolerations": [{"operator": "Exists", "effect": "NoSchedule"}]}
+    )
+    report = audit(facts, releases, [])
+    assert ("wildcard-toleration", "mp-dra-driver-cpu/kubelet-plugin") in checks(report)
+
+
+def test_nvidia_plugin_tolerating_the_wrong_value_misses_the_gke_pool() -> None:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    wrong = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]}
+    releases = _with_values(facts, "mp-dra-driver-nvidia-gpu", {"kubeletPlugin": wrong})
+    report = audit(facts, releases, [])
+    assert ("agent-reach", "mp-dra-driver-nvidia-gpu/kubelet-plugin") in checks(report)
+    assert "nvidia.com/gpu=present:NoSchedule" in report.as_json()["violations"][0]["message"]
+
+
+def test_nfd_worker_without_gpu_tolerations_misses_the_gpu_pool() -> None:
+    facts, _ = facts_of(cloud_fleet("AKS"))
+    releases = _with_values(facts, "mp-node-feature-discovery", {"worker": {"tolerations": []}})
+    assert ("agent-reach", "mp-node-feature-discovery/worker") in checks(audit(facts, releases, []))
+
+
+def test_amd_driver_tolerating_the_cpu_taint_lands_on_the_cpu_pool() -> None:
+    facts, _ = facts_of(existing_fleet(amd=True))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    spec = releases["mp-gpu-operator-charts"]["deviceConfig"]["spec"]
+    spec["selector"] = {}
+    spec["draDriver"]["tolerations"] = [{"key": "modelplane.ai/cpu", "operator": "Exists", "effect": "NoSchedule"}]
+    found = checks(audit(facts, releases, []))
+    assert ("agent-off-pool", "mp-gpu-operator-charts/dra-driver") in found
+    assert ("agent-reach", "mp-gpu-operator-charts/dra-driver") in found  # and it lost the AMD taint
+
+
+def test_deployment_that_can_land_off_its_pool_is_caught() -> None:
+    facts, deployments = facts_of(cloud_fleet("Vultr"))
+    loose = PodPlacement("loose", "gpu", {}, deployments[0].tolerations)
+    report = audit(facts, releases_of(facts), [loose])
+    assert ("deployment-placement", "deployment/loose") in checks(report)
+    assert set(dict(((d.name, p) for d, p in report.deployments))["loose"]) == {"system", "gpu", "cpu"}
+
+
+def test_deployment_tolerations_alone_never_place_it() -> None:
+    """The per-driver list is harmless: without the pool selector the pod could go anywhere."""
+    facts, deployments = facts_of(existing_fleet(amd=True))
+    for dep in deployments:
+        assert [p for _, p in audit(facts, {}, [dep]).deployments] == [(dep.pool,)]
+
+
+def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:
+    known = {(a.release, a.workload) for a in AGENT_WORKLOADS}
+    for entry, reason in WILDCARD_ALLOWLIST.items():
+        assert entry in known and len(reason) > 20
+
+
+def test_audit_report_json_names_pools_and_violations() -> None:
+    facts, deployments = facts_of(cloud_fleet("Civo"))
+    doc = audit(facts, releases_of(facts), deployments).as_json()
+    assert doc["ok"] is True and doc["cluster"] == "c"
+    assert [n["pool"] for n in doc["nodes"]] == ["system", "gpu", "cpu"]
+    assert {"release", "workload", "nodeSelector", "tolerations", "pools"} <= set(doc["workloads"][0])
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.name)
+def test_committed_stack_places_every_agent_and_deployment_cleanly(path: Path) -> None:
+    from infra.config import load_stack_file
+    from infra.facts import derive_fleet
+
+    loaded = load_stack_file(path)
+    for facts in derive_fleet(loaded.fleet):
+        deployments = [pod_placement(d, facts) for d in loaded.fleet.deployments if d.cluster == facts.name]
+        report = audit(facts, releases_of(facts), deployments)
+        assert report.ok, report.as_json()["violations"]
+
+
+def test_plan_reports_placement_json() -> None:
+    from infra.plan import plan_stack
+
+    doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
+    assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
+    assert doc["placement"][0]["deployments"] == [{"name": "qwen", "pool": "cpu", "pools": ["cpu"]}]
+
+
+def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    import infra.placement
+    from infra.plan import plan_stack
+
+    # Without the hardware labels the GPU operator's operands select no node.
+    monkeypatch.setattr(infra.placement, "DISCOVERED_LABELS", {})
+    doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
+    assert not doc["ok"]
+    found = [v for v in doc["violations"] if v["policy"] == "placement"]
+    assert found and all(v["enforcement"] == "mandatory" for v in found)
+    assert any(v["resource"] == "civo-lon1/mp-gpu-operator/operands" for v in found)
