@@ -148,16 +148,15 @@ def pool_accelerator(
 ) -> Accelerator | None:
     """The accelerator a GPU pool's nodes carry.
 
-    Provisioned clouds take it from the class's block. An Existing cluster's class may have no
-    provisioning; its GPUs are then named by vendor (`amd-gpu`) with the class's GPU device count.
+    Provisioned clouds take it from the class's block for that cloud. On Existing, provisioning is
+    ignored (the owner's hardware is what it is), so the GPUs are named by vendor (`amd-gpu`) with
+    the class's GPU device count.
     """
     if vendor is None:
         return None
-    if cls_accel is not None:
-        return cls_accel
     if source == Source.EXISTING:
         return Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
-    return None
+    return cls_accel
 
 
 def gpu_taint(source: str, vendor: str) -> Taint:

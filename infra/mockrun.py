@@ -121,6 +121,7 @@ class Registration:
     dependencies: tuple[str, ...] = ()
     protect: bool = False
     provider: str = ""  # the explicit provider reference (`<provider urn>::<id>`), "" when ambient
+    parent_urn: str = ""  # the parent's URN as the engine records it (the stack's for top-level resources)
 
 
 @dataclass
@@ -192,6 +193,7 @@ class _ParentRecordingMonitor(MockMonitor):
                 dependencies=tuple(request.dependencies),
                 protect=bool(request.protect),
                 provider=request.provider,
+                parent_urn=parent,
             )
         )
         return response

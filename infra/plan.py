@@ -17,10 +17,12 @@ from typing import Any
 import pulumi
 
 from components.catalog import Component
+from infra.analyzer import PolicyPackError, run_policy_pack
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
 from infra.mockrun import MockRun, Registration, run_under_mocks
+from infra.placement import placement_hook
 from infra.program import run
 from infra.stackconfig import config_of
 
@@ -101,10 +103,27 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
 
 
 def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
-    return [{"type": r.type, "name": r.name, "parent": r.parent} for r in registered]
+    # Registration order depends on when outputs resolve; sort so plans compare and diff stably.
+    rows = [{"type": r.type, "name": r.name, "parent": r.parent} for r in registered]
+    return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
 
-HOOKS: list[PlanHook] = []
+# The placement audit (`infra.placement`): adds `placement`; its violations fail the plan.
+HOOKS: list[PlanHook] = [placement_hook]
+
+
+def pack_violations(
+    registered: Sequence[Registration], stack: str, errors: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """The policy pack's verdicts on what the program registered, started as the engine starts it."""
+    try:
+        found = run_policy_pack(registered, stack)
+    except PolicyPackError as err:
+        errors.append({"path": "", "message": str(err)})
+        return []
+    return [
+        {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource} for v in found
+    ]
 
 
 def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
@@ -138,6 +157,7 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     if result.error is None:
         for hook in HOOKS:
             hook(ctx)
+        doc["violations"] += pack_violations(result.resources, stack.stack, doc["errors"])
     doc["ok"] = not doc["errors"] and not any(v["enforcement"] == "mandatory" for v in doc["violations"])
     return doc
 
