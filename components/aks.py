@@ -78,9 +78,6 @@ class AksCluster(ClusterComponent):
         block = facts.spec.aks
         if block is None:
             raise ValueError(f"cluster {name!r}: an AKS cluster needs its aks block")
-        unsized = [p.name for p in facts.pools if p.machine is None]
-        if unsized:
-            raise ValueError(f"cluster {name!r}: pools {unsized} have no AKS vmSize")
         pool_names = [agent_pool_name(p.name) for p in facts.pools]
         if len(set(pool_names)) != len(pool_names):
             raise ValueError(f"cluster {name!r}: pools {[p.name for p in facts.pools]} share an AKS agent pool name")

@@ -68,6 +68,11 @@ class ClusterComponent(pulumi.ComponentResource):
     schedulable_pools: pulumi.Output[list[dict[str, Any]]]
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Validate before registering anything. The device rules already reject a pool whose class
+        # has no block for this cloud (class-provider-mismatch); this guards direct use.
+        unsized = [p.name for p in args.facts.pools if args.facts.spec.provisioned and p.machine is None]
+        if unsized:
+            raise ValueError(f"cluster {name!r}: pools {unsized} have no {args.facts.source} machine")
         super().__init__(self.TYPE_TOKEN, name, policy_inputs(args.facts, args.class_specs), opts)
         self.facts = args.facts
         self.protect = args.protect

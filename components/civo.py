@@ -68,9 +68,6 @@ class CivoCluster(ClusterComponent):
         block = facts.spec.civo
         if block is None:
             raise ValueError(f"cluster {name!r}: a Civo cluster needs its civo block")
-        unsized = [p.name for p in facts.pools if p.machine is None]
-        if unsized:
-            raise ValueError(f"cluster {name!r}: pools {unsized} have no Civo size")
         super().__init__(name, args, opts)
         system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
 

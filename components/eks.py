@@ -149,9 +149,6 @@ class EksCluster(ClusterComponent):
         block = facts.spec.eks
         if block is None:
             raise ValueError(f"cluster {name!r}: an EKS cluster needs its eks block")
-        unsized = [p.name for p in facts.pools if p.machine is None]
-        if unsized:
-            raise ValueError(f"cluster {name!r}: pools {unsized} have no EKS instance type")
         declared = declared_zones(facts.pools)
         if len(declared) > MAX_ZONES:
             raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")

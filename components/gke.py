@@ -147,9 +147,6 @@ class GkeCluster(ClusterComponent):
         block = facts.spec.gke
         if block is None:
             raise ValueError(f"cluster {name!r}: a GKE cluster needs its gke block")
-        unsized = [p.name for p in facts.pools if p.machine is None]
-        if unsized:
-            raise ValueError(f"cluster {name!r}: pools {unsized} have no GKE machine type")
         project, region = block.project, block.region
 
         self.gcp_provider = gcp.Provider(

@@ -39,9 +39,6 @@ class VultrCluster(ClusterComponent):
         block = facts.spec.vultr
         if block is None:
             raise ValueError(f"cluster {name!r}: a Vultr cluster needs its vultr block")
-        unplanned = [p.name for p in facts.pools if p.machine is None]
-        if unplanned:
-            raise ValueError(f"cluster {name!r}: pools {unplanned} have no Vultr plan")
         super().__init__(name, args, opts)
         system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
 

@@ -102,6 +102,33 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
     }
 
 
+DEPLOYMENT_TYPE = "modelplane:deploy:ModelDeployment"
+
+
+def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
+    """Each ModelDeployment as registered: its target, claim requests and the pod it asks for."""
+    out = []
+    for comp in (r for r in registered if r.type == DEPLOYMENT_TYPE):
+        children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in registered if r.parent == comp.name}
+        claim = children.get("ResourceClaimTemplate", {})
+        deployment = children.get("Deployment", {})
+        pod = (deployment.get("spec") or {}).get("template", {}).get("spec", {})
+        containers = pod.get("containers") or [{}]
+        service = children.get("Service", {})
+        out.append(
+            {
+                **plain(dict(comp.inputs)),
+                "replicas": plain((deployment.get("spec") or {}).get("replicas")),
+                "claims": plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", [])),
+                "resources": plain(containers[0].get("resources", {})),
+                "nodeSelector": plain(pod.get("nodeSelector", {})),
+                "tolerations": plain(pod.get("tolerations", [])),
+                "service": (service.get("metadata") or {}).get("name"),
+            }
+        )
+    return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
+
+
 def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     # Registration order depends on when outputs resolve; sort so plans compare and diff stably.
     rows = [{"type": r.type, "name": r.name, "parent": r.parent} for r in registered]
@@ -153,6 +180,7 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
         doc["errors"].append({"path": "", "message": f"the program failed: {result.error}"})
     doc["clusters"] = [cluster_json(f, result.resources) for f in facts]
     doc["resources"] = resources_json(result.resources)
+    doc["deployments"] = deployments_json(result.resources)
     ctx = PlanContext(stack=stack, facts=facts, run=result, doc=doc)
     if result.error is None:
         for hook in HOOKS:

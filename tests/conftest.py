@@ -13,6 +13,29 @@ from infra.mockrun import MockRun, Registration, run_under_mocks
 from infra.program import run
 from infra.stackconfig import runtime_config
 
+# Example cluster and machine blocks per provisioned cloud, shared by the tests that build fleets.
+CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.35"},
+    "AKS": {"location": "eastus", "kubernetesVersion": "1.35"},
+    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
+}
+GPU_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
+    "EKS": {"instanceType": "g6.xlarge", "accelerator": {"type": "nvidia-l4", "count": 1}},
+    "AKS": {"vmSize": "Standard_NC24ads_A100_v4", "accelerator": {"type": "nvidia-a100", "count": 1}},
+    "Civo": {"size": "an.g1.l40s.kube.x1", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+    "Vultr": {"plan": "vcg-l40s-16c-180g-48vram", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+}
+CPU_BLOCKS: dict[str, dict[str, Any]] = {
+    "GKE": {"machineType": "c3-standard-8"},
+    "EKS": {"instanceType": "m7i.2xlarge"},
+    "AKS": {"vmSize": "Standard_D8s_v5"},
+    "Civo": {"size": "g4p.kube.medium"},
+    "Vultr": {"plan": "vc2-8c-32gb"},
+}
+
 
 def run_fleet(
     raw: Mapping[str, Any], stack: str = "test", secrets: Mapping[str, str] | None = None, preview: bool = False

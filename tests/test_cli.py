@@ -168,3 +168,17 @@ def test_catalog_prints_the_matrix_and_drivers() -> None:
     assert out.returncode == 0
     assert "| Existing | dra.cpu, gpu.amd.com, gpu.nvidia.com |" in out.stdout
     assert "| EKS | dra.cpu, dra.net, gpu.nvidia.com |" in out.stdout
+
+
+def test_recipe_plans_show_deployments_and_placement() -> None:
+    out = modelplane("plan", "--stack", "recipe-qwen-cpu-civo", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    [dep] = doc["deployments"]
+    assert (dep["cluster"], dep["pool"], dep["poolRole"]) == ("civo-cpu", "cpu", "CPU")
+    assert dep["claims"][0]["exactly"]["capacity"]["requests"]["dra.cpu/cpu"] == "6"
+    assert dep["resources"]["requests"]["cpu"] == dep["resources"]["limits"]["cpu"] == "6"
+    assert dep["nodeSelector"] == {"modelplane.ai/pool": "cpu"}
+    [audit] = doc["placement"]
+    assert audit["ok"] is True
+    assert {d["name"]: d["pools"] for d in audit["deployments"]} == {"qwen": ["cpu"]}

@@ -14,13 +14,13 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from conftest import cpu_class, run_fleet
 
 from infra.config import InferenceCluster, load_stack_file
 from infra.mockrun import MockRun, Registration, run_under_mocks
 from infra.plan import plain
 from infra.program import run
 from infra.stackconfig import config_of
+from tests.conftest import cpu_class, run_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
 # Objects Helm installs are the charts' business; providers are not Kubernetes objects.

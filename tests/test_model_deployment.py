@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from conftest import cpu_class, of_type, run_fleet
 
 from infra.config import ConfigError, parse_fleet
 from infra.mockrun import MockRun, Registration
+from tests.conftest import cpu_class, of_type, run_fleet
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cpu_class, fleet_of, gpu_class
 
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
@@ -27,30 +26,10 @@ from infra.placement import (
     releases_of,
     untolerated,
 )
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
-    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.35"},
-    "AKS": {"location": "eastus", "kubernetesVersion": "1.35"},
-    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
-    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
-}
-GPU_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
-    "EKS": {"instanceType": "g6.xlarge", "accelerator": {"type": "nvidia-l4", "count": 1}},
-    "AKS": {"vmSize": "Standard_NC24ads_A100_v4", "accelerator": {"type": "nvidia-a100", "count": 1}},
-    "Civo": {"size": "an.g1.l40s.kube.x1", "accelerator": {"type": "nvidia-l40s", "count": 1}},
-    "Vultr": {"plan": "vcg-l40s-16c-180g-48vram", "accelerator": {"type": "nvidia-l40s", "count": 1}},
-}
-CPU_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"machineType": "c3-standard-8"},
-    "EKS": {"instanceType": "m7i.2xlarge"},
-    "AKS": {"vmSize": "Standard_D8s_v5"},
-    "Civo": {"size": "g4p.kube.medium"},
-    "Vultr": {"plan": "vc2-8c-32gb"},
-}
 PROVISIONED = tuple(CLUSTER_BLOCKS)
 
 NVIDIA_AGENTS = {("mp-dra-driver-nvidia-gpu", "kubelet-plugin"), ("mp-gpu-operator", "operands")}

@@ -14,37 +14,16 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-from conftest import cpu_class, fleet_of, gpu_class, of_type, run_fleet
 
 from components.catalog import AMD, CATALOG, CPU, NVIDIA, join_components
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.facts import ClusterFacts, derive_cluster
 from infra.mockrun import MockRun, Registration, fake_kubeconfig, run_under_mocks
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, of_type, run_fleet
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
 
-CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
-    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.35"},
-    "AKS": {"location": "eastus", "kubernetesVersion": "1.35"},
-    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
-    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
-}
-GPU_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
-    "EKS": {"instanceType": "g6.xlarge", "accelerator": {"type": "nvidia-l4", "count": 1}},
-    "AKS": {"vmSize": "Standard_NC4as_T4_v3", "accelerator": {"type": "nvidia-t4", "count": 1}},
-    "Civo": {"size": "an.g1.l40s.kube.x1", "accelerator": {"type": "nvidia-l40s", "count": 1}},
-    "Vultr": {"plan": "vcg-l40s-16c-180g-48vram", "accelerator": {"type": "nvidia-l40s", "count": 1}},
-}
-CPU_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"machineType": "c3-standard-8"},
-    "EKS": {"instanceType": "m7i.2xlarge"},
-    "AKS": {"vmSize": "Standard_D8s_v5"},
-    "Civo": {"size": "g4p.kube.medium"},
-    "Vultr": {"plan": "vc2-8c-32gb"},
-}
 
 # Releases per driver stack (neutral releases are every untagged row, so a new neutral row counts).
 NVIDIA_RELEASES = {"mp-node-feature-discovery", "mp-gpu-operator", "mp-dra-driver-nvidia-gpu"}
