@@ -78,4 +78,4 @@ def fleet(clusters: int) -> dict[str, Any]:
         if cloud == "Existing":
             block = {"kubeconfigKey": "kubeconfig"}
         out.append({"name": f"c{i:04d}", "source": cloud, cloud.lower(): block, "nodePools": pools})
-    return {"classes": classes(), "clusters": out}
+    return {"protect": True, "classes": classes(), "clusters": out}

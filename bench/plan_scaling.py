@@ -5,7 +5,10 @@ process (so peak memory is that size's own), time separately:
 - config: parsing and validating the fleet, the device rules and the derived facts;
 - program: running the real program under Pulumi's mock runtime;
 - policies: the policy pack over every registered resource, started and called as the engine does;
-- floor: registering the same number of bare custom resources under the same mock runtime.
+- floor: registering the same number of bare custom resources under the same mock runtime;
+- inputs floor: registering as many custom resources carrying the very inputs the program
+  registered (resolved), which separates what the inputs cost the SDK from what the program adds.
+Imports are paid once before timing (a warm-up run) and reported as startup.
 Reports per-resource cost, the ratio to the floor, peak memory and whether growth is linear.
 
     uv run python -m bench.plan_scaling [--sizes 1,10,50,200] [--json]
@@ -23,7 +26,8 @@ from typing import Any
 
 import pulumi
 
-from bench.fleets import fleet
+from bench.fleets import CLOUDS, fleet
+from infra.analyzer import run_policy_pack
 from infra.config import parse_fleet
 from infra.devices import check_fleet
 from infra.facts import derive_fleet
@@ -42,7 +46,18 @@ def bare_program(count: int) -> Any:
     return program
 
 
+def same_inputs_program(inputs: list[dict[str, Any]]) -> Any:
+    def program() -> None:
+        for i, props in enumerate(inputs):
+            pulumi.CustomResource("bench:index:Inputs", f"r{i}", props)
+
+    return program
+
+
 def measure(clusters: int, policies: bool) -> dict[str, Any]:
+    ts = time.perf_counter()
+    run_under_mocks(run, "warmup", *runtime_config(fleet(len(CLOUDS)), {"kubeconfig": "opaque"}))
+    startup = time.perf_counter() - ts
     raw = fleet(clusters)
     t0 = time.perf_counter()
     parsed = parse_fleet(raw, "Pulumi.bench.yaml")
@@ -58,8 +73,6 @@ def measure(clusters: int, policies: bool) -> dict[str, Any]:
     pack_seconds = None
     violations = None
     if policies:
-        from infra.analyzer import run_policy_pack
-
         t3 = time.perf_counter()
         found = run_policy_pack(result.resources, "bench")
         pack_seconds = time.perf_counter() - t3
@@ -68,7 +81,13 @@ def measure(clusters: int, policies: bool) -> dict[str, Any]:
     floor = run_under_mocks(bare_program(resources), "bench", {})
     t5 = time.perf_counter()
     assert floor.error is None and len(floor.resources) == resources
+    t6 = time.perf_counter()
+    inputs_floor = run_under_mocks(same_inputs_program([dict(r.inputs) for r in result.resources]), "bench", {})
+    t7 = time.perf_counter()
+    assert inputs_floor.error is None
     return {
+        "startup_s": startup,
+        "inputs_floor_s": t7 - t6,
         "clusters": clusters,
         "resources": resources,
         "config_s": t1 - t0,
@@ -96,6 +115,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         r["per_resource_ms"] = 1000 * total / r["resources"]
         r["floor_per_resource_ms"] = 1000 * r["floor_s"] / r["resources"]
         r["ratio_to_floor"] = r["per_resource_ms"] / r["floor_per_resource_ms"]
+        r["inputs_floor_per_resource_ms"] = 1000 * r["inputs_floor_s"] / r["resources"]
+        r["ratio_to_inputs_floor"] = 1000 * r["program_s"] / r["resources"] / r["inputs_floor_per_resource_ms"]
     by = {r["clusters"]: r for r in rows}
     growth = by[200]["per_resource_ms"] / by[10]["per_resource_ms"] if 200 in by and 10 in by else None
     return {"rows": rows, "per_resource_200_over_10": growth, "linear": growth is not None and growth <= 1.2}
@@ -103,15 +124,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def markdown(summary: dict[str, Any]) -> str:
     lines = [
-        "| clusters | resources | config s | program s | policies s | floor s | ms/resource | floor ms/resource | ratio | peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| clusters | resources | warm-up s | config s | program s | policies s | total s | floor s | inputs floor s "
+        "| ms/resource | floor ms/resource | ratio to floor | program / inputs floor | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary["rows"]:
         pol = f"{r['policies_s']:.2f}" if r["policies_s"] is not None else "—"
         lines.append(
-            f"| {r['clusters']} | {r['resources']} | {r['config_s']:.2f} | {r['program_s']:.2f} | {pol} | "
-            f"{r['floor_s']:.2f} | {r['per_resource_ms']:.2f} | {r['floor_per_resource_ms']:.2f} | "
-            f"{r['ratio_to_floor']:.2f} | {r['peak_rss_mib']:.0f} |"
+            f"| {r['clusters']} | {r['resources']} | {r['startup_s']:.2f} | {r['config_s']:.2f} | {r['program_s']:.2f} "
+            f"| {pol} | {r['total_s']:.2f} | {r['floor_s']:.2f} | {r['inputs_floor_s']:.2f} | {r['per_resource_ms']:.2f} "
+            f"| {r['floor_per_resource_ms']:.2f} | {r['ratio_to_floor']:.2f} | {r['ratio_to_inputs_floor']:.2f} "
+            f"| {r['peak_rss_mib']:.0f} |"
         )
     g = summary["per_resource_200_over_10"]
     if g is not None:

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent import futures
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,106 @@ class PolicyPackError(RuntimeError):
     """The pack could not be started, configured or asked; carries what the pack wrote to stderr."""
 
 
+class PackSession:
+    """A started pack, configured for one stack.
+
+    `analyze` sends one resource to `Analyze` without waiting, as the engine has many resource
+    steps in flight; `finish` reads the answers in the order sent, then calls `AnalyzeStack` over
+    all resources. Use it as a context manager: the pack process is always stopped.
+    """
+
+    def __init__(
+        self,
+        stack: str,
+        project: str = "modelplane",
+        config: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        pack_dir: Path = POLICY_PACK_DIR,
+    ) -> None:
+        self.stack, self.project, self.dry_run = stack, project, dry_run
+        self.config = dict(config or {})
+        self.timeout = timeout
+        self.pack_dir = pack_dir
+        self._stack = ExitStack()
+        self._calls: list[tuple[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> PackSession:
+        self.deadline = time.monotonic() + self.timeout
+        try:
+            engine_address = self._stack.enter_context(_engine())
+            port, self.stderr = self._stack.enter_context(
+                _pack_process(self.pack_dir, engine_address, self.stack, self.project, self.dry_run, self.deadline)
+            )
+            channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            self._stack.callback(channel.close)
+            with self._answers():
+                grpc.channel_ready_future(channel).result(timeout=_left(self.deadline))
+                self.stub = analyzer_pb2_grpc.AnalyzerStub(channel)
+                info = self.stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=_left(self.deadline))
+                self.stub.Configure(_configure_request(info, self.config), timeout=_left(self.deadline))
+                self.stub.ConfigureStack(
+                    analyzer_pb2.AnalyzerStackConfigureRequest(
+                        stack=self.stack, project=self.project, organization="organization", dry_run=self.dry_run
+                    ),
+                    timeout=_left(self.deadline),
+                )
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    @contextmanager
+    def _answers(self) -> Iterator[None]:
+        """Turn gRPC failures into PolicyPackError, with what the pack wrote to stderr."""
+        try:
+            yield
+        except grpc.RpcError as err:
+            raise PolicyPackError(f"the policy pack failed: {err}\n{''.join(self.stderr)}") from None
+        except grpc.FutureTimeoutError:
+            raise PolicyPackError(
+                f"the policy pack did not answer within {self.timeout:.0f}s\n{''.join(self.stderr)}"
+            ) from None
+
+    def analyze(self, r: Registration) -> None:
+        """Send one resource's inputs to `Analyze` without waiting for the answer."""
+        request = analyzer_pb2.AnalyzeRequest(
+            type=r.type, properties=_struct(r.inputs), urn=r.urn, name=r.name, options=_options(r)
+        )
+        call = self.stub.Analyze.future(request, timeout=_left(self.deadline))
+        with self._lock:
+            self._calls.append((r.name, call))
+
+    def finish(self, resources: Sequence[Registration]) -> list[PackViolation]:
+        """Every diagnostic: each `Analyze` answer in the order sent, then `AnalyzeStack` over all."""
+        found: list[PackViolation] = []
+        with self._answers():
+            for name, call in self._calls:
+                found.extend(_violations(call.result(), {}, name))
+            analyzed = [
+                analyzer_pb2.AnalyzerResource(
+                    type=r.type,
+                    properties=_struct(r.inputs),
+                    urn=r.urn,
+                    name=r.name,
+                    options=_options(r),
+                    parent=r.parent_urn,
+                    dependencies=list(r.dependencies),
+                )
+                for r in resources
+            ]
+            response = self.stub.AnalyzeStack(
+                analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=_left(self.deadline)
+            )
+        found.extend(_violations(response, {r.urn: r.name for r in resources}, self.stack))
+        return found
+
+
 def run_policy_pack(
     resources: Sequence[Registration],
     stack: str,
@@ -82,72 +182,14 @@ def run_policy_pack(
     `config` is pack config as `--policy-pack-config` takes it: a policy name (or `all`) mapped to
     an enforcement level, or to `{"enforcementLevel": ..., <property>: ...}`.
     """
-    deadline = time.monotonic() + timeout
-    with (
-        _engine() as engine_address,
-        _pack_process(pack_dir, engine_address, stack, project, dry_run, deadline) as (
-            port,
-            stderr,
-        ),
-    ):
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        try:
-            grpc.channel_ready_future(channel).result(timeout=_left(deadline))
-            stub = analyzer_pb2_grpc.AnalyzerStub(channel)
-            return _analyze(stub, resources, stack, project, config or {}, dry_run, deadline)
-        except grpc.RpcError as err:
-            raise PolicyPackError(f"the policy pack failed: {err}\n{''.join(stderr)}") from None
-        except grpc.FutureTimeoutError:
-            raise PolicyPackError(f"the policy pack did not answer within {timeout:.0f}s\n{''.join(stderr)}") from None
-        finally:
-            channel.close()
+    with PackSession(stack, project, config, dry_run, timeout=timeout, pack_dir=pack_dir) as session:
+        for r in resources:
+            session.analyze(r)
+        return session.finish(resources)
 
 
 def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.1)
-
-
-def _analyze(
-    stub: analyzer_pb2_grpc.AnalyzerStub,
-    resources: Sequence[Registration],
-    stack: str,
-    project: str,
-    config: Mapping[str, Any],
-    dry_run: bool,
-    deadline: float,
-) -> list[PackViolation]:
-    info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=_left(deadline))
-    stub.Configure(_configure_request(info, config), timeout=_left(deadline))
-    stub.ConfigureStack(
-        analyzer_pb2.AnalyzerStackConfigureRequest(
-            stack=stack, project=project, organization="organization", dry_run=dry_run
-        ),
-        timeout=_left(deadline),
-    )
-    found: list[PackViolation] = []
-    for r in resources:
-        response = stub.Analyze(
-            analyzer_pb2.AnalyzeRequest(
-                type=r.type, properties=_struct(r.inputs), urn=r.urn, name=r.name, options=_options(r)
-            ),
-            timeout=_left(deadline),
-        )
-        found.extend(_violations(response, {}, r.name))
-    analyzed = [
-        analyzer_pb2.AnalyzerResource(
-            type=r.type,
-            properties=_struct(r.inputs),
-            urn=r.urn,
-            name=r.name,
-            options=_options(r),
-            parent=r.parent_urn,
-            dependencies=list(r.dependencies),
-        )
-        for r in resources
-    ]
-    response = stub.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=_left(deadline))
-    found.extend(_violations(response, {r.urn: r.name for r in resources}, stack))
-    return found
 
 
 def _configure_request(info: Any, config: Mapping[str, Any]) -> analyzer_pb2.ConfigureAnalyzerRequest:

@@ -18,7 +18,9 @@ from typing import Any
 
 import pulumi
 import pulumi.runtime
+from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -137,6 +139,41 @@ def _reset_runtime() -> None:
     asyncio.set_event_loop(asyncio.new_event_loop())
 
 
+class _RecordingMonitor(MockMonitor):
+    """A MockMonitor that also keeps each registration's parent, type, inputs and options."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self._records: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        inputs = _sync_await(_deserialize(rpc, request.object))
+        parent = request.parent or ""
+        parent_name = None
+        if parent and "pulumi:pulumi:Stack" not in parent.split("::")[2].split("$")[-1]:
+            parent_name = parent.split("::")[-1]
+        record = Registration(
+            request.type,
+            request.name,
+            parent_name,
+            response.urn,
+            inputs,
+            request.custom,
+            dependencies=tuple(request.dependencies),
+            protect=bool(request.protect),
+            provider=request.provider,
+            parent_urn=parent,
+        )
+        self._records.append(record)
+        return response
+
+    def registrations(self) -> list[Registration]:
+        return list(self._records)
+
+
 def run_under_mocks(
     program: Callable[[], None],
     stack: str,
@@ -147,7 +184,7 @@ def run_under_mocks(
     """Run `program` once under fresh mocks with `config` (full keys, string values)."""
     _reset_runtime()
     mocks = PlanMocks()
-    monitor = _ParentRecordingMonitor(mocks)
+    monitor = _RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), secret_keys or [])
     result = MockRun()
@@ -158,48 +195,6 @@ def run_under_mocks(
     result.resources = monitor.registrations()
     _reset_runtime()
     return result
-
-
-from pulumi.runtime.mocks import MockMonitor  # noqa: E402
-
-
-class _ParentRecordingMonitor(MockMonitor):
-    """A MockMonitor that also remembers each registration's parent, type and inputs."""
-
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
-        super().__init__(mocks)
-        self._records: list[Registration] = []
-        self._names: dict[str, str] = {}
-
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        from pulumi.runtime import rpc
-
-        if request.type == "pulumi:pulumi:Stack":
-            return response
-        inputs = _sync_await(_deserialize(rpc, request.object))
-        parent = request.parent or ""
-        parent_name = None
-        if parent and "pulumi:pulumi:Stack" not in parent.split("::")[2].split("$")[-1]:
-            parent_name = parent.split("::")[-1]
-        self._records.append(
-            Registration(
-                request.type,
-                request.name,
-                parent_name,
-                response.urn,
-                inputs,
-                request.custom,
-                dependencies=tuple(request.dependencies),
-                protect=bool(request.protect),
-                provider=request.provider,
-                parent_urn=parent,
-            )
-        )
-        return response
-
-    def registrations(self) -> list[Registration]:
-        return list(self._records)
 
 
 async def _deserialize(rpc: Any, struct: Any) -> dict[str, Any]:

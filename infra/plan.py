@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 
 from components.catalog import Component
-from infra.analyzer import PolicyPackError, run_policy_pack
+from infra.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
@@ -139,20 +139,6 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
 HOOKS: list[PlanHook] = [placement_hook]
 
 
-def pack_violations(
-    registered: Sequence[Registration], stack: str, errors: list[dict[str, str]]
-) -> list[dict[str, str]]:
-    """The policy pack's verdicts on what the program registered, started as the engine starts it."""
-    try:
-        found = run_policy_pack(registered, stack)
-    except PolicyPackError as err:
-        errors.append({"path": "", "message": str(err)})
-        return []
-    return [
-        {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource} for v in found
-    ]
-
-
 def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     """The SPEC 9 document for one stack file. Never raises for bad input."""
     file = display or str(path)
@@ -176,6 +162,12 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     facts = derive_fleet(stack.fleet)
     config, secret_keys = config_of(stack)
     result = run_under_mocks(run, stack.stack, config, secret_keys)
+    verdicts: list[PackViolation] = []
+    if result.error is None:
+        try:
+            verdicts = run_policy_pack(result.resources, stack.stack)
+        except PolicyPackError as err:
+            doc["errors"].append({"path": "", "message": str(err)})
     if result.error is not None and not (violations and isinstance(result.error, pulumi.RunError)):
         doc["errors"].append({"path": "", "message": f"the program failed: {result.error}"})
     doc["clusters"] = [cluster_json(f, result.resources) for f in facts]
@@ -185,7 +177,10 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     if result.error is None:
         for hook in HOOKS:
             hook(ctx)
-        doc["violations"] += pack_violations(result.resources, stack.stack, doc["errors"])
+        doc["violations"] += [
+            {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
+            for v in verdicts
+        ]
     doc["ok"] = not doc["errors"] and not any(v["enforcement"] == "mandatory" for v in doc["violations"])
     return doc
 
