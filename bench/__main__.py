@@ -27,6 +27,8 @@ def main() -> int:
     print(f"Machine: {machine()}\n")
     print("## Plan scaling\n")
     plan_scaling.main([])
+    print("\n### Program cost by cloud (10 clusters of one cloud, 8 pools each)\n")
+    plan_scaling.main(["--per-cloud"])
     print("\n## Committed stacks: `modelplane plan --all`\n")
     import time
 

@@ -99,6 +99,35 @@ def measure(clusters: int, policies: bool) -> dict[str, Any]:
     }
 
 
+def per_cloud(clusters: int = 10) -> list[dict[str, Any]]:
+    """Program cost per resource for `clusters` clusters of one cloud at a time (after a warm-up)."""
+    run_under_mocks(run, "warmup", *runtime_config(fleet(len(CLOUDS)), {"kubeconfig": "opaque"}))
+    rows = []
+    for i, cloud in enumerate(CLOUDS):
+        raw = fleet(len(CLOUDS))
+        base = raw["clusters"][i]
+        raw["clusters"] = [dict(base, name=f"c{n:04d}") for n in range(clusters)]
+        t = time.perf_counter()
+        result = run_under_mocks(run, "bench", *runtime_config(raw, {"kubeconfig": "opaque"}))
+        seconds = time.perf_counter() - t
+        assert result.error is None, result.error
+        rows.append(
+            {
+                "cloud": cloud,
+                "resources": len(result.resources),
+                "program_s": seconds,
+                "ms_per_resource": 1000 * seconds / len(result.resources),
+            }
+        )
+    return rows
+
+
+def per_cloud_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| cloud | resources | program s | ms/resource |", "|---|---|---|---|"]
+    lines += [f"| {r['cloud']} | {r['resources']} | {r['program_s']:.2f} | {r['ms_per_resource']:.2f} |" for r in rows]
+    return "\n".join(lines)
+
+
 def in_subprocess(clusters: int, policies: bool) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.plan_scaling", "--one", str(clusters)]
     if not policies:
@@ -151,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--one", type=int, help=argparse.SUPPRESS)
     p.add_argument("--no-policies", action="store_true")
+    p.add_argument("--per-cloud", action="store_true", help="program cost per resource, one cloud at a time")
     args = p.parse_args(argv)
+    if args.per_cloud:
+        print(per_cloud_markdown(per_cloud()))
+        return 0
     if args.one is not None:
         print(json.dumps(measure(args.one, not args.no_policies)))
         return 0
