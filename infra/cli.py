@@ -250,7 +250,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    console = Console(highlight=False)
+    # Logs (CI, pipes) get a wide tree rather than rich's 80-column default.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     err = Console(stderr=True, highlight=False)
     code: int = args.func(args, console, err)
     return code

@@ -461,30 +461,28 @@ def _duplicates(names: Sequence[str]) -> set[str]:
     return dups
 
 
+def _unique_names(file: str, names: Sequence[str], path: str, what: str) -> list[ConfigIssue]:
+    """One issue per repeated name, at its second occurrence (`path` has `{i}` for the index)."""
+    return [
+        ConfigIssue(
+            file,
+            path.format(i=names.index(name, names.index(name) + 1)),
+            f"{what} name '{name}' is declared twice",
+            f"give each {what} a unique name",
+        )
+        for name in sorted(_duplicates(names))
+    ]
+
+
 def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
     """Cross-field rules that a single field cannot express: blocks, names, references, bounds."""
     issues: list[ConfigIssue] = []
     class_names = [c.name for c in fleet.classes]
-    for name in _duplicates(class_names):
-        i = class_names.index(name, class_names.index(name) + 1)
-        issues.append(
-            ConfigIssue(
-                file, f"classes[{i}].name", f"class name '{name}' is declared twice", "give each class a unique name"
-            )
-        )
+    issues += _unique_names(file, class_names, "classes[{i}].name", "class")
 
     for ci, cls in enumerate(fleet.classes):
         dev_names = [d.name for d in cls.devices]
-        for name in _duplicates(dev_names):
-            di = dev_names.index(name, dev_names.index(name) + 1)
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"classes[{ci}].devices[{di}].name",
-                    f"device name '{name}' is declared twice in class '{cls.name}'",
-                    "give each device a unique name",
-                )
-            )
+        issues += _unique_names(file, dev_names, f"classes[{ci}].devices[{{i}}].name", "device")
         prov = cls.provisioning
         if prov is not None:
             wanted = prov.provider.lower()
@@ -509,16 +507,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     )
 
     cluster_names = [c.name for c in fleet.clusters]
-    for name in _duplicates(cluster_names):
-        i = cluster_names.index(name, cluster_names.index(name) + 1)
-        issues.append(
-            ConfigIssue(
-                file,
-                f"clusters[{i}].name",
-                f"cluster name '{name}' is declared twice",
-                "give each cluster a unique name",
-            )
-        )
+    issues += _unique_names(file, cluster_names, "clusters[{i}].name", "cluster")
 
     for ki, cluster in enumerate(fleet.clusters):
         base = f"clusters[{ki}]"

@@ -254,3 +254,15 @@ def test_deployment_references_are_checked(tmp_path: Path) -> None:
         "deployments[2].devices[0].name",
         "deployments[3].devices[0].count",
     ]
+
+
+def test_duplicate_class_device_and_cluster_names_are_rejected(tmp_path: Path) -> None:
+    config = good_fleet()
+    config["modelplane:classes"].append(dict(config["modelplane:classes"][1]))
+    config["modelplane:classes"][0]["devices"].append(dict(config["modelplane:classes"][0]["devices"][0]))
+    config["modelplane:clusters"].append(dict(config["modelplane:clusters"][0]))
+    assert issues_of(tmp_path, config) == [
+        ("classes[2].name", "class name 'cpu' is declared twice"),
+        ("classes[0].devices[1].name", "device name 'gpu' is declared twice"),
+        ("clusters[1].name", "cluster name 'prod' is declared twice"),
+    ]
