@@ -22,7 +22,9 @@ What this module decides (and nothing more):
   become the node group's scaling bounds (equal to `nodeCount` when unset). Nothing here installs
   a cluster autoscaler, so a pool stays at `nodeCount` until one is installed;
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
-  the driver `components.catalog.EXTERNAL_DRIVERS` declares for EKS.
+  the driver `components.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
+  template fits one EFA interface per claimed `dra.net` device (one per network card), in a
+  security group open to itself, with the nodes in one cluster placement group (one zone).
 
 Labels, taints, roles, machines and accelerators come from `infra.facts`; nothing here re-derives
 them.
@@ -40,6 +42,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints
 from components.catalog import NET
+from infra.config import ClaimMode
 from infra.facts import PoolFacts
 
 VPC_CIDR = "10.0.0.0/16"
@@ -138,6 +141,31 @@ def dranet_tolerations(pools: Sequence[PoolFacts]) -> list[dict[str, str]]:
             if toleration not in seen:
                 seen.append(toleration)
     return seen
+
+
+def efa_interfaces(pool: PoolFacts) -> int:
+    """EFA interfaces a pool's nodes need: one per `dra.net` device its class claims.
+
+    aws-dranet publishes one `dra.net` device per EFA interface the node has, so a class claiming
+    32 EFA devices (p5.48xlarge) needs all 32 network cards fitted with an EFA interface.
+    """
+    return sum(d.count for d in pool.devices if d.claim is ClaimMode.DRA and d.driver == NET)
+
+
+def efa_network_interfaces(
+    count: int, groups: Sequence[pulumi.Input[str]]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """One EFA interface per network card; card 0 carries the primary interface (device 0)."""
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=card,
+            device_index=0 if card == 0 else 1,
+            interface_type="efa",
+            delete_on_termination="true",
+            security_groups=list(groups),
+        )
+        for card in range(count)
+    ]
 
 
 class EksCluster(ClusterComponent):
@@ -297,8 +325,26 @@ class EksCluster(ClusterComponent):
             if addon not in ADDONS_NEEDING_NODES
         }
 
+        # --- EFA: traffic between EFA interfaces must be allowed both ways within one security
+        # group; nodes with explicit interfaces also need the cluster's own group to reach the API.
+        self.efa_security_group: aws.ec2.SecurityGroup | None = None
+        if any(efa_interfaces(p) for p in facts.pools):
+            self.efa_security_group = aws.ec2.SecurityGroup(
+                f"{name}-efa",
+                vpc_id=self.vpc.id,
+                description="EFA traffic between the cluster's EFA nodes",
+                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+                egress=[
+                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
+                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
+                ],
+                tags={**tags, "Name": f"{name}-efa"},
+                opts=self.child("efa", **on_aws),
+            )
+
         # --- node groups (system first, as in the facts)
         self.launch_templates: list[aws.ec2.LaunchTemplate] = []
+        self.placement_groups: list[aws.ec2.PlacementGroup] = []
         self.node_groups = [self._node_group(name, pool, tags) for pool in facts.pools]
         for addon in ADDONS_NEEDING_NODES:
             self.addons[addon] = aws.eks.Addon(
@@ -368,6 +414,23 @@ class EksCluster(ClusterComponent):
         return [self.private_subnets[declared.index(z)].id for z in pool.zones]
 
     def _node_group(self, name: str, pool: PoolFacts, tags: dict[str, str]) -> aws.eks.NodeGroup:
+        subnets = self._subnets_for(pool)
+        interfaces = None
+        placement = None
+        efa = efa_interfaces(pool)
+        if efa and self.efa_security_group is not None:
+            groups = [self.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
+            interfaces = efa_network_interfaces(efa, groups)
+            # EFA needs the nodes close together: a cluster placement group, which lives in one zone.
+            group = aws.ec2.PlacementGroup(
+                f"{name}-{pool.name}-placement",
+                strategy="cluster",
+                tags=tags,
+                opts=self.child(f"{pool.name}-placement", provider=self.aws_provider),
+            )
+            self.placement_groups.append(group)
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+            subnets = subnets[:1]
         template = aws.ec2.LaunchTemplate(
             f"{name}-{pool.name}-template",
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
@@ -387,6 +450,8 @@ class EksCluster(ClusterComponent):
                     ),
                 )
             ],
+            network_interfaces=interfaces,
+            placement=placement,
             update_default_version=True,
             tags=tags,
             opts=self.child(f"{pool.name}-template", provider=self.aws_provider),
@@ -398,7 +463,7 @@ class EksCluster(ClusterComponent):
             # A prefix, so a replacement node group can exist next to the old one while it drains.
             node_group_name_prefix=f"{pool.name[: NODE_GROUP_PREFIX_MAX - 1]}-",
             node_role_arn=self.node_role.arn,
-            subnet_ids=self._subnets_for(pool),
+            subnet_ids=subnets,
             ami_type=GPU_AMI if pool.role == "GPU" else STANDARD_AMI,
             instance_types=[str(pool.machine)],
             scaling_config=scaling(pool),

@@ -51,11 +51,15 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
     if typ == "gcp:container/cluster:Cluster":
         return {"endpoint": "203.0.113.10", "masterAuth": {"clusterCaCertificate": FAKE_CA}, "selfLink": name}
     if typ == "aws:eks/cluster:Cluster":
+        vpc_config = dict(inputs.get("vpcConfig") or {}, clusterSecurityGroupId=f"sg-{name}")
         return {
+            "vpcConfig": vpc_config,
             "endpoint": f"https://{name}.eks.invalid",
             "certificateAuthority": {"data": FAKE_CA},
             "arn": f"arn:aws:eks:region:000000000000:cluster/{name}",
         }
+    if typ == "aws:ec2/placementGroup:PlacementGroup":
+        return {"name": inputs.get("name") or name}  # the provider auto-names it
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
         return {"latestVersion": 1}
     if typ.startswith("aws:") and typ.endswith(":Role"):

@@ -332,3 +332,31 @@ def test_protect_covers_cluster_node_groups_and_network(plan: MockRun) -> None:
 def test_nothing_is_protected_without_protect(without_efa: MockRun) -> None:
     assert not [r.name for r in without_efa.resources if r.protect]
     assert named(without_efa, "eks-east-cluster").inputs["deletionProtection"] is False
+
+
+def test_efa_pool_gets_one_efa_interface_per_claimed_dra_net_device(plan: MockRun) -> None:
+    interfaces = template_of(plan, "h100")["networkInterfaces"]
+    assert [i["networkCardIndex"] for i in interfaces] == [float(n) for n in range(16)]
+    assert {i["interfaceType"] for i in interfaces} == {"efa"}
+    assert [i["deviceIndex"] for i in interfaces[:2]] == [0.0, 1.0]
+    assert all(i["securityGroups"] == ["eks-east-efa-id", "sg-eks-east-cluster"] for i in interfaces)
+    assert "networkInterfaces" not in template_of(plan, "l4")
+
+
+def test_efa_security_group_allows_all_traffic_within_itself(plan: MockRun) -> None:
+    group = named(plan, "eks-east-efa").inputs
+    assert [(r["protocol"], r.get("self")) for r in group["ingress"]] == [("-1", True)]
+    assert ("-1", True) in [(r["protocol"], r.get("self")) for r in group["egress"]]
+
+
+def test_efa_pool_sits_in_one_cluster_placement_group_and_one_zone(plan: MockRun) -> None:
+    group = named(plan, "eks-east-h100-placement").inputs
+    assert group["strategy"] == "cluster"
+    assert template_of(plan, "h100")["placement"] == {"groupName": "eks-east-h100-placement"}
+    assert len(node_group(plan, "h100")["subnetIds"]) == 1
+
+
+def test_no_efa_resources_without_dra_net(without_efa: MockRun) -> None:
+    names = {r.name for r in without_efa.resources}
+    assert "eks-east-efa" not in names
+    assert not [n for n in names if n.endswith("-placement")]
