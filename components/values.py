@@ -19,6 +19,17 @@ from typing import Any
 
 Values = dict[str, Any]
 
+# Required node affinity every Linux node satisfies: replaces a chart's narrower required terms.
+ANY_LINUX_NODE: Values = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}
+            ]
+        }
+    }
+}
+
 # The taint keys pools carry (`infra.facts.VENDOR_TAINT_KEY`, `CPU_TAINT_KEY`; spelled again here
 # because the facts module imports the catalog, which imports this one; a test keeps them equal).
 NVIDIA_TAINT_KEY = "nvidia.com/gpu"
@@ -219,8 +230,10 @@ def dra_driver_nvidia_gpu(cloud: str) -> Values:
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         # The chart's controller affinity wants a control-plane node, which managed clusters never
         # show and a BYO cluster may not schedule on; the controller needs no host access, so it
-        # may run on any node [accelerator-facts §1.2 Values; AICR overlays].
-        "controller": {"affinity": None},
+        # may run on any Linux node [accelerator-facts §1.2 Values; AICR overlays]. Helm replaces
+        # lists, so these terms replace the chart's; a null would have to survive every layer
+        # between this dict and Helm to delete them, and a dropped null silently keeps them.
+        "controller": {"affinity": ANY_LINUX_NODE},
         # The kubelet plugin must reach GPU nodes, which carry the NVIDIA taint.
         "kubeletPlugin": {"tolerations": [nvidia_toleration(cloud)]},
     }

@@ -126,8 +126,12 @@ def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_dra_controller_affinity_is_cleared(cloud: str) -> None:
-    # None, so Helm deletes the chart's control-plane affinity instead of merging into it.
-    assert row(cloud, "dra-driver-nvidia-gpu").values["controller"] == {"affinity": None}
+    # Helm replaces lists: our terms replace the chart's control-plane requirement.
+    terms = row(cloud, "dra-driver-nvidia-gpu").values["controller"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]
+    assert "control-plane" not in str(terms)
 
 
 @pytest.mark.parametrize(
