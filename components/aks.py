@@ -22,7 +22,7 @@ import pulumi
 from pulumi_azure_native import containerservice, network, resources
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from components.base import ClusterArgs, ClusterComponent, taint_strings
+from components.base import ClusterArgs, ClusterComponent, source_block, taint_strings
 from components.values import nvidia_driver_owned_by_stack
 from infra.facts import SYSTEM_POOL, PoolFacts
 
@@ -75,9 +75,7 @@ class AksCluster(ClusterComponent):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        block = facts.spec.aks
-        if block is None:
-            raise ValueError(f"cluster {name!r}: an AKS cluster needs its aks block")
+        block = source_block(name, facts.spec.aks, "aks")
         pool_names = [agent_pool_name(p.name) for p in facts.pools]
         if len(set(pool_names)) != len(pool_names):
             raise ValueError(f"cluster {name!r}: pools {[p.name for p in facts.pools]} share an AKS agent pool name")

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.facts import ClusterFacts, PoolFacts, Taint
+
+BlockT = TypeVar("BlockT")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,13 @@ class ClusterComponent(pulumi.ComponentResource):
         )
         self.schedulable_pools = pulumi.Output.from_input(self.facts.schedulable_pools())
         self.register_outputs({"kubeconfig": self.kubeconfig, "schedulablePools": self.schedulable_pools})
+
+
+def source_block(cluster: str, block: BlockT | None, key: str) -> BlockT:
+    """The cluster's own source block (`gke`, `eks`, ...); config loading guarantees it is set."""
+    if block is None:
+        raise ValueError(f"cluster {cluster!r}: its source needs the '{key}' block")
+    return block
 
 
 def taint_strings(taints: Sequence[Taint]) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_civo as civo
 
-from components.base import ClusterArgs, ClusterComponent, pool_taints
+from components.base import ClusterArgs, ClusterComponent, pool_taints, source_block
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # Cilium rather than k3s's default flannel, as modelplane's own Civo clusters run it.
@@ -65,9 +65,7 @@ class CivoCluster(ClusterComponent):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        block = facts.spec.civo
-        if block is None:
-            raise ValueError(f"cluster {name!r}: a Civo cluster needs its civo block")
+        block = source_block(name, facts.spec.civo, "civo")
         super().__init__(name, args, opts)
         system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
 

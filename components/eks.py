@@ -40,7 +40,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints, source_block
 from components.catalog import NET
 from infra.config import ClaimMode
 from infra.facts import PoolFacts
@@ -174,9 +174,7 @@ class EksCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
         facts = args.facts
-        block = facts.spec.eks
-        if block is None:
-            raise ValueError(f"cluster {name!r}: an EKS cluster needs its eks block")
+        block = source_block(name, facts.spec.eks, "eks")
         declared = declared_zones(facts.pools)
         if len(declared) > MAX_ZONES:
             raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")

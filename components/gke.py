@@ -37,7 +37,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints, source_block
 from infra.facts import PoolFacts
 
 # Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
@@ -144,9 +144,7 @@ class GkeCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
         facts = args.facts
-        block = facts.spec.gke
-        if block is None:
-            raise ValueError(f"cluster {name!r}: a GKE cluster needs its gke block")
+        block = source_block(name, facts.spec.gke, "gke")
         project, region = block.project, block.region
 
         self.gcp_provider = gcp.Provider(

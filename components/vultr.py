@@ -18,7 +18,7 @@ import base64
 import ediri_vultr as vultr
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent, pool_taints
+from components.base import ClusterArgs, ClusterComponent, pool_taints, source_block
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 
@@ -36,9 +36,7 @@ class VultrCluster(ClusterComponent):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        block = facts.spec.vultr
-        if block is None:
-            raise ValueError(f"cluster {name!r}: a Vultr cluster needs its vultr block")
+        block = source_block(name, facts.spec.vultr, "vultr")
         super().__init__(name, args, opts)
         system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
 
