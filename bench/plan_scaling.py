@@ -27,13 +27,13 @@ from typing import Any
 import pulumi
 
 from bench.fleets import CLOUDS, fleet
-from infra.analyzer import run_policy_pack
 from infra.config import parse_fleet
 from infra.devices import check_fleet
 from infra.facts import derive_fleet
-from infra.mockrun import run_under_mocks
 from infra.program import run
-from infra.stackconfig import runtime_config
+from infra.tooling.analyzer import run_policy_pack
+from infra.tooling.mockrun import run_under_mocks
+from infra.tooling.stackconfig import runtime_config
 
 SIZES = (1, 10, 50, 200)
 

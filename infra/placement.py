@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from infra.facts import ClusterFacts, PoolFacts, Taint
 
 if TYPE_CHECKING:
-    from infra.plan import PlanContext
+    from infra.tooling.plan import PlanContext
 
 # --------------------------------------------------------------------------------------------
 # Kubernetes scheduling rules

@@ -11,7 +11,7 @@ from pulumi.runtime import rpc
 
 from components.aks import AGENT_POOL_NAME, agent_pool_name
 from components.values import nvidia_driver_owned_by_stack
-from infra.mockrun import MockRun
+from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:azure-native"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from infra.analyzer import PackViolation, PolicyPackError, run_policy_pack
-from infra.mockrun import Registration
+from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from infra.tooling.mockrun import Registration
 from tests.conftest import cpu_class, run_fleet
 
 BYO = {

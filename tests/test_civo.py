@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from infra.mockrun import MockRun
+from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:civo"

@@ -9,7 +9,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.eks import dranet_tolerations, subnet_zones
-from infra.mockrun import MockRun, Registration
+from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:aws"

@@ -9,7 +9,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.gke import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
-from infra.mockrun import MockRun, Registration
+from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:gcp"

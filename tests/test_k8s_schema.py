@@ -16,10 +16,10 @@ import kubernetes_validate
 import pytest
 
 from infra.config import InferenceCluster, load_stack_file
-from infra.mockrun import MockRun, Registration, run_under_mocks
-from infra.plan import plain
 from infra.program import run
-from infra.stackconfig import config_of
+from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
+from infra.tooling.plan import plain
+from infra.tooling.stackconfig import config_of
 from tests.conftest import cpu_class, run_fleet
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from infra.config import ConfigError, parse_fleet
-from infra.mockrun import MockRun, Registration
+from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, of_type, run_fleet
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from infra.mockrun import MockRun
+from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, run_fleet
 
 

@@ -336,7 +336,7 @@ def test_committed_stack_places_every_agent_and_deployment_cleanly(path: Path) -
 
 
 def test_plan_reports_placement_json() -> None:
-    from infra.plan import plan_stack
+    from infra.tooling.plan import plan_stack
 
     doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
@@ -345,7 +345,7 @@ def test_plan_reports_placement_json() -> None:
 
 def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     import infra.placement
-    from infra.plan import plan_stack
+    from infra.tooling.plan import plan_stack
 
     # Without the hardware labels the GPU operator's operands select no node.
     monkeypatch.setattr(infra.placement, "DISCOVERED_LABELS", {})

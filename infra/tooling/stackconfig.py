@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from infra.config import NAMESPACE, StackConfig
-from infra.mockrun import OPAQUE_SECRET
+from infra.tooling.mockrun import OPAQUE_SECRET
 
 
 def runtime_config(

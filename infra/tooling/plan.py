@@ -17,14 +17,14 @@ from typing import Any
 import pulumi
 
 from components.catalog import Component
-from infra.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
-from infra.mockrun import MockRun, Registration, run_under_mocks
 from infra.placement import placement_hook
 from infra.program import run
-from infra.stackconfig import config_of
+from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
+from infra.tooling.stackconfig import config_of
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 

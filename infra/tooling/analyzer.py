@@ -8,7 +8,7 @@ pack's Analyzer server prints, and speaks the Analyzer gRPC protocol to it: `Get
 with parents and dependencies. This module does exactly that with the resources a mock run
 recorded, so the offline plan gets the pack's own verdicts, not a re-implementation of them.
 
-What differs from a real deployment: the resources are those of `infra.mockrun` (inputs as the
+What differs from a real deployment: the resources are those of `infra.tooling.mockrun` (inputs as the
 program registered them, which the mocks also return as outputs), and no provider `Check` has
 normalised the inputs first.
 """
@@ -32,9 +32,9 @@ import grpc  # type: ignore[import-untyped]
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grpc
 
-from infra.mockrun import Registration
+from infra.tooling.mockrun import Registration
 
-POLICY_PACK_DIR = Path(__file__).resolve().parent.parent / "policies"
+POLICY_PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
 DEFAULT_TIMEOUT = 120.0
 
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).

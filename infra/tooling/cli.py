@@ -24,7 +24,7 @@ from rich.tree import Tree
 
 from components.catalog import CATALOG, CLOUDS, supported_drivers
 from components.telemetry import render_telemetry_doc
-from infra.plan import dumps, plan_stack
+from infra.tooling.plan import dumps, plan_stack
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -35,7 +35,7 @@ def project_root() -> Path:
     for folder in (here, *here.parents):
         if (folder / "Pulumi.yaml").is_file():
             return folder
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def stacks_dir() -> Path:
