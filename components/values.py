@@ -19,17 +19,6 @@ from typing import Any
 
 Values = dict[str, Any]
 
-# Required node affinity every Linux node satisfies: replaces a chart's narrower required terms.
-ANY_LINUX_NODE: Values = {
-    "nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}
-            ]
-        }
-    }
-}
-
 # The taint keys pools carry (`infra.facts.VENDOR_TAINT_KEY`, `CPU_TAINT_KEY`; spelled again here
 # because the facts module imports the catalog, which imports this one; a test keeps them equal).
 NVIDIA_TAINT_KEY = "nvidia.com/gpu"
@@ -57,11 +46,13 @@ AMD_UTILS_IMAGE = "docker.io/rocm/gpu-operator-utils:v1.5.1"
 AMD_METRICS_EXPORTER_IMAGE = "docker.io/rocm/device-metrics-exporter:v1.5.1"
 # - DRA driver: ROCm/k8s-gpu-dra-driver release v1.0.1, the release run with operator v1.5.1 in DRA mode;
 AMD_DRA_DRIVER_IMAGE = "docker.io/rocm/k8s-gpu-dra-driver:v1.0.1"
-# - device plugin and node labeller: ROCm/k8s-device-plugin release 1.31.0.10, published as
-#   `1.31.0.10` and `labeller-1.31.0.10`. The device plugin stays off; pinned so that turning it on
-#   could never pull a floating image.
-AMD_DEVICE_PLUGIN_IMAGE = "docker.io/rocm/k8s-device-plugin:1.31.0.10"
-AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.10"
+# - device plugin and node labeller: 1.31.0.9, the pair ROCm/k8s-device-plugin's own chart names at
+#   its newest tag (helm/amd-gpu/values.yaml @v1.31.0.10: `1.31.0.9`, `labeller-1.31.0.9`; v1.31.0.10
+#   itself changed only build files). gpu-operator-charts v1.5.1 lists no labeller tag (its values
+#   say `labeller-latest`), and no ROCm file names a `labeller-1.31.0.10` image. The device plugin stays
+#   off; pinned so that turning it on could never pull a floating image.
+AMD_DEVICE_PLUGIN_IMAGE = "docker.io/rocm/k8s-device-plugin:1.31.0.9"
+AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
 # - init container: the chart's default, already an exact tag.
 AMD_INIT_CONTAINER_IMAGE = "docker.io/library/busybox:1.36"
 
@@ -196,8 +187,8 @@ def nvidia_gpu_operator(cloud: str) -> Values:
         },
         # Operands run on GPU nodes only; tolerate that taint and no other.
         "daemonsets": {"tolerations": [nvidia_toleration(cloud)]},
-        # Every cloud here runs containerd.
-        "operator": {"defaultRuntime": "containerd"},
+        # No `operator.defaultRuntime`: no template reads it since v25.3.0 (the operator detects the
+        # runtime; "Deprecated: DefaultRuntime is no longer used", clusterpolicy_types.go @v26.3.3).
     }
     owned = nvidia_driver_owned_by_stack(cloud)
     driver: Values = {"enabled": owned}
@@ -206,11 +197,12 @@ def nvidia_gpu_operator(cloud: str) -> Values:
     values["driver"] = driver
     if cloud == "GKE":
         # Google's installer puts the driver under /home/kubernetes/bin/nvidia; the toolkit is not on
-        # COS, so the operator installs it there, and CDI is the default runtime mode
-        # [accelerator-facts §1.1 "GKE with Google's driver installer"].
+        # COS, so the operator installs it there [accelerator-facts §1.1 "GKE with Google's driver
+        # installer"]. No `cdi.default`: at v26.3.3 ClusterPolicy's `cdi.default` is "Deprecated: This
+        # field is no longer used"; `cdi.enabled` alone makes CDI the default (NVIDIA/gpu-operator
+        # api/nvidia/v1/clusterpolicy_types.go @v26.3.3).
         values["toolkit"] = {"enabled": True, "installDir": GKE_NVIDIA_DIR}
         values["hostPaths"] = {"driverInstallDir": GKE_NVIDIA_DIR}
-        values["cdi"] = {"enabled": True, "default": True}
     else:
         # EKS's AMI, AKS's and VKE's GPU node images, Civo's image and an Existing owner's nodes
         # already carry the container toolkit [accelerator-facts §1.1 EKS, AKS, Civo; modelplane-domain §2].
@@ -228,12 +220,9 @@ def dra_driver_nvidia_gpu(cloud: str) -> Values:
         "resourceApiVersion": "resource.k8s.io/v1",
         # ComputeDomains (multi-node NVLink/IMEX) are not offered; GPUs are.
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
-        # The chart's controller affinity wants a control-plane node, which managed clusters never
-        # show and a BYO cluster may not schedule on; the controller needs no host access, so it
-        # may run on any Linux node [accelerator-facts §1.2 Values; AICR overlays]. Helm replaces
-        # lists, so these terms replace the chart's; a null would have to survive every layer
-        # between this dict and Helm to delete them, and a dropped null silently keeps them.
-        "controller": {"affinity": ANY_LINUX_NODE},
+        # No `controller` values: the controller Deployment renders only when
+        # `resources.computeDomains.enabled` is true (templates/controller.yaml @v0.4.1), and its
+        # default affinity there is only a preferred control-plane term (values.yaml @v0.4.1).
         # The kubelet plugin must reach GPU nodes, which carry the NVIDIA taint.
         "kubeletPlugin": {"tolerations": [nvidia_toleration(cloud)]},
     }
@@ -277,7 +266,13 @@ def amd_gpu_operator(cloud: str) -> Values:
         },
         # KMM builds and loads out-of-tree drivers; driver management is off, so its controller,
         # webhook and ValidatingWebhookConfiguration would run for nothing [seed-pr-review].
-        "kmm": {"enabled": False},
+        # `watch: false` too: the chart passes it to the manager as KMM_WATCH_ENABLED (default true,
+        # templates/deployment.yaml @v1.5.1), and a watching manager cannot start its DeviceConfig
+        # controller without KMM's Module and NodeModulesConfig CRDs, which only the disabled kmm
+        # subchart installs (charts/kmm/crds, internal/controllers/device_config_reconciler.go @v1.5.1).
+        # The chart's docs set both false to "skip KMM for alternative driver management"
+        # (docs/installation/kubernetes-helm.md @v1.5.1).
+        "kmm": {"enabled": False, "watch": False},
         # The standalone NFD release (tagged with both GPU drivers on Existing) serves this stack.
         "node-feature-discovery": {"enabled": False},
         # The default NodeFeatureRule that labels `feature.node.kubernetes.io/amd-gpu` is still

@@ -268,6 +268,11 @@ def amd_operator_problems(values: Any) -> list[str]:
     problems = []
     if get(values, "kmm", "enabled") is not False:
         problems.append("kmm.enabled must be false (the chart enables KMM, which this stack never uses)")
+    if get(values, "kmm", "watch") is not False:
+        problems.append(
+            "kmm.watch must be false (the chart has the operator watch KMM's resources, whose CRDs only "
+            "the disabled KMM subchart installs, so the operator cannot start)"
+        )
     if get(values, "crds", "defaultCR", "upgrade") is not True:
         problems.append(
             "crds.defaultCR.upgrade must be true (the chart renders its DeviceConfig at install only, "
@@ -292,7 +297,7 @@ def _validate_amd_operator_values(args: ResourceValidationArgs, report_violation
 amd_operator_values = ResourceValidationPolicy(
     name="amd-operator-values",
     description=(
-        "The AMD GPU operator keeps kmm.enabled: false, crds.defaultCR.upgrade: true, and never enables "
+        "The AMD GPU operator keeps kmm.enabled: false, kmm.watch: false, crds.defaultCR.upgrade: true, and never enables "
         "the device plugin with the DRA driver."
     ),
     validate=_validate_amd_operator_values,

@@ -69,7 +69,7 @@ def test_existing_fleet_from_the_program_passes_the_pack(byo_resources: list[Reg
 
 def test_amd_operator_with_kmm_on_is_a_mandatory_violation(byo_resources: list[Registration]) -> None:
     def kmm_on(inputs: dict[str, Any]) -> None:
-        inputs["values"]["kmm"] = {"enabled": True}
+        inputs["values"]["kmm"] = {"enabled": True, "watch": False}
 
     found = run_policy_pack(with_inputs(byo_resources, "byo-lab-stack-amd-gpu-operator", kmm_on), stack="byo")
     assert [(v.policy, v.enforcement, v.resource) for v in found] == [

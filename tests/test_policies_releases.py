@@ -97,9 +97,18 @@ def test_amd_operator_from_the_catalog_is_accepted() -> None:
 
 def test_amd_operator_with_kmm_on_is_rejected() -> None:
     props = catalog_release("Existing", "amd-gpu-operator")
-    props["values"]["kmm"] = {"enabled": True}
+    props["values"]["kmm"] = {"enabled": True, "watch": False}
     found = check(amd_operator_values, props)
     assert len(found) == 1 and "kmm.enabled must be false" in found[0]
+
+
+@pytest.mark.parametrize("kmm", [{"enabled": False}, {"enabled": False, "watch": True}])
+def test_amd_operator_watching_kmm_without_kmm_is_rejected(kmm: dict[str, bool]) -> None:
+    # The chart's default is `kmm.watch: true`, so leaving it out is as bad as setting it.
+    props = catalog_release("Existing", "amd-gpu-operator")
+    props["values"]["kmm"] = kmm
+    found = check(amd_operator_values, props)
+    assert len(found) == 1 and found[0].startswith("release mp-gpu-operator-charts: kmm.watch must be false")
 
 
 def test_amd_operator_without_default_cr_upgrade_is_rejected() -> None:
@@ -116,7 +125,7 @@ def test_amd_operator_with_device_plugin_next_to_dra_driver_is_rejected() -> Non
 
 def test_amd_operator_chart_is_recognised_from_an_oci_or_repo_path() -> None:
     props = release("rocm/gpu-operator-charts", "v1.5.1", {"kmm": {"enabled": True}})
-    assert len(check(amd_operator_values, props)) == 2
+    assert len(check(amd_operator_values, props)) == 3
 
 
 def test_other_charts_are_not_amd_operators() -> None:

@@ -125,13 +125,12 @@ def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
 
 
 @pytest.mark.parametrize("cloud", CLOUDS)
-def test_dra_controller_affinity_is_cleared(cloud: str) -> None:
-    # Helm replaces lists: our terms replace the chart's control-plane requirement.
-    terms = row(cloud, "dra-driver-nvidia-gpu").values["controller"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]
-    assert "control-plane" not in str(terms)
+def test_dra_driver_sets_no_controller_values_while_compute_domains_are_off(cloud: str) -> None:
+    # dra-driver-nvidia-gpu 0.4.1 renders its controller only with compute domains on
+    # (templates/controller.yaml), so controller values would change nothing.
+    values = row(cloud, "dra-driver-nvidia-gpu").values
+    assert values["resources"]["computeDomains"] == {"enabled": False}
+    assert "controller" not in values
 
 
 @pytest.mark.parametrize(
@@ -174,11 +173,20 @@ def test_civo_operator_installs_the_pinned_open_driver() -> None:
     assert driver == {"enabled": True, "version": "580.173.02", "kernelModuleType": "open"}
 
 
-def test_gke_operator_uses_googles_driver_directory_and_cdi_default() -> None:
+def test_gke_operator_uses_googles_driver_directory_and_cdi() -> None:
     values = row("GKE", "gpu-operator").values
     assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert values["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
-    assert values["cdi"] == {"enabled": True, "default": True}
+    assert values["cdi"] == {"enabled": True}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_gpu_operator_sets_no_value_v26_3_3_ignores(cloud: str) -> None:
+    # At v26.3.3 no template reads `operator.defaultRuntime`, and ClusterPolicy's `cdi.default` is
+    # deprecated and unused: setting either would only suggest a control we do not have.
+    values = row(cloud, "gpu-operator").values
+    assert "operator" not in values
+    assert "default" not in values["cdi"]
 
 
 @pytest.mark.parametrize("cloud", PROVISIONED)
@@ -224,8 +232,8 @@ def test_amd_default_device_config_follows_value_changes_on_upgrade() -> None:
     assert amd()["crds"]["defaultCR"] == {"install": True, "upgrade": True}
 
 
-def test_amd_operator_does_not_install_kmm() -> None:
-    assert amd()["kmm"] == {"enabled": False}
+def test_amd_operator_neither_installs_nor_watches_kmm() -> None:
+    assert amd()["kmm"] == {"enabled": False, "watch": False}
 
 
 def test_amd_operator_runs_dra_driver_never_with_device_plugin() -> None:
@@ -260,7 +268,9 @@ def test_amd_images_are_the_reviewed_pins() -> None:
     assert spec["draDriver"]["image"] == "docker.io/rocm/k8s-gpu-dra-driver:v1.0.1"
     assert spec["metricsExporter"]["image"] == "docker.io/rocm/device-metrics-exporter:v1.5.1"
     assert spec["commonConfig"]["utilsContainer"]["image"] == "docker.io/rocm/gpu-operator-utils:v1.5.1"
-    assert spec["devicePlugin"]["nodeLabellerImage"].startswith("docker.io/rocm/k8s-device-plugin:labeller-")
+    # The pair ROCm/k8s-device-plugin's own chart names at its newest tag (v1.31.0.10).
+    assert spec["devicePlugin"]["nodeLabellerImage"] == "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
+    assert spec["devicePlugin"]["devicePluginImage"] == "docker.io/rocm/k8s-device-plugin:1.31.0.9"
 
 
 # --------------------------------------------------------------------------------------------
