@@ -139,7 +139,8 @@ def _common(cloud: str) -> list[Component]:
             depends_on=("gpu-operator",),
             values=v.dra_driver_nvidia_gpu(cloud),
         ),
-        # Pinned once for every cloud, Existing included.
+        # Pinned once for every cloud, Existing included. 0.3.0 or later: 0.2.0 reads neither
+        # `nodeSelector` nor `driverConfig` (deployment/helm/dra-driver-cpu/templates @v0.2.0).
         Component(
             "dra-driver-cpu",
             "dra-driver-cpu",

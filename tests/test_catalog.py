@@ -105,3 +105,173 @@ def test_amd_operator_only_on_existing() -> None:
     for cloud in CLOUDS:
         has_amd = any("gpu.amd.com" in x.dra_drivers for x in CATALOG[cloud])
         assert has_amd == (cloud == "Existing")
+
+
+# The top-level values each chart version reads: every `.Values.<key>` in its templates plus the
+# keys of its Chart.yaml dependency conditions, recorded from the chart's sources at that version.
+# A value the chart does not read is dropped silently by Helm, so a key set for a version that does
+# not read it is a setting that does nothing.
+CHART_READS: dict[tuple[str, str], frozenset[str]] = {
+    # kubernetes-sigs/dra-driver-cpu deployment/helm/dra-driver-cpu/templates @v0.2.0: no
+    # nodeSelector (the DaemonSet lands on every node it tolerates) and no driverConfig.
+    ("dra-driver-cpu", "0.2.0"): frozenset(
+        {
+            "args",
+            "fullnameOverride",
+            "healthzPath",
+            "healthzPort",
+            "image",
+            "imagePullSecrets",
+            "nameOverride",
+            "podAnnotations",
+            "podLabels",
+            "rbac",
+            "resources",
+            "serviceAccount",
+            "tolerations",
+        }
+    ),
+    # The same chart after v0.2.0 (main, templates/daemonset.yaml and _helpers.tpl) adds
+    # nodeSelector, affinity and the driverConfig file among others.
+    ("dra-driver-cpu", "0.3.0"): frozenset(
+        {
+            "affinity",
+            "args",
+            "driverConfig",
+            "extraVolumeMounts",
+            "extraVolumes",
+            "fullnameOverride",
+            "healthzPath",
+            "healthzPort",
+            "image",
+            "imagePullSecrets",
+            "kubeletRootDir",
+            "nameOverride",
+            "nodeSelector",
+            "podAnnotations",
+            "podLabels",
+            "rbac",
+            "resources",
+            "serviceAccount",
+            "tolerations",
+        }
+    ),
+    # kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/templates @v0.4.1.
+    ("dra-driver-nvidia-gpu", "0.4.1"): frozenset(
+        {
+            "allowDefaultNamespace",
+            "altProcDevices",
+            "controller",
+            "featureGates",
+            "fullnameOverride",
+            "gpuResourcesEnabledOverride",
+            "image",
+            "imagePullSecrets",
+            "kubeletPlugin",
+            "logVerbosity",
+            "maskNvidiaDriverParams",
+            "nameOverride",
+            "namespace",
+            "namespaceOverride",
+            "nvidiaCDIHookPath",
+            "nvidiaCtkPath",
+            "nvidiaDriverRoot",
+            "resourceApiVersion",
+            "resources",
+            "selectorLabelsOverride",
+            "serviceAccount",
+            "webhook",
+        }
+    ),
+    # NVIDIA/gpu-operator deployments/gpu-operator templates and Chart.yaml (nfd.enabled) @v26.3.3.
+    ("gpu-operator", "v26.3.3"): frozenset(
+        {
+            "ccManager",
+            "cdi",
+            "daemonsets",
+            "dcgm",
+            "dcgmExporter",
+            "devicePlugin",
+            "driver",
+            "extraObjects",
+            "fullnameOverride",
+            "gdrcopy",
+            "gds",
+            "gfd",
+            "hostPaths",
+            "kataManager",
+            "kataSandboxDevicePlugin",
+            "mig",
+            "migManager",
+            "nameOverride",
+            "nfd",
+            "nodeStatusExporter",
+            "operator",
+            "platform",
+            "psa",
+            "sandboxDevicePlugin",
+            "sandboxWorkloads",
+            "toolkit",
+            "validator",
+            "vfioManager",
+            "vgpuDeviceManager",
+            "vgpuManager",
+        }
+    ),
+    # ROCm/gpu-operator helm-charts-k8s templates and Chart.yaml conditions (node-feature-discovery,
+    # kmm, remediation) @v1.5.1.
+    ("gpu-operator-charts", "v1.5.1"): frozenset(
+        {
+            "configManager",
+            "controllerManager",
+            "crds",
+            "deviceConfig",
+            "draDriver",
+            "fullnameOverride",
+            "global",
+            "installdefaultNFDRule",
+            "kmm",
+            "kmmDevicePlugin",
+            "kmmModuleLoader",
+            "kubernetesClusterDomain",
+            "managerConfig",
+            "metricsExporter",
+            "nameOverride",
+            "node-feature-discovery",
+            "nodeLabeller",
+            "remediation",
+            "serviceAccount",
+            "testRunner",
+            "upgradeCRD",
+            "utilsContainer",
+        }
+    ),
+}
+RECORDED_CHARTS = {chart for chart, _ in CHART_READS}
+
+
+def unread_keys(chart: str, version: str, values: dict[str, object]) -> list[str]:
+    """Top-level keys set in `values` that this chart version does not read (all of them if unrecorded)."""
+    reads = CHART_READS.get((chart, version), frozenset())
+    return sorted(k for k in values if k not in reads)
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_every_value_set_is_read_by_the_pinned_chart_version(cloud: str) -> None:
+    for row in CATALOG[cloud]:
+        if row.chart not in RECORDED_CHARTS:
+            continue
+        assert (row.chart, row.version) in CHART_READS, (
+            f"{row.chart} {row.version} is pinned but its values were recorded for another version: "
+            "record the keys its templates read at that tag"
+        )
+        assert unread_keys(row.chart, row.version, dict(row.values)) == [], (cloud, row.key)
+
+
+def test_cpu_driver_values_would_be_dropped_by_chart_0_2_0() -> None:
+    # The CPU driver's scoping (nodeSelector) and reserved CPUs (driverConfig) need 0.3.0: on
+    # 0.2.0 Helm drops both and the driver runs on every node it tolerates, the system pool included.
+    row = next(c for c in CATALOG["Civo"] if c.key == "dra-driver-cpu")
+    assert row.version == "0.3.0"
+    assert unread_keys("dra-driver-cpu", "0.2.0", dict(row.values)) == ["driverConfig", "nodeSelector"]
+    assert unread_keys("dra-driver-cpu", "0.3.0", dict(row.values)) == []
