@@ -274,6 +274,11 @@ def test_gke_nvidia_operator_waits_for_googles_pinned_driver_installer() -> None
     assert len(installers) == 1
     url = installers[0].inputs["files"][0] if "files" in installers[0].inputs else installers[0].inputs["file"]
     assert "daemonset-preloaded.yaml" in url and "/master/" not in url
+    # Not the 2023 commit whose schema-1 pause image containerd 2 (GKE 1.33+) refuses.
+    assert url == (
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+        "992db81257553607f1477945f1b3219632991829/nvidia-driver-installer/cos/daemonset-preloaded.yaml"
+    )
     assert installers[0].urn in releases_by_name(result)["mp-gpu-operator"].dependencies
 
 
