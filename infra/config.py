@@ -534,7 +534,11 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
         block = getattr(cluster, wanted)
         if cluster.provisioned and block is not None:
-            issues.extend(_check_version(file, f"{base}.{wanted}.kubernetesVersion", block.kubernetes_version))
+            version_path = f"{base}.{wanted}.kubernetesVersion"
+            issues.extend(
+                _check_version(file, version_path, block.kubernetes_version)
+                or _check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
+            )
         pool_names = [p.name for p in cluster.node_pools]
         for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
             idx = [i for i, n in enumerate(pool_names) if n == name]
@@ -736,6 +740,43 @@ def _check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
             )
         ]
     return []
+
+
+# A claim on the consumable capacity `dra.cpu/cpu` (dra-driver-cpu's grouped mode) is allocated
+# only with the DRAConsumableCapacity feature gate: alpha (off) in 1.34 and 1.35, beta and on by
+# default from 1.36 (KEP-5075; kubernetes-sigs/dra-driver-cpu docs/user/installation.md on main).
+# Managed clouds do not turn on alpha gates, so on an older cluster such a claim never schedules.
+MIN_KUBERNETES_CONSUMABLE_CAPACITY = (1, 36)
+
+
+def _check_capacity_claims(
+    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str
+) -> list[ConfigIssue]:
+    m = _VERSION_RE.match(version)
+    if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
+        return []
+    classes = {c.name: c for c in fleet.classes}
+    claiming = [
+        f"'{pool.name}' (class '{pool.class_name}')"
+        for pool in cluster.node_pools
+        if pool.class_name in classes
+        and any(
+            d.claim is ClaimMode.DRA and d.driver == CPU_CLAIM_DRIVER and CPU_CLAIM_CAPACITY in d.capacity
+            for d in classes[pool.class_name].devices
+        )
+    ]
+    if not claiming:
+        return []
+    floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
+    return [
+        ConfigIssue(
+            file,
+            path,
+            f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, which needs the DRAConsumableCapacity "
+            f"feature gate: off before Kubernetes {floor}, so on {version} the claim never schedules",
+            f"use Kubernetes {floor} or newer on this cluster, where the gate is on by default",
+        )
+    ]
 
 
 def _block_keys(block: str) -> str:

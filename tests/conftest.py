@@ -15,10 +15,10 @@ from infra.tooling.stackconfig import runtime_config
 
 # Example cluster and machine blocks per provisioned cloud, shared by the tests that build fleets.
 CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
-    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.35"},
-    "AKS": {"location": "eastus", "kubernetesVersion": "1.35"},
-    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
+    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.36"},
+    "AKS": {"location": "eastus", "kubernetesVersion": "1.36"},
+    "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
     "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
 }
 GPU_BLOCKS: dict[str, dict[str, Any]] = {

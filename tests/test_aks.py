@@ -36,7 +36,7 @@ def aks_fleet(protect: bool = False) -> dict[str, Any]:
             {
                 "name": "aks-west",
                 "source": "AKS",
-                "aks": {"location": "westeurope", "kubernetesVersion": "1.34"},
+                "aks": {"location": "westeurope", "kubernetesVersion": "1.36"},
                 "nodePools": [
                     {
                         "name": "gpu-a100",
@@ -85,7 +85,7 @@ def test_every_azure_resource_uses_the_clusters_own_provider_in_its_location(pla
 
 def test_cluster_uses_cni_overlay_rbac_oidc_and_workload_identity(plan: MockRun) -> None:
     cluster = named(plan, "aks-west-cluster").inputs
-    assert cluster["kubernetesVersion"] == "1.34"
+    assert cluster["kubernetesVersion"] == "1.36"
     assert cluster["dnsPrefix"] == "aks-west"
     assert cluster["identity"] == {"type": "SystemAssigned"}
     assert cluster["enableRBAC"] is True

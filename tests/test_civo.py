@@ -30,7 +30,7 @@ def civo_fleet(protect: bool = False) -> dict[str, Any]:
             {
                 "name": "civo-lon",
                 "source": "Civo",
-                "civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+                "civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
                 "nodePools": [
                     {"name": "gpu-l40s", "className": "l40s", "nodeCount": 2, "minNodeCount": 1, "maxNodeCount": 4},
                     {"name": "cpu", "className": "cpu8", "nodeCount": 1},
@@ -82,7 +82,7 @@ def test_cluster_joins_network_and_firewall_with_cilium_and_the_system_pool(plan
     cluster = named(plan, "civo-lon-cluster").inputs
     assert cluster["networkId"] == "civo-lon-network-id"
     assert cluster["firewallId"] == "civo-lon-firewall-id"
-    assert cluster["kubernetesVersion"] == "1.34.1-k3s1"
+    assert cluster["kubernetesVersion"] == "1.36.0-k3s1"
     assert cluster["cni"] == "cilium"
     assert cluster["applications"] == "-traefik2-nodeport"
     assert cluster["writeKubeconfig"] is True

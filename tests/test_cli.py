@@ -130,7 +130,7 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
                 {
                     "name": "v",
                     "source": "Vultr",
-                    "vultr": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+                    "vultr": {"region": "ewr", "kubernetesVersion": "v1.36.2+1"},
                     "nodePools": [{"name": "p", "className": "amd"}],
                 }
             ],

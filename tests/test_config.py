@@ -21,7 +21,7 @@ def good_fleet() -> dict[str, Any]:
             {
                 "name": "prod",
                 "source": "GKE",
-                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
                 "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
             }
         ],
@@ -141,7 +141,7 @@ def test_missing_source_block_is_rejected(tmp_path: Path) -> None:
 
 def test_block_of_another_source_is_rejected(tmp_path: Path) -> None:
     config = good_fleet()
-    config["modelplane:clusters"][0]["eks"] = {"region": "us-east-1", "kubernetesVersion": "1.34"}
+    config["modelplane:clusters"][0]["eks"] = {"region": "us-east-1", "kubernetesVersion": "1.36"}
     assert issues_of(tmp_path, config) == [("clusters[0].eks", "a 'eks' block is set but source is GKE")]
 
 
@@ -180,6 +180,37 @@ def test_kubernetes_before_dra_is_rejected(tmp_path: Path) -> None:
     config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = "1.31"
     [(path, problem)] = issues_of(tmp_path, config)
     assert path == "clusters[0].gke.kubernetesVersion" and "1.34" in problem
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.35.9-gke.1000", "1.34"])
+def test_cpu_capacity_claims_below_1_36_are_rejected(tmp_path: Path, version: str) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = version
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].gke.kubernetesVersion"
+    assert issue.problem == (
+        "pool 'cpu' (class 'cpu') claims capacity dra.cpu/cpu, which needs the DRAConsumableCapacity feature "
+        f"gate: off before Kubernetes 1.36, so on {version} the claim never schedules"
+    )
+    assert issue.fix == "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default"
+
+
+@pytest.mark.parametrize("version", ["1.36", "1.36.0-gke.4447000", "1.37"])
+def test_cpu_capacity_claims_from_1_36_load(tmp_path: Path, version: str) -> None:
+    config = good_fleet()
+    config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = version
+    assert load_stack_file(write(tmp_path, config)).fleet.clusters[0].name == "prod"
+
+
+def test_gpu_memory_capacity_needs_no_1_36(tmp_path: Path) -> None:
+    # Capacity that only describes a GPU selects hardware; nothing consumes it.
+    config = good_fleet()
+    config["modelplane:classes"][0]["devices"][0]["capacity"] = {"memory": {"value": "24Gi"}}
+    config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = "1.34"
+    config["modelplane:clusters"][0]["nodePools"] = [{"name": "gpu", "className": "l4"}]
+    assert load_stack_file(write(tmp_path, config)).fleet.clusters[0].gke is not None
 
 
 def test_class_without_compute_device_cannot_back_a_pool(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_cluster_dra_drivers_are_the_sorted_union_of_its_pools() -> None:
                 {
                     "name": "k",
                     "source": "GKE",
-                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.35"},
+                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
                     "nodePools": [{"name": "a", "className": "g"}, {"name": "b", "className": "c"}],
                 }
             ],
@@ -201,7 +201,7 @@ def test_check_fleet_reports_every_pool_that_uses_a_bad_class() -> None:
                 {
                     "name": f"v{i}",
                     "source": "Vultr",
-                    "vultr": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+                    "vultr": {"region": "ewr", "kubernetesVersion": "v1.36.2+1"},
                     "nodePools": [{"name": "p", "className": "bad"}],
                 }
                 for i in range(2)
@@ -225,7 +225,7 @@ def test_pool_facts_follow_role_for_gpu_and_cpu() -> None:
                 {
                     "name": "k",
                     "source": "GKE",
-                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.35"},
+                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
                     "nodePools": [{"name": "a", "className": "g"}, {"name": "b", "className": "c"}],
                 }
             ],

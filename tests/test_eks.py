@@ -69,7 +69,7 @@ def eks_fleet(efa: bool, protect: bool, zones: bool = True) -> dict[str, Any]:
                 "name": "eks-east",
                 "labels": {"team": "inference"},
                 "source": "EKS",
-                "eks": {"region": "us-east-1", "kubernetesVersion": "1.34"},
+                "eks": {"region": "us-east-1", "kubernetesVersion": "1.36"},
                 "nodePools": pools,
             }
         ],
@@ -194,7 +194,7 @@ def test_cluster_and_node_roles_get_exactly_the_eks_managed_policies(plan: MockR
 def test_cluster_uses_the_version_private_subnets_and_api_access_entries(plan: MockRun) -> None:
     cluster = named(plan, "eks-east-cluster").inputs
     assert cluster["name"] == "eks-east"
-    assert cluster["version"] == "1.34"
+    assert cluster["version"] == "1.36"
     assert cluster["roleArn"] == "arn:aws:iam::000000000000:role/eks-east-cluster-role"
     assert cluster["vpcConfig"]["subnetIds"] == ["eks-east-private-0-id", "eks-east-private-1-id"]
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}

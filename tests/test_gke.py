@@ -34,7 +34,7 @@ def gke_fleet(protect: bool) -> dict[str, Any]:
                 "name": "gke-central",
                 "labels": {"modelplane.ai/region": "us-central1"},
                 "source": "GKE",
-                "gke": {"project": "mp-prod", "region": "us-central1", "kubernetesVersion": "1.35"},
+                "gke": {"project": "mp-prod", "region": "us-central1", "kubernetesVersion": "1.36"},
                 "nodePools": [
                     {
                         "name": "l4",
@@ -50,7 +50,7 @@ def gke_fleet(protect: bool) -> dict[str, Any]:
             {
                 "name": "gke-europe",
                 "source": "GKE",
-                "gke": {"project": "mp-eu", "region": "europe-west4", "kubernetesVersion": "1.34"},
+                "gke": {"project": "mp-eu", "region": "europe-west4", "kubernetesVersion": "1.36"},
                 "nodePools": [{"name": "cpu", "className": "cpu8"}],
             },
         ],
@@ -138,7 +138,7 @@ def test_cluster_is_regional_private_with_workload_identity_on_the_regular_chann
     cluster = named(plan, "gke-central-cluster").inputs
     assert cluster["location"] == "us-central1"
     assert cluster["project"] == "mp-prod"
-    assert cluster["minMasterVersion"] == "1.35"
+    assert cluster["minMasterVersion"] == "1.36"
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     assert cluster["workloadIdentityConfig"] == {"workloadPool": "mp-prod.svc.id.goog"}
     assert cluster["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}

@@ -17,8 +17,8 @@ from policies.config_rules import unsupported_devices as unsupported_devices_pol
 from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
 from tests.policy_harness import UNKNOWN_ARRAY_VALUE, resource_args, run
 
-GKE = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.34"}
-VULTR = {"region": "ewr", "kubernetesVersion": "v1.34.1+1"}
+GKE = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"}
+VULTR = {"region": "ewr", "kubernetesVersion": "v1.36.2+1"}
 L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
 
 

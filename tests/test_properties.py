@@ -17,11 +17,11 @@ SOURCES = [*PROVIDERS, "Existing"]
 DRIVERS = ["gpu.nvidia.com", "gpu.amd.com", "dra.cpu", "dra.net"]
 MACHINE_KEY = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
 CLUSTER_BLOCK = {
-    "GKE": {"project": "p", "region": "r", "kubernetesVersion": "1.35"},
-    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.34"},
-    "AKS": {"location": "westeurope", "kubernetesVersion": "1.34"},
-    "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
-    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+    "GKE": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
+    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.36"},
+    "AKS": {"location": "westeurope", "kubernetesVersion": "1.36"},
+    "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
+    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.2+1"},
     "Existing": {},
 }
 POLICIES = {ACCELERATOR_DRIVER_MISMATCH, UNSUPPORTED_DEVICES, CLASS_PROVIDER_MISMATCH}

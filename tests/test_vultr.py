@@ -30,7 +30,7 @@ def vultr_fleet(protect: bool = False) -> dict[str, Any]:
             {
                 "name": "vke-ord",
                 "source": "Vultr",
-                "vultr": {"region": "ord", "kubernetesVersion": "v1.34.1+1"},
+                "vultr": {"region": "ord", "kubernetesVersion": "v1.36.2+1"},
                 "nodePools": [
                     {"name": "gpu-l40s", "className": "l40s", "nodeCount": 1, "minNodeCount": 1, "maxNodeCount": 3},
                     {"name": "cpu", "className": "cpu8", "nodeCount": 2},
@@ -68,7 +68,7 @@ def test_cluster_carries_region_version_and_only_the_system_pool_inline(plan: Mo
     cluster = named(plan, "vke-ord-cluster").inputs
     assert cluster["label"] == "vke-ord"
     assert cluster["region"] == "ord"
-    assert cluster["version"] == "v1.34.1+1"
+    assert cluster["version"] == "v1.36.2+1"
     assert cluster["nodePools"] == {
         "label": "system",
         "plan": "vc2-6c-16gb",
