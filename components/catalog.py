@@ -186,14 +186,28 @@ def catalog_for(cloud: str) -> list[Component]:
 # Rules
 
 
-def join_components(catalog: Sequence[Component], dra_drivers: Iterable[str] | None) -> list[Component]:
+# The GPU operators: the rows an Existing cluster's owner may already run (`ownerGpuOperator`).
+# Two copies of an operator reconcile the same custom resources and fight over every node.
+GPU_OPERATOR_KEYS = ("gpu-operator", "amd-gpu-operator")
+
+
+def join_components(
+    catalog: Sequence[Component], dra_drivers: Iterable[str] | None, owner_gpu_operator: bool = False
+) -> list[Component]:
     """The components a cluster installs.
 
     An untagged component always installs; a tagged one installs only when at least one of its
     drivers is claimed. Unset drivers mean none are claimed: only untagged components install.
+    A cluster whose owner runs the GPU operator gets no operator row; the rows that depend on it
+    (the NVIDIA DRA driver) install against the owner's.
     """
     claimed = set(dra_drivers or ())
-    return [c for c in catalog if not c.dra_drivers or claimed.intersection(c.dra_drivers)]
+    return [
+        c
+        for c in catalog
+        if (not c.dra_drivers or claimed.intersection(c.dra_drivers))
+        and not (owner_gpu_operator and c.key in GPU_OPERATOR_KEYS)
+    ]
 
 
 def check_dependencies(cloud: str, catalog: Sequence[Component]) -> None:

@@ -101,6 +101,8 @@ class ServingStack(pulumi.ComponentResource):
                 "draDrivers": list(facts.dra_drivers),
                 "supportedDrivers": list(facts.supported_drivers),
                 "components": [c.key for c in facts.components],
+                # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
+                "ownerGpuOperator": facts.owner_gpu_operator,
             },
             opts,
         )

@@ -236,6 +236,9 @@ class VultrCluster(Model):
 class ExistingCluster(Model):
     kubeconfig_key: str = "kubeconfig"
     context: str | None = None
+    # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
+    # installs no second one and relies on the owner's (docs/existing-clusters.md).
+    owner_gpu_operator: bool = False
 
 
 class Taint(Model):

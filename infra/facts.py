@@ -127,6 +127,7 @@ class ClusterFacts:
     supported_drivers: tuple[str, ...]
     components: tuple[Component, ...]
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
+    owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
 
     @property
     def user_pools(self) -> tuple[PoolFacts, ...]:
@@ -235,6 +236,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
             )
         )
     dra = cluster_dra_drivers(fleet, cluster)
+    owner_operator = cluster.existing is not None and cluster.existing.owner_gpu_operator
     return ClusterFacts(
         name=cluster.name,
         source=source,
@@ -242,8 +244,9 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         pools=tuple(pools),
         dra_drivers=tuple(dra),
         supported_drivers=tuple(supported_drivers(source)),
-        components=tuple(join_components(CATALOG[source], dra)),
+        components=tuple(join_components(CATALOG[source], dra, owner_operator)),
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
+        owner_gpu_operator=owner_operator,
     )
 
 

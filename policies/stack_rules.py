@@ -14,7 +14,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.catalog import CATALOG, join_components, supported_drivers
+from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
 from infra.config import InferenceClass
 from infra.devices import CPU_DRIVER, claimed_drivers
 from policies import tokens
@@ -61,6 +61,7 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
                 f"cluster's pools claim [{', '.join(from_pools)}]"
             )
     catalog = CATALOG[source]
+    owner_operator = plain(stack.props.get("ownerGpuOperator")) is True
     by_release = {c.release: c for c in catalog}
     present: set[str] = set()
     for release in resources:
@@ -70,13 +71,18 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
         if component is None:
             continue
         present.add(component.key)
+        if owner_operator and component.key in GPU_OPERATOR_KEYS:
+            problems.append(
+                f"cluster '{cluster_name}': release {component.release} installs a second GPU operator next to "
+                "the one the cluster's owner runs (ownerGpuOperator)"
+            )
         if component.dra_drivers and not set(component.dra_drivers) & set(claimed):
             problems.append(
                 f"cluster '{cluster_name}': release {component.release} is for {', '.join(component.dra_drivers)}, "
                 f"which no pool claims (claimed: {', '.join(claimed) or 'none'})"
             )
     served = sorted(set(claimed) & set(supported_drivers(source)))
-    for component in join_components(catalog, served):
+    for component in join_components(catalog, served, owner_operator):
         if component.dra_drivers and component.key not in present:
             drivers = ", ".join(d for d in component.dra_drivers if d in served)
             problems.append(

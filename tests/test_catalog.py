@@ -50,6 +50,14 @@ def test_tagged_component_installs_when_any_of_its_drivers_is_claimed() -> None:
     assert [x.key for x in join_components(rows, ["gpu.nvidia.com"])] == ["nfd"]
 
 
+def test_owner_run_gpu_operators_leave_the_join_and_nothing_else_does() -> None:
+    every = ("dra.cpu", "gpu.amd.com", "gpu.nvidia.com")
+    ours = {c.key for c in join_components(CATALOG["Existing"], every)}
+    owners = {c.key for c in join_components(CATALOG["Existing"], every, owner_gpu_operator=True)}
+    assert ours - owners == {"gpu-operator", "amd-gpu-operator"}
+    assert {"dra-driver-nvidia-gpu", "node-feature-discovery", "dra-driver-cpu"} <= owners
+
+
 def test_dependency_lacking_a_dependents_driver_fails_to_load() -> None:
     rows = [c("nfd", ("gpu.nvidia.com",)), c("amd", ("gpu.amd.com",), ("nfd",))]
     with pytest.raises(CatalogError) as err:

@@ -213,6 +213,32 @@ def test_gpu_memory_capacity_needs_no_1_36(tmp_path: Path) -> None:
     assert load_stack_file(write(tmp_path, config)).fleet.clusters[0].gke is not None
 
 
+def existing_cluster(existing: dict[str, Any]) -> dict[str, Any]:
+    config = good_fleet()
+    del config["modelplane:classes"][1]["provisioning"]
+    config["modelplane:clusters"][0] = {
+        "name": "byo",
+        "source": "Existing",
+        "existing": existing,
+        "nodePools": [{"name": "cpu", "className": "cpu"}],
+    }
+    config["modelplane:kubeconfig"] = {"secure": "AAABAKubeconfig"}
+    return config
+
+
+def test_existing_cluster_can_use_its_owners_gpu_operator(tmp_path: Path) -> None:
+    stack = load_stack_file(write(tmp_path, existing_cluster({"ownerGpuOperator": True})))
+    existing = stack.fleet.clusters[0].existing
+    assert existing is not None and existing.owner_gpu_operator is True
+    plain = load_stack_file(write(tmp_path, existing_cluster({}))).fleet.clusters[0].existing
+    assert plain is not None and plain.owner_gpu_operator is False
+
+
+def test_misspelled_owner_gpu_operator_is_rejected(tmp_path: Path) -> None:
+    [(path, _)] = issues_of(tmp_path, existing_cluster({"ownerGpuOperators": True}))
+    assert path == "clusters[0].existing.ownerGpuOperators"
+
+
 def test_class_without_compute_device_cannot_back_a_pool(tmp_path: Path) -> None:
     config = good_fleet()
     config["modelplane:classes"][0]["devices"] = [{"name": "nic", "claim": "Synthetic", "driver": "nic.nvidia.com"}]

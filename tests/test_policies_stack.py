@@ -41,7 +41,9 @@ def release_props(c: Component) -> dict[str, Any]:
     return {"name": c.release, "chart": c.chart, "version": c.version, "namespace": c.namespace, "values": {}}
 
 
-def stack_of(components: list[Component], dra_drivers: list[str] | None = None) -> list[PolicyResource]:
+def stack_of(
+    components: list[Component], dra_drivers: list[str] | None = None, owner_gpu_operator: bool = False
+) -> list[PolicyResource]:
     """A cluster component, its ServingStack and one Release per component, parented as the program does."""
     facts, specs = byo_facts()
     cluster = stack_resource("modelplane:existing:ExistingCluster", policy_inputs(facts, specs), name="byo")
@@ -53,6 +55,7 @@ def stack_of(components: list[Component], dra_drivers: list[str] | None = None) 
             "draDrivers": list(facts.dra_drivers) if dra_drivers is None else dra_drivers,
             "supportedDrivers": list(facts.supported_drivers),
             "components": [c.key for c in components],
+            "ownerGpuOperator": owner_gpu_operator,
         },
         name="byo-stack",
         parent=cluster,
@@ -64,6 +67,21 @@ def stack_of(components: list[Component], dra_drivers: list[str] | None = None) 
 def test_stack_with_exactly_the_joined_components_passes() -> None:
     facts, _ = byo_facts()
     assert run(device_stack_filtered, stack_args(stack_of(list(facts.components)))) == []
+
+
+def test_stack_without_the_operator_its_owner_runs_passes() -> None:
+    facts, _ = byo_facts()
+    without = [c for c in facts.components if c.key != "amd-gpu-operator"]
+    assert run(device_stack_filtered, stack_args(stack_of(without, owner_gpu_operator=True))) == []
+
+
+def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:
+    facts, _ = byo_facts()
+    found = run(device_stack_filtered, stack_args(stack_of(list(facts.components), owner_gpu_operator=True)))
+    assert found == [
+        "cluster 'byo': release mp-gpu-operator-charts installs a second GPU operator next to the one the "
+        "cluster's owner runs (ownerGpuOperator)"
+    ]
 
 
 def test_release_for_an_unclaimed_driver_is_rejected() -> None:

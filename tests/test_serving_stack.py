@@ -170,6 +170,25 @@ def test_existing_cluster_claiming_only_cpus_installs_no_gpu_component() -> None
     assert "mp-dra-driver-cpu" in names
 
 
+def test_existing_cluster_whose_owner_runs_the_gpu_operators_gets_neither_operator() -> None:
+    fleet = existing_fleet(AMD_BYO, NVIDIA_BYO, CPU_BYO)
+    fleet["clusters"][0]["existing"] = {"ownerGpuOperator": True}
+    result = run_fleet(fleet)
+    assert result.error is None, result.error
+    regs = releases_by_name(result)
+    assert set(regs) == neutral("Existing") | {
+        "mp-node-feature-discovery",
+        "mp-dra-driver-nvidia-gpu",
+        "mp-dra-driver-cpu",
+    }
+    # The NVIDIA DRA driver installs against the owner's operator, so it waits for no operator of ours.
+    assert not any("gpu-operator" in urn for urn in regs["mp-dra-driver-nvidia-gpu"].dependencies)
+    # The owner's AMD operator creates its own `gpu.amd.com` DeviceClass; a second one would collide.
+    assert of_type(result, "kubernetes:resource.k8s.io/v1:DeviceClass") == []
+    stack = next(r for r in result.resources if r.type == "modelplane:stack:ServingStack")
+    assert stack.inputs["ownerGpuOperator"] is True
+
+
 # --------------------------------------------------------------------------------------------
 # Release arguments
 
