@@ -22,7 +22,7 @@ from components.model_deployment import (
 )
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
-from infra.devices import Violation, check_fleet
+from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
 
 
@@ -38,8 +38,11 @@ def read_fleet() -> Fleet:
 
 
 def guard(fleet: Fleet) -> None:
-    """Stop the run, before any resource is registered, when a device rule is broken."""
-    violations = check_fleet(fleet)
+    """Stop the run, before any resource is registered, when a mandatory device rule is broken.
+
+    Advisory rules (`unknown-machine-type`) never stop a run; the policy pack reports them.
+    """
+    violations = [v for v in fleet_violations(fleet) if v.mandatory]
     if violations:
         raise pulumi.RunError(format_violations(violations))
 

@@ -141,8 +141,11 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
     out = modelplane("plan", "--stack-file", str(path), "--json")
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
-    assert [v["policy"] for v in doc["violations"]] == ["unsupported-devices"]
-    assert doc["violations"][0]["enforcement"] == "mandatory"
+    # Plan `x` is not in the machine catalog: an advisory warning beside the mandatory rejection.
+    assert [(v["policy"], v["enforcement"]) for v in doc["violations"]] == [
+        ("unsupported-devices", "mandatory"),
+        ("unknown-machine-type", "advisory"),
+    ]
     assert doc["resources"] == []  # stopped before registering anything
     assert doc["errors"] == []
 
