@@ -68,6 +68,9 @@ class Violation:
     driver: str | None
     problem: str
     fix: str
+    # Where to fix it, when the rule knows: the stack file and the path inside it.
+    file: str = ""
+    path: str = ""
 
     @property
     def resource(self) -> str:
@@ -83,8 +86,11 @@ class Violation:
 
     @property
     def message(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        at = f" (at {self.path})" if self.path else ""
         return (
-            f"cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}. Fix: {self.fix}"
+            f"{where}cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}{at}. "
+            f"Fix: {self.fix}"
         )
 
 
@@ -290,39 +296,49 @@ def check_machine(
     cls: InferenceClass,
     region: str | None = None,
     zones: Sequence[str] = (),
+    *,
+    file: str = "",
+    pool_path: str = "",
+    class_path: str = "",
 ) -> list[Violation]:
     """The machine rules for one pool: its class against the catalog row of its machine type.
 
     Only a provisioned pool whose class provisions on the cluster's own cloud has a machine to
-    check (anything else is `class-provider-mismatch`, reported by `check_pool`).
+    check (anything else is `class-provider-mismatch`, reported by `check_pool`). `pool_path` and
+    `class_path` locate the pool and the class in the stack file (by name when not given).
     """
     out: list[Violation] = []
     if source == Source.EXISTING:
         return out
     prov = cls.provisioning
+    pool_at = pool_path or f"clusters[name={cluster}].nodePools[name={pool}]"
+    class_at = class_path or f"classes[name={cls.name}]"
 
-    def reject(policy: str, problem: str, fix: str, driver: str | None = None) -> None:
-        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix))
+    def reject(policy: str, problem: str, fix: str, driver: str | None = None, path: str = "") -> None:
+        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, file, path))
 
     if region is not None:
-        for zone in zones:
+        for i, zone in enumerate(zones):
             problem = zone_problem(source, region, zone)
             if problem is not None:
                 reject(
                     ZONE_OUTSIDE_REGION,
                     problem,
                     f"list only zones of {region} in the pool's zones, or drop zones to let the cloud choose",
+                    path=f"{pool_at}.zones[{i}]",
                 )
     if prov is None or prov.provider != source:
         return out
-    block = f"provisioning.{prov.provider.lower()}"
+    block = f"{class_at}.provisioning.{prov.provider.lower()}"
     name = prov.machine_name
+    machine_at = f"{block}.{MACHINE_KEYS[prov.provider]}"
     row = machine(source, name)
     if row is None:
         reject(
             UNKNOWN_MACHINE_TYPE,
             f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price are unchecked",
             "check the machine on the cloud's page and add a row to components/machines.py (see docs/machines.md)",
+            path=machine_at,
         )
         return out
     drivers = claimed_drivers(cls)
@@ -330,15 +346,16 @@ def check_machine(
     accel = prov.accelerator
     gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
     if role == "GPU":
-        _check_gpu_machine(row, cls, block, accel, gpu_drivers, reject)
+        _check_gpu_machine(row, cls, block, accel, gpu_drivers, reject, machine_at)
     elif role == "CPU":
         if row.gpu is not None:
             reject(
                 MACHINE_ACCELERATOR_MISMATCH,
                 f"the class claims only dra.cpu but {name} carries {row.gpu.count}x {row.gpu.model}, "
                 "GPUs no claim would use",
-                f"pick a machine without GPUs for {block}, or claim the GPU's driver",
+                f"pick a machine without GPUs for {machine_at}, or claim the GPU's driver",
                 driver=CPU_DRIVER,
+                path=machine_at,
             )
         claim = class_cpu_claim(cls)
         usable = row.vcpus - reserved_cpus()
@@ -349,6 +366,7 @@ def check_machine(
                 f"{reserved_cpus()} of them reserved by dra-driver-cpu, so at most {usable} can be claimed",
                 f"claim at most {usable} CPUs (capacity dra.cpu/cpu), or pick a machine with more vCPUs",
                 driver=CPU_DRIVER,
+                path=f"{class_at}.devices[{cpu_device_index(cls)}].capacity.dra.cpu/cpu",
             )
     return out
 
@@ -360,14 +378,16 @@ def _check_gpu_machine(
     accel: Accelerator | None,
     gpu_drivers: list[str],
     reject: Callable[..., None],
+    machine_at: str,
 ) -> None:
     vendors = gpu_vendors(gpu_drivers)
     if row.gpu is None:
         reject(
             MACHINE_ACCELERATOR_MISMATCH,
             f"the class claims {', '.join(gpu_drivers)} but {row.name} carries no GPU",
-            f"pick a GPU machine of {row.cloud} for {block}, or claim only dra.cpu for a CPU pool",
+            f"pick a GPU machine of {row.cloud} for {machine_at}, or claim only dra.cpu for a CPU pool",
             driver=",".join(gpu_drivers),
+            path=machine_at,
         )
         return
     have = f"{row.name} carries {row.gpu.count}x {row.gpu.vendor} {row.gpu.model}"
@@ -377,6 +397,7 @@ def _check_gpu_machine(
             f"the class claims {gpu_drivers[0]} but {have}",
             f"claim the {row.gpu.vendor} GPU driver, or pick a machine with {vendors[0]} GPUs",
             driver=gpu_drivers[0],
+            path=machine_at,
         )
         return
     claimed = gpu_device_count(cls)
@@ -386,6 +407,7 @@ def _check_gpu_machine(
             f"the class claims {claimed} GPU device(s) but {have}",
             f"make the GPU devices' count and accelerator.count {row.gpu.count}, or pick a machine with {claimed} GPU(s)",
             driver=",".join(gpu_drivers),
+            path=machine_at,
         )
     elif accel is not None and accel.count != row.gpu.count:
         reject(
@@ -393,6 +415,7 @@ def _check_gpu_machine(
             f"accelerator.count is {accel.count} but {have}",
             f"set {block}.accelerator.count to {row.gpu.count}",
             driver=",".join(gpu_drivers),
+            path=f"{block}.accelerator.count",
         )
     if accel is not None and accel.type not in row.accelerator_types:
         reject(
@@ -401,25 +424,50 @@ def _check_gpu_machine(
             f"(accepted: {', '.join(row.accelerator_types)})",
             f"set {block}.accelerator.type to {row.accelerator_types[0]}",
             driver=",".join(gpu_drivers),
+            path=f"{block}.accelerator.type",
         )
 
 
-def check_fleet_machines(fleet: Fleet) -> list[Violation]:
-    """Every machine-rule violation of a fleet, in config order."""
+def check_fleet_machines(fleet: Fleet, file: str = "") -> list[Violation]:
+    """Every machine-rule violation of a fleet, in config order, in `file`.
+
+    Paths name the cluster, pool and class (`classes[name=l4].provisioning.gke.machineType`), as
+    the policy pack, which sees no config indices, names them too: both say the same thing.
+    """
     classes = {c.name: c for c in fleet.classes}
     out: list[Violation] = []
     for cluster in fleet.clusters:
         region = cluster_region(cluster)
         for pool in cluster.node_pools:
             cls = classes.get(pool.class_name)
-            if cls is not None:
-                out.extend(check_machine(cluster.name, cluster.source, pool.name, cls, region, pool.zones))
+            if cls is None:
+                continue
+            out.extend(
+                check_machine(
+                    cluster.name,
+                    cluster.source,
+                    pool.name,
+                    cls,
+                    region,
+                    pool.zones,
+                    file=file,
+                )
+            )
     return out
 
 
-def fleet_violations(fleet: Fleet) -> list[Violation]:
+def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
     """Every device and machine rule violation of a fleet: what the program's guard evaluates."""
-    return check_fleet(fleet) + check_fleet_machines(fleet)
+    return check_fleet(fleet) + check_fleet_machines(fleet, file)
+
+
+def cpu_device_index(cls: InferenceClass) -> int:
+    """The index of the class's first dra.cpu device (where its CPU claim is written)."""
+    return next(i for i, d in enumerate(cls.devices) if d.driver == CPU_CLAIM_DRIVER)
+
+
+# The key of each cloud's machine type in its provisioning block (camelCase, as in the stack file).
+MACHINE_KEYS = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
 
 
 def cluster_region(cluster: InferenceCluster) -> str | None:
