@@ -254,8 +254,8 @@ def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> s
     unpriced = sorted({u for c in costs for u in c.unpriced})
     known = f" (without {', '.join(unpriced)}, which have no price in the machine catalog)" if unpriced else ""
     return (
-        f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit)} USD but the fleet costs "
-        f"{money(at_max)} USD a month with every autoscaled pool at maxNodeCount{known}. Fix: lower nodeCount or "
+        f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit):.2f} USD but the fleet costs "
+        f"{money(at_max):.2f} USD a month with every autoscaled pool at maxNodeCount{known}. Fix: lower nodeCount or "
         f"maxNodeCount, pick cheaper machines, or raise {BUDGET_KEY}.monthlyUsd"
     )
 
