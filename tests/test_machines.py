@@ -472,3 +472,31 @@ def test_machines_doc_lists_each_machine_with_its_source() -> None:
     text = render_machines_doc()
     assert "| `p5.48xlarge` | 192 | 2048 | 8x nvidia H100 80GB | 80 |" in text
     assert "## Adding a machine" in text
+
+
+# --------------------------------------------------------------------------------------------
+# The budget end to end: the program registers it, the pack (run as the engine runs it) judges it
+
+
+def over_budget_resources() -> list[Any]:
+    from tests.conftest import run_fleet
+
+    raw = dict(two_clusters(), budget={"monthlyUsd": 100}, protect=True)
+    result = run_fleet(raw, stack="t")
+    assert result.error is None
+    assert [r.inputs for r in result.resources if r.type == BUDGET_TYPE] == [
+        {"monthlyUsd": 100.0, "currency": "USD", "stackFile": "Pulumi.t.yaml"}
+    ]
+    return result.resources
+
+
+def test_pack_reports_the_budget_advisory_by_default_and_mandatory_by_config() -> None:
+    from infra.tooling.analyzer import run_policy_pack
+
+    resources = over_budget_resources()
+    found = [(v.policy, v.enforcement) for v in run_policy_pack(resources, stack="t") if v.policy == "cost-over-budget"]
+    assert found == [("cost-over-budget", "advisory")]
+    strict = run_policy_pack(resources, stack="t", config={"cost-over-budget": "mandatory"})
+    assert [(v.policy, v.enforcement) for v in strict if v.policy == "cost-over-budget"] == [
+        ("cost-over-budget", "mandatory")
+    ]
