@@ -84,6 +84,9 @@ def test_plan_all_wraps_every_stack() -> None:
     assert sorted(s["stack"] for s in doc["stacks"]) == names
     for s in doc["stacks"]:
         check_shape(s)
+    # The fleet-wide total: the GKE and EKS control planes at 0.10 USD an hour each (73.00 a month
+    # each); AKS's Free tier costs nothing; no machine and no Civo or Vultr fee has a catalog price.
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (146.0, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:
