@@ -40,6 +40,8 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
     """
     return {
         "source": facts.source,
+        # The region and each pool's zones and size feed the machine rules and the cost policy.
+        "region": facts.region,
         "draDrivers": list(facts.dra_drivers),
         "supportedDrivers": list(facts.supported_drivers),
         "pools": [
@@ -51,6 +53,10 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
                 "labels": dict(p.labels),
                 "taints": [t.as_json() for t in p.taints],
                 "class": class_specs.get(p.class_name) if p.class_name else None,
+                "machine": p.machine,
+                "zones": list(p.zones),
+                "nodeCount": p.node_count,
+                "maxNodeCount": p.max_node_count,
             }
             for p in facts.pools
         ],

@@ -34,7 +34,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 NAMESPACE = "modelplane"
-FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
+FLEET_KEYS = ("classes", "clusters", "deployments", "protect", "budget")
 
 DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
@@ -304,11 +304,18 @@ class ModelDeploymentSpec(Model):
         return CapacityValue(value=v).value
 
 
+class Budget(Model):
+    """`modelplane:budget`: what the stack may cost a month, in USD (`infra.cost` checks it)."""
+
+    monthly_usd: Annotated[Decimal, Field(gt=0)]
+
+
 class Fleet(Model):
     classes: list[InferenceClass] = Field(default_factory=list)
     clusters: list[InferenceCluster] = Field(default_factory=list)
     deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
     protect: bool = False
+    budget: Budget | None = None
 
     def class_named(self, name: str) -> InferenceClass:
         for c in self.classes:

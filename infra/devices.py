@@ -11,15 +11,32 @@ Rules (names are the policy names, the contract):
 - `accelerator-driver-mismatch`, `unsupported-devices`, `class-provider-mismatch`, and the Existing
   rule (an Existing cluster's claimed driver that no component serves installs nothing and is
   never rejected: the cluster's owner brought it).
+- machine rules (`check_machine`), which compare a pool with the catalog row of its machine
+  (`components.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
+  `cpu-claim-exceeds-machine`, `zone-outside-region`, and `unknown-machine-type` (advisory: the
+  catalog cannot know every machine, but a pool it cannot check is never passed in silence).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from components.catalog import supported_drivers
-from infra.config import ClaimMode, Fleet, InferenceClass, InferenceCluster, Role, Source
+from components.machines import MachineType, machine
+from components.values import dra_driver_cpu
+from infra.config import (
+    CPU_CLAIM_DRIVER,
+    Accelerator,
+    ClaimMode,
+    Fleet,
+    InferenceClass,
+    InferenceCluster,
+    Role,
+    Source,
+    claimed_cpus,
+)
 
 CPU_DRIVER = "dra.cpu"
 # Network drivers ride along with compute devices (EFA next to GPUs); they never set a role.
@@ -30,6 +47,14 @@ GPU_VENDORS = {"gpu.nvidia.com": "nvidia", "gpu.amd.com": "amd"}
 ACCELERATOR_DRIVER_MISMATCH = "accelerator-driver-mismatch"
 UNSUPPORTED_DEVICES = "unsupported-devices"
 CLASS_PROVIDER_MISMATCH = "class-provider-mismatch"
+MACHINE_ACCELERATOR_MISMATCH = "machine-accelerator-mismatch"
+ACCELERATOR_TYPE_UNKNOWN = "accelerator-type-unknown"
+CPU_CLAIM_EXCEEDS_MACHINE = "cpu-claim-exceeds-machine"
+ZONE_OUTSIDE_REGION = "zone-outside-region"
+UNKNOWN_MACHINE_TYPE = "unknown-machine-type"
+
+# Rules that warn and never stop a run; every other rule is mandatory.
+ADVISORY_POLICIES = frozenset({UNKNOWN_MACHINE_TYPE})
 
 
 @dataclass(frozen=True)
@@ -43,15 +68,29 @@ class Violation:
     driver: str | None
     problem: str
     fix: str
+    # Where to fix it, when the rule knows: the stack file and the path inside it.
+    file: str = ""
+    path: str = ""
 
     @property
     def resource(self) -> str:
         return f"{self.cluster}/{self.pool}"
 
     @property
+    def enforcement(self) -> str:
+        return "advisory" if self.policy in ADVISORY_POLICIES else "mandatory"
+
+    @property
+    def mandatory(self) -> bool:
+        return self.enforcement == "mandatory"
+
+    @property
     def message(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        at = f" (at {self.path})" if self.path else ""
         return (
-            f"cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}. Fix: {self.fix}"
+            f"{where}cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}{at}. "
+            f"Fix: {self.fix}"
         )
 
 
@@ -185,6 +224,256 @@ def check_fleet(fleet: Fleet) -> list[Violation]:
             if cls is not None:
                 out.extend(check_pool(cluster.name, cluster.source, pool.name, cls))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Machine rules: a pool against the catalog row of its machine type
+
+
+def reserved_cpus() -> int:
+    """CPUs dra-driver-cpu keeps out of DRA on every CPU node, from the values we install it with.
+
+    The chart's own default reserves none (`driverConfig.reservedCPUs` is empty in
+    kubernetes-sigs/dra-driver-cpu deployment/helm/dra-driver-cpu/values.yaml at v0.2.0 and at
+    main); `components.values.dra_driver_cpu` sets the reservation, so it is read from there.
+    """
+    cpuset = str(dra_driver_cpu("").get("driverConfig", {}).get("reservedCPUs", ""))
+    return cpuset_size(cpuset)
+
+
+def cpuset_size(cpuset: str) -> int:
+    """How many CPUs a Linux cpuset list names (`0-1` -> 2, `0,2,4-5` -> 4, `` -> 0)."""
+    count = 0
+    for part in filter(None, (p.strip() for p in cpuset.split(","))):
+        low, _, high = part.partition("-")
+        count += (int(high) - int(low) + 1) if high else 1
+    return count
+
+
+def class_cpu_claim(cls: InferenceClass) -> int:
+    """Whole CPUs the class's dra.cpu devices claim on one node (capacity `dra.cpu/cpu` x count)."""
+    return sum(
+        (claimed_cpus(d) or 0) * d.count
+        for d in cls.devices
+        if d.claim is ClaimMode.DRA and d.driver == CPU_CLAIM_DRIVER
+    )
+
+
+# AKS zones are the numbers of the location's availability zones (`--zones 1 2 3`,
+# https://learn.microsoft.com/azure/aks/availability-zones).
+AKS_ZONES = frozenset({"1", "2", "3"})
+# A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones); an EC2
+# Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
+_LETTER_ZONE = {
+    "GKE": re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
+    "EKS": re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
+}
+
+
+def zone_problem(source: str, region: str, zone: str) -> str | None:
+    """Why `zone` is not a zone of `region` on this cloud, or None when it is."""
+    if source == Source.AKS:
+        if zone in AKS_ZONES:
+            return None
+        return f"AKS zones are the location's zone numbers 1, 2 or 3, not '{zone}'"
+    pattern = _LETTER_ZONE.get(source)
+    if pattern is None:
+        # Civo and Vultr place a cluster's nodes in its region; they have no zones to pick.
+        return f"{source} clusters have no zones inside a region, so zone '{zone}' cannot be honoured"
+    match = pattern.match(zone)
+    if match is None:
+        return f"'{zone}' is not a {source} zone name"
+    if match.group("region") != region:
+        return f"zone '{zone}' is in region {match.group('region')}, not in the cluster's region {region}"
+    return None
+
+
+def check_machine(
+    cluster: str,
+    source: str,
+    pool: str,
+    cls: InferenceClass,
+    region: str | None = None,
+    zones: Sequence[str] = (),
+    *,
+    file: str = "",
+    pool_path: str = "",
+    class_path: str = "",
+) -> list[Violation]:
+    """The machine rules for one pool: its class against the catalog row of its machine type.
+
+    Only a provisioned pool whose class provisions on the cluster's own cloud has a machine to
+    check (anything else is `class-provider-mismatch`, reported by `check_pool`). `pool_path` and
+    `class_path` locate the pool and the class in the stack file (by name when not given).
+    """
+    out: list[Violation] = []
+    if source == Source.EXISTING:
+        return out
+    prov = cls.provisioning
+    pool_at = pool_path or f"clusters[name={cluster}].nodePools[name={pool}]"
+    class_at = class_path or f"classes[name={cls.name}]"
+
+    def reject(policy: str, problem: str, fix: str, driver: str | None = None, path: str = "") -> None:
+        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, file, path))
+
+    if region is not None:
+        for i, zone in enumerate(zones):
+            problem = zone_problem(source, region, zone)
+            if problem is not None:
+                reject(
+                    ZONE_OUTSIDE_REGION,
+                    problem,
+                    f"list only zones of {region} in the pool's zones, or drop zones to let the cloud choose",
+                    path=f"{pool_at}.zones[{i}]",
+                )
+    if prov is None or prov.provider != source:
+        return out
+    block = f"{class_at}.provisioning.{prov.provider.lower()}"
+    name = prov.machine_name
+    machine_at = f"{block}.{MACHINE_KEYS[prov.provider]}"
+    row = machine(source, name)
+    if row is None:
+        reject(
+            UNKNOWN_MACHINE_TYPE,
+            f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price are unchecked",
+            "check the machine on the cloud's page and add a row to components/machines.py (see docs/machines.md)",
+            path=machine_at,
+        )
+        return out
+    drivers = claimed_drivers(cls)
+    role = role_of(drivers)
+    accel = prov.accelerator
+    gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
+    if role == "GPU":
+        _check_gpu_machine(row, cls, block, accel, gpu_drivers, reject, machine_at)
+    elif role == "CPU":
+        if row.gpu is not None:
+            reject(
+                MACHINE_ACCELERATOR_MISMATCH,
+                f"the class claims only dra.cpu but {name} carries {row.gpu.count}x {row.gpu.model}, "
+                "GPUs no claim would use",
+                f"pick a machine without GPUs for {machine_at}, or claim the GPU's driver",
+                driver=CPU_DRIVER,
+                path=machine_at,
+            )
+        claim = class_cpu_claim(cls)
+        usable = row.vcpus - reserved_cpus()
+        if claim > usable:
+            reject(
+                CPU_CLAIM_EXCEEDS_MACHINE,
+                f"the class claims {claim} CPUs through dra.cpu but {name} has {row.vcpus} vCPUs, "
+                f"{reserved_cpus()} of them reserved by dra-driver-cpu, so at most {usable} can be claimed",
+                f"claim at most {usable} CPUs (capacity dra.cpu/cpu), or pick a machine with more vCPUs",
+                driver=CPU_DRIVER,
+                path=f"{class_at}.devices[{cpu_device_index(cls)}].capacity.dra.cpu/cpu",
+            )
+    return out
+
+
+def _check_gpu_machine(
+    row: MachineType,
+    cls: InferenceClass,
+    block: str,
+    accel: Accelerator | None,
+    gpu_drivers: list[str],
+    reject: Callable[..., None],
+    machine_at: str,
+) -> None:
+    vendors = gpu_vendors(gpu_drivers)
+    if row.gpu is None:
+        reject(
+            MACHINE_ACCELERATOR_MISMATCH,
+            f"the class claims {', '.join(gpu_drivers)} but {row.name} carries no GPU",
+            f"pick a GPU machine of {row.cloud} for {machine_at}, or claim only dra.cpu for a CPU pool",
+            driver=",".join(gpu_drivers),
+            path=machine_at,
+        )
+        return
+    have = f"{row.name} carries {row.gpu.count}x {row.gpu.vendor} {row.gpu.model}"
+    if len(vendors) == 1 and vendors[0] != row.gpu.vendor:
+        reject(
+            MACHINE_ACCELERATOR_MISMATCH,
+            f"the class claims {gpu_drivers[0]} but {have}",
+            f"claim the {row.gpu.vendor} GPU driver, or pick a machine with {vendors[0]} GPUs",
+            driver=gpu_drivers[0],
+            path=machine_at,
+        )
+        return
+    claimed = gpu_device_count(cls)
+    if claimed != row.gpu.count:
+        reject(
+            MACHINE_ACCELERATOR_MISMATCH,
+            f"the class claims {claimed} GPU device(s) but {have}",
+            f"make the GPU devices' count and accelerator.count {row.gpu.count}, or pick a machine with {claimed} GPU(s)",
+            driver=",".join(gpu_drivers),
+            path=machine_at,
+        )
+    elif accel is not None and accel.count != row.gpu.count:
+        reject(
+            MACHINE_ACCELERATOR_MISMATCH,
+            f"accelerator.count is {accel.count} but {have}",
+            f"set {block}.accelerator.count to {row.gpu.count}",
+            driver=",".join(gpu_drivers),
+            path=f"{block}.accelerator.count",
+        )
+    if accel is not None and accel.type not in row.accelerator_types:
+        reject(
+            ACCELERATOR_TYPE_UNKNOWN,
+            f"accelerator type '{accel.type}' is not one {row.cloud} accepts for {row.name} "
+            f"(accepted: {', '.join(row.accelerator_types)})",
+            f"set {block}.accelerator.type to {row.accelerator_types[0]}",
+            driver=",".join(gpu_drivers),
+            path=f"{block}.accelerator.type",
+        )
+
+
+def check_fleet_machines(fleet: Fleet, file: str = "") -> list[Violation]:
+    """Every machine-rule violation of a fleet, in config order, in `file`.
+
+    Paths name the cluster, pool and class (`classes[name=l4].provisioning.gke.machineType`), as
+    the policy pack, which sees no config indices, names them too: both say the same thing.
+    """
+    classes = {c.name: c for c in fleet.classes}
+    out: list[Violation] = []
+    for cluster in fleet.clusters:
+        region = cluster_region(cluster)
+        for pool in cluster.node_pools:
+            cls = classes.get(pool.class_name)
+            if cls is None:
+                continue
+            out.extend(
+                check_machine(
+                    cluster.name,
+                    cluster.source,
+                    pool.name,
+                    cls,
+                    region,
+                    pool.zones,
+                    file=file,
+                )
+            )
+    return out
+
+
+def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
+    """Every device and machine rule violation of a fleet: what the program's guard evaluates."""
+    return check_fleet(fleet) + check_fleet_machines(fleet, file)
+
+
+def cpu_device_index(cls: InferenceClass) -> int:
+    """The index of the class's first dra.cpu device (where its CPU claim is written)."""
+    return next(i for i, d in enumerate(cls.devices) if d.driver == CPU_CLAIM_DRIVER)
+
+
+# The key of each cloud's machine type in its provisioning block (camelCase, as in the stack file).
+MACHINE_KEYS = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
+
+
+def cluster_region(cluster: InferenceCluster) -> str | None:
+    """The region (AKS: location) a provisioned cluster runs in; None for Existing."""
+    block = cluster.block
+    return getattr(block, "region", None) or getattr(block, "location", None)
 
 
 def pools_without_role(fleet: Fleet) -> Sequence[tuple[int, int, str]]:

@@ -19,7 +19,14 @@ from typing import Any
 
 from components.catalog import CATALOG, Component, join_components, supported_drivers
 from infra.config import Accelerator, Device, Fleet, InferenceCluster, Role, Source
-from infra.devices import GPU_VENDORS, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
+from infra.devices import (
+    GPU_VENDORS,
+    claimed_drivers,
+    cluster_dra_drivers,
+    cluster_region,
+    gpu_device_count,
+    role_of,
+)
 
 POOL_LABEL = "modelplane.ai/pool"
 GPU_LABEL = "modelplane.ai/gpu"
@@ -128,6 +135,11 @@ class ClusterFacts:
     components: tuple[Component, ...]
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
+
+    @property
+    def region(self) -> str | None:
+        """The region (AKS: location) the cluster runs in; None for Existing."""
+        return cluster_region(self.spec)
 
     @property
     def user_pools(self) -> tuple[PoolFacts, ...]:

@@ -22,7 +22,8 @@ from components.model_deployment import (
 )
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
-from infra.devices import Violation, check_fleet
+from infra.cost import Budget
+from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
 
 
@@ -37,9 +38,12 @@ def read_fleet() -> Fleet:
     return parse_fleet(raw, f"Pulumi.{pulumi.get_stack()}.yaml")
 
 
-def guard(fleet: Fleet) -> None:
-    """Stop the run, before any resource is registered, when a device rule is broken."""
-    violations = check_fleet(fleet)
+def guard(fleet: Fleet, file: str = "") -> None:
+    """Stop the run, before any resource is registered, when a mandatory device rule is broken.
+
+    Advisory rules (`unknown-machine-type`) never stop a run; the policy pack reports them.
+    """
+    violations = [v for v in fleet_violations(fleet, file) if v.mandatory]
     if violations:
         raise pulumi.RunError(format_violations(violations))
 
@@ -55,7 +59,9 @@ def run() -> None:
         fleet = read_fleet()
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
-    guard(fleet)
+    guard(fleet, f"Pulumi.{pulumi.get_stack()}.yaml")
+    if fleet.budget is not None:
+        Budget("budget", fleet.budget.monthly_usd, f"Pulumi.{pulumi.get_stack()}.yaml")
     cfg = pulumi.Config(NAMESPACE)
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}

@@ -3,8 +3,8 @@
 Each cluster component registers, as its inputs, the cluster's `source` and every pool with its
 class as written in config (`components.base.policy_inputs`). These policies rebuild each class
 with the same pydantic model and ask `infra.devices.check_pool`, the one module that states the
-rules, for its verdict; the program's guard (`infra.program.guard`) asks the same function before
-it registers anything. Nothing here restates a rule: a policy only keeps the violations of its own
+rules, for its verdict (and `check_machine` for the machine rules); the program's guard
+(`infra.program.guard`) asks the same functions before it registers anything. Nothing here restates a rule: a policy only keeps the violations of its own
 name.
 """
 
@@ -14,14 +14,20 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from infra.config import InferenceClass
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
+    ACCELERATOR_TYPE_UNKNOWN,
     CLASS_PROVIDER_MISMATCH,
+    CPU_CLAIM_EXCEEDS_MACHINE,
+    MACHINE_ACCELERATOR_MISMATCH,
+    UNKNOWN_MACHINE_TYPE,
     UNSUPPORTED_DEVICES,
+    ZONE_OUTSIDE_REGION,
     Violation,
+    check_machine,
     check_pool,
 )
 from policies.props import mappings, plain
@@ -38,13 +44,17 @@ def is_cluster_component(resource_type: str) -> bool:
 def cluster_violations(cluster: str, props: Any) -> list[Violation]:
     """Every device-rule violation of one registered cluster component, in pool order."""
     source = str(props["source"])
+    region = props.get("region")
     found: list[Violation] = []
     for pool in mappings(props.get("pools")):
         spec = pool.get("class")
         if spec is None:  # the system pool has no class
             continue
         cls = InferenceClass.model_validate(plain(spec))
-        found.extend(check_pool(cluster, source, str(pool["name"]), cls))
+        name = str(pool["name"])
+        found.extend(check_pool(cluster, source, name, cls))
+        zones = [str(z) for z in plain(pool.get("zones")) or []]
+        found.extend(check_machine(cluster, source, name, cls, str(region) if region else None, zones))
     return found
 
 
@@ -80,4 +90,48 @@ class_provider_mismatch = ResourceValidationPolicy(
     validate=_validator(CLASS_PROVIDER_MISMATCH),
 )
 
-CONFIG_POLICIES = [accelerator_driver_mismatch, unsupported_devices, class_provider_mismatch]
+machine_accelerator_mismatch = ResourceValidationPolicy(
+    name=MACHINE_ACCELERATOR_MISMATCH,
+    description=(
+        "A pool's machine type carries the GPUs its class claims (vendor and count, per the machine "
+        "catalog), and a CPU class's machine carries none."
+    ),
+    validate=_validator(MACHINE_ACCELERATOR_MISMATCH),
+)
+
+accelerator_type_unknown = ResourceValidationPolicy(
+    name=ACCELERATOR_TYPE_UNKNOWN,
+    description="A class's accelerator type is one its cloud accepts for the pool's machine type.",
+    validate=_validator(ACCELERATOR_TYPE_UNKNOWN),
+)
+
+cpu_claim_exceeds_machine = ResourceValidationPolicy(
+    name=CPU_CLAIM_EXCEEDS_MACHINE,
+    description="A CPU class claims no more CPUs than its machine has, less those dra-driver-cpu reserves.",
+    validate=_validator(CPU_CLAIM_EXCEEDS_MACHINE),
+)
+
+zone_outside_region = ResourceValidationPolicy(
+    name=ZONE_OUTSIDE_REGION,
+    description="A pool's zones are zones of its cluster's region.",
+    validate=_validator(ZONE_OUTSIDE_REGION),
+)
+
+unknown_machine_type = ResourceValidationPolicy(
+    name=UNKNOWN_MACHINE_TYPE,
+    description="A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
+    validate=_validator(UNKNOWN_MACHINE_TYPE),
+    # The catalog cannot know every machine; a pool it cannot check is reported, not rejected.
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+CONFIG_POLICIES = [
+    accelerator_driver_mismatch,
+    unsupported_devices,
+    class_provider_mismatch,
+    machine_accelerator_mismatch,
+    accelerator_type_unknown,
+    cpu_claim_exceeds_machine,
+    zone_outside_region,
+    unknown_machine_type,
+]

@@ -12,10 +12,27 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
 from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
 from infra.config import InferenceClass
+from infra.cost import (
+    BUDGET_KEY,
+    BUDGET_TYPE,
+    COST_OVER_BUDGET,
+    ClusterCost,
+    PoolSize,
+    cluster_cost,
+    money,
+    monthly,
+    over_budget,
+)
 from infra.devices import CPU_DRIVER, claimed_drivers
 from policies import tokens
 from policies.config_rules import is_cluster_component
@@ -212,4 +229,57 @@ cpu_claim_resources = StackValidationPolicy(
     validate=_validate_cpu_claim_resources,
 )
 
-STACK_POLICIES = [device_stack_filtered, cpu_claim_resources]
+# --------------------------------------------------------------------------------------------
+# cost-over-budget
+
+
+def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
+    """A cluster component's cost, from the pools it registered (`components.base.policy_inputs`)."""
+    sizes = []
+    for pool in mappings(cluster.props.get("pools")):
+        most = plain(pool.get("maxNodeCount"))
+        machine = pool.get("machine")
+        sizes.append(
+            PoolSize(
+                str(pool.get("name")),
+                str(machine) if machine is not None else None,
+                int(plain(pool.get("nodeCount")) or 0),
+                int(most) if most is not None else None,
+            )
+        )
+    return cluster_cost(cluster.name, str(cluster.props.get("source")), sizes)
+
+
+def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> str | None:
+    """Why the registered fleet is over the stack's budget, or None when it is not."""
+    limit = Decimal(str(plain(budget.props.get("monthlyUsd"))))
+    costs = [c for r in resources if is_cluster_component(r.resource_type) if (c := registered_cluster_cost(r))]
+    at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
+    if not over_budget(at_max, limit):
+        return None
+    unpriced = sorted({u for c in costs for u in c.unpriced})
+    known = f" (without {', '.join(unpriced)}, which have no price in the machine catalog)" if unpriced else ""
+    return (
+        f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit):.2f} USD but the fleet costs "
+        f"{money(at_max):.2f} USD a month with every autoscaled pool at maxNodeCount{known}. Fix: lower nodeCount or "
+        f"maxNodeCount, pick cheaper machines, or raise {BUDGET_KEY}.monthlyUsd"
+    )
+
+
+def _validate_cost_over_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for budget in args.resources:
+        if budget.resource_type == BUDGET_TYPE:
+            problem = budget_problem(budget, args.resources)
+            if problem is not None:
+                report_violation(problem, budget.urn)
+
+
+cost_over_budget = StackValidationPolicy(
+    name=COST_OVER_BUDGET,
+    description="The fleet's monthly on-demand cost, with autoscaled pools at maxNodeCount, is within modelplane:budget.",
+    validate=_validate_cost_over_budget,
+    # A budget is a warning by default; pack config makes it mandatory (`cost-over-budget: mandatory`).
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+STACK_POLICIES = [device_stack_filtered, cpu_claim_resources, cost_over_budget]

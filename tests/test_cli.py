@@ -84,6 +84,9 @@ def test_plan_all_wraps_every_stack() -> None:
     assert sorted(s["stack"] for s in doc["stacks"]) == names
     for s in doc["stacks"]:
         check_shape(s)
+    # The fleet-wide total: the GKE and EKS control planes at 0.10 USD an hour each (73.00 a month
+    # each); AKS's Free tier costs nothing; no machine and no Civo or Vultr fee has a catalog price.
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (146.0, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:
@@ -141,8 +144,11 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
     out = modelplane("plan", "--stack-file", str(path), "--json")
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
-    assert [v["policy"] for v in doc["violations"]] == ["unsupported-devices"]
-    assert doc["violations"][0]["enforcement"] == "mandatory"
+    # Plan `x` is not in the machine catalog: an advisory warning beside the mandatory rejection.
+    assert [(v["policy"], v["enforcement"]) for v in doc["violations"]] == [
+        ("unsupported-devices", "mandatory"),
+        ("unknown-machine-type", "advisory"),
+    ]
     assert doc["resources"] == []  # stopped before registering anything
     assert doc["errors"] == []
 

@@ -23,7 +23,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from components.catalog import CATALOG, CLOUDS, supported_drivers
+from components.machines import render_machines_doc
 from components.telemetry import render_telemetry_doc
+from infra.cost import combine_totals
 from infra.tooling.plan import dumps, plan_stack
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -71,10 +73,14 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
             size = f"{p['nodeCount']} node(s)"
             if p["minNodeCount"] is not None:
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
-            pool = pools.add(f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel} — {size}")
+            pool = pools.add(
+                f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel} — {size}{pool_cost_text(cluster, p['name'])}"
+            )
             pool.add("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items()))
             if p["taints"]:
                 pool.add("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"]))
+        if cluster.get("cost"):
+            node.add(cost_text(cluster["cost"], "cost"))
         releases = node.add(f"releases ({len(cluster['releases'])})")
         for r in cluster["releases"]:
             tags = f" [yellow]{','.join(r['draDrivers'])}[/]" if r["draDrivers"] else ""
@@ -84,6 +90,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
             deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+    if doc.get("cost"):
+        root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
     if doc["errors"] or doc["violations"]:
@@ -100,6 +108,40 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     placement = doc.get("placement")
     if isinstance(placement, dict) and placement.get("violations"):
         console.print(f"[red]placement: {len(placement['violations'])} violation(s)[/]")
+
+
+def usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
+    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown` otherwise."""
+    costs = {c["name"]: c for c in (cluster.get("cost") or {}).get("pools", [])}
+    cost = costs.get(pool)
+    if not cost:
+        return ""
+    if cost["monthly"] is None:
+        return f" — {cost['machine']}, price unknown"
+    at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
+    return f" — {cost['machine']} {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
+
+
+def cost_text(cost: dict[str, Any], label: str) -> str:
+    """A cluster's or a stack's cost line: monthly at nodeCount..maxNodeCount, and what is unpriced."""
+    text = f"[green]{label}[/]: {usd(cost['monthly'])}"
+    if cost["monthlyAtMax"] != cost["monthly"]:
+        text += f"..{usd(cost['monthlyAtMax'])}"
+    text += f" {cost['currency']}/month"
+    if cost.get("regionPriced"):
+        text += f" at {cost['regionPriced']} prices"
+    text += f" (catalog {cost['catalogDate']})"
+    if cost["unpriced"]:
+        text += f" [yellow]+ unpriced: {', '.join(cost['unpriced'])}[/]"
+    budget = cost.get("budget")
+    if budget:
+        over = "[red]over budget[/]" if budget["overBudget"] else "within budget"
+        text += f"; budget {usd(budget['monthly'])}/month, {over}"
+    return text
 
 
 def render_catalog(console: Console) -> None:
@@ -176,11 +218,15 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
     docs = [plan_stack(p, display=display_path(p)) for p in paths]
     if args.out:
         write_values(Path(args.out), docs)
+    # `--all` adds the fleet-wide total of every stack that planned (`infra.cost`).
+    total = combine_totals([d["cost"] for d in docs if d.get("cost")]) if args.all else None
     if args.json:
-        sys.stdout.write(dumps({"stacks": docs} if args.all else docs[0]))
+        sys.stdout.write(dumps({"stacks": docs, "cost": total} if args.all else docs[0]))
     else:
         for d in docs:
             render_plan(d, console)
+        if total is not None:
+            console.print(cost_text(total, f"all {len(docs)} stacks"))
     return EXIT_OK if all(d["ok"] for d in docs) else EXIT_FAIL
 
 
@@ -196,7 +242,11 @@ def write_values(out: Path, docs: Sequence[dict[str, Any]]) -> None:
                 (folder / f"{r['name']}.yaml").write_text(header + text, encoding="utf-8")
 
 
-GENERATED_DOCS = {"docs/supported-devices.md": catalog_markdown, "docs/telemetry.md": render_telemetry_doc}
+GENERATED_DOCS = {
+    "docs/supported-devices.md": catalog_markdown,
+    "docs/telemetry.md": render_telemetry_doc,
+    "docs/machines.md": render_machines_doc,
+}
 
 
 def generated_docs() -> dict[str, str]:

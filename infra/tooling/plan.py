@@ -18,7 +18,8 @@ import pulumi
 
 from components.catalog import Component
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
-from infra.devices import check_fleet
+from infra.cost import cost_hook
+from infra.devices import fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
 from infra.placement import placement_hook
 from infra.program import run
@@ -136,7 +137,8 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
 
 
 # The placement audit (`infra.placement`): adds `placement`; its violations fail the plan.
-HOOKS: list[PlanHook] = [placement_hook]
+# The cost (`infra.cost`): adds `cost` per pool, per cluster and for the stack.
+HOOKS: list[PlanHook] = [placement_hook, cost_hook]
 
 
 def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
@@ -154,10 +156,13 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
         doc["errors"] = [{"path": i.path, "message": i.message} for i in err.issues]
         return doc
 
-    violations = check_fleet(stack.fleet)
+    # Mandatory violations stop the program before it registers anything, so the pack never runs
+    # and they are reported from here; advisory ones come from the pack (below) when it runs.
+    found = fleet_violations(stack.fleet, file)
+    violations = [v for v in found if v.mandatory]
     doc["violations"] = [
-        {"policy": v.policy, "enforcement": "mandatory", "message": v.message, "resource": v.resource}
-        for v in violations
+        {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
+        for v in (found if violations else [])
     ]
     facts = derive_fleet(stack.fleet)
     config, secret_keys = config_of(stack)

@@ -1,0 +1,523 @@
+"""Machine rules and cost: each rule passes and fails on every cloud; the plan prices fleets by hand-checked sums."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.base import policy_inputs
+from components.machines import MACHINES, MachineType, machine, render_machines_doc
+from infra.config import InferenceClass
+from infra.cost import (
+    BUDGET_TYPE,
+    PoolSize,
+    cluster_cost,
+    cluster_cost_json,
+    combine_totals,
+    facts_cost,
+)
+from infra.devices import (
+    ACCELERATOR_TYPE_UNKNOWN,
+    CPU_CLAIM_EXCEEDS_MACHINE,
+    MACHINE_ACCELERATOR_MISMATCH,
+    UNKNOWN_MACHINE_TYPE,
+    ZONE_OUTSIDE_REGION,
+    check_machine,
+    cpuset_size,
+    fleet_violations,
+    reserved_cpus,
+)
+from infra.facts import derive_cluster
+from infra.program import guard
+from infra.tooling.plan import plan_stack
+from policies.config_rules import CONFIG_POLICIES
+from policies.stack_rules import cost_over_budget
+from tests.conftest import cpu_class, fleet_of, gpu_class
+from tests.policy_harness import resource_args, run, stack_args, stack_resource
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# Per cloud: machine key, region, a CPU machine with 8 vCPUs, a 1-GPU machine and its accepted
+# accelerator type, a type the cloud does not accept for it, a zone of the region (None: the cloud
+# has no zones), a zone that is not.
+CLOUDS: dict[str, dict[str, Any]] = {
+    "GKE": {
+        "key": "machineType",
+        "cluster": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+        "region": "us-central1",
+        "cpu": "c3-standard-8",
+        "gpu": "g2-standard-8",
+        "type": "nvidia-l4",
+        "bad_type": "nvidia-tesla-l4",
+        "zone": "us-central1-a",
+        "bad_zone": "us-east1-b",
+    },
+    "EKS": {
+        "key": "instanceType",
+        "cluster": {"region": "us-east-1", "kubernetesVersion": "1.34"},
+        "region": "us-east-1",
+        "cpu": "m7i.2xlarge",
+        "gpu": "g6.xlarge",
+        "type": "nvidia-l4",
+        "bad_type": "nvidia-h100-80gb",
+        "zone": "us-east-1a",
+        "bad_zone": "us-west-2a",
+    },
+    "AKS": {
+        "key": "vmSize",
+        "cluster": {"location": "westeurope", "kubernetesVersion": "1.34"},
+        "region": "westeurope",
+        "cpu": "Standard_D8s_v5",
+        "gpu": "Standard_NC24ads_A100_v4",
+        "type": "nvidia-a100-80gb",
+        "bad_type": "nvidia-l4",
+        "zone": "1",
+        "bad_zone": "westeurope-1",
+    },
+    "Civo": {
+        "key": "size",
+        "cluster": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+        "region": "LON1",
+        "cpu": "g4p.kube.medium",
+        "gpu": "an.g1.l40s.kube.x1",
+        "type": "nvidia-l40s",
+        "bad_type": "nvidia-a100-80gb",
+        "zone": None,
+        "bad_zone": "lon1-a",
+    },
+    "Vultr": {
+        "key": "plan",
+        "cluster": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+        "region": "ewr",
+        "cpu": "vc2-8c-32gb",
+        "gpu": "vcg-l40s-16c-180g-48vram",
+        "type": "nvidia-l40s",
+        "bad_type": "nvidia-h100",
+        "zone": None,
+        "bad_zone": "ewr-1",
+    },
+}
+PROVIDERS = sorted(CLOUDS)
+
+
+def gpu(cloud: str, machine_type: str, accel_type: str, count: int = 1) -> InferenceClass:
+    block = {CLOUDS[cloud]["key"]: machine_type, "accelerator": {"type": accel_type, "count": count}}
+    return InferenceClass.model_validate(gpu_class("g", cloud, block, count=count))
+
+
+def cpu(cloud: str, machine_type: str, cpus: str = "6") -> InferenceClass:
+    return InferenceClass.model_validate(cpu_class("c", cloud, {CLOUDS[cloud]["key"]: machine_type}, cpus=cpus))
+
+
+def policies_of(cloud: str, cls: InferenceClass, zones: list[str] | None = None) -> list[str]:
+    found = check_machine("k", cloud, "p", cls, CLOUDS[cloud]["region"], zones or [])
+    return [v.policy for v in found]
+
+
+# --------------------------------------------------------------------------------------------
+# machine-accelerator-mismatch
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_gpu_class_on_its_gpu_machine_passes(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    assert policies_of(cloud, gpu(cloud, c["gpu"], c["type"])) == []
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_gpu_class_on_a_cpu_machine_is_rejected(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    assert policies_of(cloud, gpu(cloud, c["cpu"], c["type"])) == [MACHINE_ACCELERATOR_MISMATCH]
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_gpu_count_beyond_the_machine_is_rejected(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    [v] = check_machine("k", cloud, "p", gpu(cloud, c["gpu"], c["type"], count=2), c["region"])
+    assert v.policy == MACHINE_ACCELERATOR_MISMATCH
+    assert "claims 2 GPU device(s)" in v.problem and "1x nvidia" in v.problem
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_cpu_class_on_a_cpu_machine_passes(cloud: str) -> None:
+    assert policies_of(cloud, cpu(cloud, CLOUDS[cloud]["cpu"])) == []
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_cpu_class_on_a_gpu_machine_is_rejected(cloud: str) -> None:
+    assert MACHINE_ACCELERATOR_MISMATCH in policies_of(cloud, cpu(cloud, CLOUDS[cloud]["gpu"]))
+
+
+# --------------------------------------------------------------------------------------------
+# accelerator-type-unknown
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_accelerator_type_the_cloud_does_not_accept_is_rejected(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    [v] = check_machine("k", cloud, "p", gpu(cloud, c["gpu"], c["bad_type"]), c["region"])
+    assert v.policy == ACCELERATOR_TYPE_UNKNOWN
+    assert f"set classes[name=g].provisioning.{cloud.lower()}.accelerator.type to {c['type']}" == v.fix
+
+
+# --------------------------------------------------------------------------------------------
+# cpu-claim-exceeds-machine: 8 vCPUs less the 2 dra-driver-cpu reserves leave 6
+
+
+def test_dra_driver_cpu_reserves_the_two_cpus_our_values_set() -> None:
+    assert (cpuset_size("0-1"), cpuset_size("0,2,4-5"), cpuset_size("")) == (2, 4, 0)
+    assert reserved_cpus() == 2
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_cpu_claim_within_the_machine_passes(cloud: str) -> None:
+    assert policies_of(cloud, cpu(cloud, CLOUDS[cloud]["cpu"], cpus="6")) == []
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_cpu_claim_beyond_the_machine_is_rejected(cloud: str) -> None:
+    [v] = check_machine("k", cloud, "p", cpu(cloud, CLOUDS[cloud]["cpu"], cpus="7"), CLOUDS[cloud]["region"])
+    assert v.policy == CPU_CLAIM_EXCEEDS_MACHINE
+    assert "claims 7 CPUs" in v.problem and "at most 6" in v.problem
+    assert v.path == "classes[name=c].devices[0].capacity.dra.cpu/cpu"
+
+
+# --------------------------------------------------------------------------------------------
+# zone-outside-region
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_zone_of_the_region_passes(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    zones = [c["zone"]] if c["zone"] else []
+    assert policies_of(cloud, cpu(cloud, c["cpu"]), zones) == []
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_zone_outside_the_region_is_rejected(cloud: str) -> None:
+    c = CLOUDS[cloud]
+    [v] = check_machine("k", cloud, "p", cpu(cloud, c["cpu"]), c["region"], [c["bad_zone"]])
+    assert v.policy == ZONE_OUTSIDE_REGION
+    assert v.path == "clusters[name=k].nodePools[name=p].zones[0]"
+
+
+# --------------------------------------------------------------------------------------------
+# unknown-machine-type: advisory, never a silent pass
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_unknown_machine_type_is_an_advisory_warning(cloud: str) -> None:
+    [v] = check_machine("k", cloud, "p", cpu(cloud, "no-such-machine"), CLOUDS[cloud]["region"])
+    assert (v.policy, v.enforcement, v.mandatory) == (UNKNOWN_MACHINE_TYPE, "advisory", False)
+    assert "components/machines.py" in v.fix
+
+
+@pytest.mark.parametrize("cloud", PROVIDERS)
+def test_known_machine_type_raises_no_warning(cloud: str) -> None:
+    assert UNKNOWN_MACHINE_TYPE not in policies_of(cloud, cpu(cloud, CLOUDS[cloud]["cpu"]))
+
+
+def test_unknown_machine_type_never_stops_the_program() -> None:
+    c = CLOUDS["GKE"]
+    raw = {
+        "classes": [cpu_class("c", "GKE", {"machineType": "n4-standard-8"})],
+        "clusters": [
+            {"name": "k", "source": "GKE", "gke": c["cluster"], "nodePools": [{"name": "p", "className": "c"}]}
+        ],
+    }
+    assert [v.policy for v in fleet_violations(fleet_of(raw))] == [UNKNOWN_MACHINE_TYPE]
+    guard(fleet_of(raw))  # does not raise
+
+
+def test_existing_clusters_have_no_machine_to_check() -> None:
+    assert check_machine("byo", "Existing", "p", cpu("GKE", "no-such-machine"), None, ["anywhere"]) == []
+
+
+# --------------------------------------------------------------------------------------------
+# The held examples of the issue, through the guard and the pack
+
+
+def cluster(name: str, cloud: str, pools: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": name, "source": cloud, cloud.lower(): CLOUDS[cloud]["cluster"], "nodePools": pools}
+
+
+HELD = {
+    "m7i.2xlarge declared with 8 H100s": (
+        {
+            "classes": [
+                gpu_class(
+                    "h100",
+                    "EKS",
+                    {"instanceType": "m7i.2xlarge", "accelerator": {"type": "nvidia-h100-80gb", "count": 8}},
+                    count=8,
+                )
+            ],
+            "clusters": [cluster("eks-a", "EKS", [{"name": "h100", "className": "h100"}])],
+        },
+        MACHINE_ACCELERATOR_MISMATCH,
+        "m7i.2xlarge carries no GPU",
+    ),
+    "an accelerator type GKE does not have": (
+        {
+            "classes": [
+                gpu_class(
+                    "l4",
+                    "GKE",
+                    {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-tesla-l4", "count": 1}},
+                )
+            ],
+            "clusters": [cluster("gke-a", "GKE", [{"name": "l4", "className": "l4"}])],
+        },
+        ACCELERATOR_TYPE_UNKNOWN,
+        "accelerator type 'nvidia-tesla-l4' is not one GKE accepts for g2-standard-8 (accepted: nvidia-l4)",
+    ),
+    "a zone from another region": (
+        {
+            "classes": [cpu_class("c", "GKE", {"machineType": "c3-standard-8"})],
+            "clusters": [cluster("gke-a", "GKE", [{"name": "cpu", "className": "c", "zones": ["europe-west4-a"]}])],
+        },
+        ZONE_OUTSIDE_REGION,
+        "zone 'europe-west4-a' is in region europe-west4, not in the cluster's region us-central1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD))
+def test_held_example_is_an_error_naming_file_path_and_fix(case: str) -> None:
+    raw, policy, problem = HELD[case]
+    [v] = fleet_violations(fleet_of(raw), "Pulumi.held.yaml")
+    assert (v.policy, v.enforcement) == (policy, "mandatory")
+    assert v.message.startswith("Pulumi.held.yaml: ")
+    assert problem in v.message and "(at " in v.message and ". Fix: " in v.message
+    with pytest.raises(pulumi.RunError) as err:
+        guard(fleet_of(raw), "Pulumi.held.yaml")
+    assert v.message in str(err.value)
+
+
+@pytest.mark.parametrize("case", sorted(HELD))
+def test_pack_rejects_the_held_example_as_the_guard_does(case: str) -> None:
+    raw, policy, problem = HELD[case]
+    fleet = fleet_of(raw)
+    specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
+    spec = fleet.clusters[0]
+    props = policy_inputs(derive_cluster(fleet, spec), specs)
+    token = f"modelplane:{spec.source.lower()}:{spec.source}Cluster"
+    found = {
+        (p.name, m) for p in CONFIG_POLICIES for m in run(p, resource_args(token, props, name=spec.name, policy=p))
+    }
+    assert found == {(v.policy, v.message) for v in fleet_violations(fleet)}
+    assert any(name == policy and problem in message for name, message in found)
+
+
+# --------------------------------------------------------------------------------------------
+# Cost
+
+
+def priced(prices: dict[str, str]) -> Any:
+    """A catalog lookup whose rows carry the given test prices (USD per hour)."""
+
+    def lookup(cloud: str, name: str) -> MachineType | None:
+        row = machine(cloud, name)
+        if row is None or name not in prices:
+            return row
+        return replace(row, price_usd_hour=Decimal(prices[name]))
+
+    return lookup
+
+
+def gke_fleet() -> dict[str, Any]:
+    return {
+        "classes": [
+            gpu_class("l4", "GKE", {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}),
+            cpu_class("c", "GKE", {"machineType": "c3-standard-8"}),
+        ],
+        "clusters": [
+            cluster(
+                "gke-a",
+                "GKE",
+                [
+                    {"name": "l4", "className": "l4", "nodeCount": 1, "minNodeCount": 0, "maxNodeCount": 4},
+                    {"name": "cpu", "className": "c", "nodeCount": 2},
+                ],
+            )
+        ],
+    }
+
+
+def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
+    fleet = fleet_of(gke_fleet())
+    prices = priced({"e2-standard-4": "0.20", "g2-standard-8": "1.00", "c3-standard-8": "0.50"})
+    cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]), prices)
+    assert cost is not None
+    # system 1 x 0.20 (1..2), l4 1 x 1.00 (0..4), cpu 2 x 0.50, control plane 0.10:
+    # at nodeCount 0.20 + 1.00 + 1.00 + 0.10 = 2.30 /h, x 730 h = 1679.00 a month;
+    # at maxNodeCount 0.40 + 4.00 + 1.00 + 0.10 = 5.50 /h, x 730 h = 4015.00 a month.
+    doc = cluster_cost_json(cost)
+    assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (2.3, 1679.0, 5.5, 4015.0)
+    assert (doc["currency"], doc["regionPriced"], doc["complete"], doc["unpriced"]) == ("USD", "us-central1", True, [])
+    pools = {p["name"]: p for p in doc["pools"]}
+    assert pools["l4"] == {
+        "name": "l4",
+        "machine": "g2-standard-8",
+        "unitHourly": 1.0,
+        "hourly": 1.0,
+        "monthly": 730.0,
+        "hourlyAtMax": 4.0,
+        "monthlyAtMax": 2920.0,
+    }
+    assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMax"]) == (730.0, None)  # not autoscaled
+    assert (pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (146.0, 292.0)
+
+
+def test_a_machine_without_a_price_is_left_out_and_named_never_free() -> None:
+    cost = cluster_cost("k", "EKS", [PoolSize("gpu", "p5.48xlarge", 2, None)], priced({}))
+    assert cost is not None
+    doc = cluster_cost_json(cost)
+    assert (doc["monthly"], doc["complete"], doc["unpriced"]) == (73.0, False, ["p5.48xlarge"])
+    assert doc["pools"][0]["monthly"] is None
+
+
+def test_totals_of_every_stack_add_up() -> None:
+    a = {"hourly": 2.3, "monthly": 1679.0, "hourlyAtMax": 5.5, "monthlyAtMax": 4015.0, "complete": True, "unpriced": []}
+    b = {"hourly": 0.1, "monthly": 73.0, "hourlyAtMax": 0.1, "monthlyAtMax": 73.0, "complete": False, "unpriced": ["x"]}
+    total = combine_totals([a, b])
+    assert (total["hourly"], total["monthly"], total["monthlyAtMax"], total["complete"], total["unpriced"]) == (
+        2.4,
+        1752.0,
+        4088.0,
+        False,
+        ["x"],
+    )
+
+
+def test_existing_cluster_shows_no_price_and_provisioned_ones_do() -> None:
+    byo = plan_stack(ROOT / "stacks" / "Pulumi.byo-amd.yaml")
+    assert byo["ok"] and byo["clusters"][0]["cost"] is None
+    assert (byo["cost"]["monthly"], byo["cost"]["budget"]) == (0.0, None)
+    gke = plan_stack(ROOT / "stacks" / "Pulumi.gke-prod.yaml")
+    cost = gke["clusters"][0]["cost"]
+    # GKE's cluster fee: 0.10 USD an hour, 73.00 a month; the machines have no price in the catalog.
+    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 73.0, "us-central1")
+    assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu"]
+
+
+# --------------------------------------------------------------------------------------------
+# Budget
+
+
+def test_budget_is_advisory_by_default() -> None:
+    from pulumi_policy import EnforcementLevel
+
+    assert cost_over_budget.enforcement_level == EnforcementLevel.ADVISORY
+
+
+def registered(raw: dict[str, Any], budget: float) -> list[Any]:
+    fleet = fleet_of(raw)
+    specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
+    out = [
+        stack_resource(
+            BUDGET_TYPE, {"monthlyUsd": budget, "currency": "USD", "stackFile": "Pulumi.t.yaml"}, name="budget"
+        )
+    ]
+    for spec in fleet.clusters:
+        props = policy_inputs(derive_cluster(fleet, spec), specs)
+        out.append(stack_resource(f"modelplane:{spec.source.lower()}:{spec.source}Cluster", props, name=spec.name))
+    return out
+
+
+def two_clusters() -> dict[str, Any]:
+    raw = gke_fleet()
+    raw["classes"].append(cpu_class("ce", "EKS", {"instanceType": "m7i.2xlarge"}))
+    raw["clusters"].append(cluster("eks-a", "EKS", [{"name": "cpu", "className": "ce"}]))
+    return raw
+
+
+def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
+    # Two control planes at 0.10 an hour: 146.00 a month, over a budget of 100; machines unpriced.
+    [message] = run(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
+    assert message.startswith(
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 146.00 USD"
+    )
+    assert "without " in message and "Fix: " in message
+
+
+def test_fleet_within_its_budget_passes() -> None:
+    assert run(cost_over_budget, stack_args(registered(two_clusters(), 146), policy=cost_over_budget)) == []
+
+
+def test_budget_key_is_read_and_rejected_when_not_positive() -> None:
+    raw = dict(gke_fleet(), budget={"monthlyUsd": 500})
+    assert fleet_of(raw).budget is not None and fleet_of(raw).budget.monthly_usd == Decimal(500)  # type: ignore[union-attr]
+    with pytest.raises(Exception, match=r"budget\.monthlyUsd"):
+        fleet_of(dict(gke_fleet(), budget={"monthlyUsd": 0}))
+
+
+# --------------------------------------------------------------------------------------------
+# The catalog
+
+
+def test_every_row_names_its_source_and_read_date() -> None:
+    for m in MACHINES:
+        assert m.source.startswith("https://") and len(m.read_on) == 10, m.name
+        assert (m.gpu is None) == (m.accelerator_types == ()), m.name
+
+
+def test_machines_doc_lists_each_machine_with_its_source() -> None:
+    text = render_machines_doc()
+    assert "| `p5.48xlarge` | 192 | 2048 | 8x nvidia H100 80GB | 80 |" in text
+    assert "## Adding a machine" in text
+
+
+# --------------------------------------------------------------------------------------------
+# The budget end to end: the program registers it, the pack (run as the engine runs it) judges it
+
+
+def over_budget_resources() -> list[Any]:
+    from tests.conftest import run_fleet
+
+    raw = dict(two_clusters(), budget={"monthlyUsd": 100}, protect=True)
+    result = run_fleet(raw, stack="t")
+    assert result.error is None
+    assert [r.inputs for r in result.resources if r.type == BUDGET_TYPE] == [
+        {"monthlyUsd": 100.0, "currency": "USD", "stackFile": "Pulumi.t.yaml"}
+    ]
+    return result.resources
+
+
+def test_pack_reports_the_budget_advisory_by_default_and_mandatory_by_config() -> None:
+    from infra.tooling.analyzer import run_policy_pack
+
+    resources = over_budget_resources()
+    found = [(v.policy, v.enforcement) for v in run_policy_pack(resources, stack="t") if v.policy == "cost-over-budget"]
+    assert found == [("cost-over-budget", "advisory")]
+    strict = run_policy_pack(resources, stack="t", config={"cost-over-budget": "mandatory"})
+    assert [(v.policy, v.enforcement) for v in strict if v.policy == "cost-over-budget"] == [
+        ("cost-over-budget", "mandatory")
+    ]
+
+
+def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", "gke-prod"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "l4 GPU 1x nvidia-l4 — 1 node(s), 0..4 — g2-standard-8, price unknown" in out.stdout
+    assert "cost: $73.00 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
+    assert (
+        "stack cost: $73.00 USD/month (catalog 2026-12-01) + unpriced: c3-standard-8, e2-standard-4, g2-standard-8"
+        in (" ".join(out.stdout.split()))
+    )
