@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLOUDS: dict[str, dict[str, Any]] = {
     "GKE": {
         "key": "machineType",
-        "cluster": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.35"},
+        "cluster": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
         "region": "us-central1",
         "cpu": "c3-standard-8",
         "gpu": "g2-standard-8",
@@ -60,7 +60,7 @@ CLOUDS: dict[str, dict[str, Any]] = {
     },
     "EKS": {
         "key": "instanceType",
-        "cluster": {"region": "us-east-1", "kubernetesVersion": "1.34"},
+        "cluster": {"region": "us-east-1", "kubernetesVersion": "1.36"},
         "region": "us-east-1",
         "cpu": "m7i.2xlarge",
         "gpu": "g6.xlarge",
@@ -71,7 +71,7 @@ CLOUDS: dict[str, dict[str, Any]] = {
     },
     "AKS": {
         "key": "vmSize",
-        "cluster": {"location": "westeurope", "kubernetesVersion": "1.34"},
+        "cluster": {"location": "westeurope", "kubernetesVersion": "1.36"},
         "region": "westeurope",
         "cpu": "Standard_D8s_v5",
         "gpu": "Standard_NC24ads_A100_v4",
@@ -82,7 +82,7 @@ CLOUDS: dict[str, dict[str, Any]] = {
     },
     "Civo": {
         "key": "size",
-        "cluster": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},
+        "cluster": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
         "region": "LON1",
         "cpu": "g4p.kube.medium",
         "gpu": "an.g1.l40s.kube.x1",
@@ -93,7 +93,7 @@ CLOUDS: dict[str, dict[str, Any]] = {
     },
     "Vultr": {
         "key": "plan",
-        "cluster": {"region": "ewr", "kubernetesVersion": "v1.34.1+1"},
+        "cluster": {"region": "ewr", "kubernetesVersion": "v1.36.2+1"},
         "region": "ewr",
         "cpu": "vc2-8c-32gb",
         "gpu": "vcg-l40s-16c-180g-48vram",
