@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra import vocabulary as vocab
+from infra.profiles import profile
+
 Values = dict[str, Any]
 
 # Required node affinity every Linux node satisfies: replaces a chart's narrower required terms.
@@ -30,17 +33,10 @@ ANY_LINUX_NODE: Values = {
     }
 }
 
-# The taint keys pools carry (`infra.facts.VENDOR_TAINT_KEY`, `CPU_TAINT_KEY`; spelled again here
-# because the facts module imports the catalog, which imports this one; a test keeps them equal).
-NVIDIA_TAINT_KEY = "nvidia.com/gpu"
-AMD_TAINT_KEY = "amd.com/gpu"
-CPU_TAINT_KEY = "modelplane.ai/cpu"
-
-# GKE installs NVIDIA drivers under this host directory on COS, and the container toolkit and DRA
-# driver must look there [accelerator-facts §1.1 "GKE with Google's driver installer", §1.2 Values].
-GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
-# Where the GPU Operator's driver container exposes the driver it installed [accelerator-facts §1.2].
-OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+# The taint keys pools carry (`infra.vocabulary`, the names every module shares).
+NVIDIA_TAINT_KEY = vocab.NVIDIA_TAINT_KEY
+AMD_TAINT_KEY = vocab.AMD_TAINT_KEY
+CPU_TAINT_KEY = vocab.CPU_TAINT_KEY
 
 # Civo's documented GPU Operator setup installs the driver with the operator; 580.173.02 is the
 # version modelplane pins there (open kernel modules) [modelplane-domain §2, Civo row]. DRA needs a
@@ -65,44 +61,29 @@ AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.10"
 # - init container: the chart's default, already an exact tag.
 AMD_INIT_CONTAINER_IMAGE = "docker.io/library/busybox:1.36"
 
-# Clouds whose pools this program provisions; only Existing clusters are brought by their owner.
-MANAGED_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr")
-
 
 def nvidia_driver_owned_by_stack(cloud: str) -> bool:
-    """Whether the serving stack's GPU Operator installs the NVIDIA driver on this cloud.
+    """Whether the serving stack's GPU Operator installs the NVIDIA driver on this cloud (its profile).
 
-    Only Civo: its node image has no driver and Civo's guide installs it with the operator.
-    - GKE: Google's COS installer (the preloaded daemonset) owns it [accelerator-facts §1.1].
-    - EKS: the AL2023 NVIDIA AMI ships driver and toolkit [accelerator-facts §1.1 EKS].
-    - AKS: the AKS node pool installs it (gpu_profile driver Install). AKS offers either; we keep
-      AKS's, as modelplane does, so the driver follows the node image AKS validates and the DRA
-      driver root stays `/` [accelerator-facts §1.1 AKS; modelplane-domain §2, AKS row]. An AKS pool
-      reads this to decide its driver setting, so the two can never both install one.
-    - Vultr: VKE GPU nodes come with the driver from VKE's GPU add-on [modelplane-domain §2, Vultr row].
-    - Existing: the cluster's owner brought the driver with the hardware.
+    An AKS pool reads this to decide its driver setting, so the two can never both install one.
     """
-    return cloud == "Civo"
+    return profile(cloud).nvidia_driver_by_operator
 
 
 def nvidia_driver_root(cloud: str) -> str:
     """Where the NVIDIA driver lives on a node's host filesystem: what `nvidiaDriverRoot` says."""
-    if cloud == "GKE":
-        return GKE_NVIDIA_DIR
-    if nvidia_driver_owned_by_stack(cloud):
-        return OPERATOR_DRIVER_ROOT
-    return "/"
+    return profile(cloud).nvidia_driver_root
 
 
 def nvidia_toleration(cloud: str) -> Values:
     """The toleration for the NVIDIA GPU taint, and nothing else.
 
-    `Exists` on the key, because GKE sets the value `present` itself and an Existing cluster's owner
-    picks their own [accelerator-facts §9.2]. AKS gets `Equal "true"`: the value its pools carry,
-    spelled as AKS's accelerated-node toleration is [modelplane-domain §2, AKS row].
+    `Exists` on the key where the value may vary (an Existing cluster's owner picks their own);
+    `Equal` where the cloud's profile names the one value its pools carry.
     """
-    if cloud == "AKS":
-        return {"key": NVIDIA_TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    value = profile(cloud).nvidia_toleration_value
+    if value is not None:
+        return {"key": NVIDIA_TAINT_KEY, "operator": "Equal", "value": value, "effect": "NoSchedule"}
     return {"key": NVIDIA_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -117,9 +98,9 @@ def cpu_toleration() -> Values:
 
 
 def gpu_tolerations(cloud: str) -> list[Values]:
-    """Every GPU taint a cloud's pools can carry: AMD pools exist only on Existing clusters."""
+    """Every GPU taint a cloud's pools can carry, one per vendor its profile serves."""
     tolerations = [nvidia_toleration(cloud)]
-    if cloud == "Existing":
+    if vocab.AMD in profile(cloud).gpu_vendors:
         tolerations.append(amd_toleration())
     return tolerations
 
@@ -199,21 +180,46 @@ def nvidia_gpu_operator(cloud: str) -> Values:
         # Every cloud here runs containerd.
         "operator": {"defaultRuntime": "containerd"},
     }
-    owned = nvidia_driver_owned_by_stack(cloud)
+    cloud_profile = profile(cloud)
+    owned = cloud_profile.nvidia_driver_by_operator
     driver: Values = {"enabled": owned}
     if owned:
         driver.update({"version": CIVO_NVIDIA_DRIVER, "kernelModuleType": "open"})
+    if cloud_profile.driver_eviction_label is not None:
+        # The driver manager evicts the DRA kubelet plugin before it replaces the driver by
+        # flipping this node label, which the plugin's nodeSelector requires (NVIDIA GPU Operator
+        # docs, "NVIDIA DRA Driver for GPUs", known issues; gpu-operator v26.3.3 values.yaml
+        # `driver.manager.env`).
+        driver["manager"] = {
+            "env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": cloud_profile.driver_eviction_label}]
+        }
     values["driver"] = driver
-    if cloud == "GKE":
+    if cloud_profile.nvidia_runtime_class is not None:
+        # The operator names its RuntimeClass and that class's handler after this value
+        # (gpu-operator v26.3.3 controllers/object_controls.go); it must be the node's handler.
+        values["operator"] = {**values["operator"], "runtimeClass": cloud_profile.nvidia_runtime_class}
+    toolkit_dir = cloud_profile.nvidia_toolkit_dir
+    if toolkit_dir is not None:
         # Google's installer puts the driver under /home/kubernetes/bin/nvidia; the toolkit is not on
-        # COS, so the operator installs it there, and CDI is the default runtime mode
-        # [accelerator-facts §1.1 "GKE with Google's driver installer"].
-        values["toolkit"] = {"enabled": True, "installDir": GKE_NVIDIA_DIR}
-        values["hostPaths"] = {"driverInstallDir": GKE_NVIDIA_DIR}
+        # COS, so the operator installs it there, and CDI is the default runtime mode (NVIDIA GPU
+        # Operator docs, "Google GKE"). The toolkit stays on: the operator's own operands
+        # (validator, GPU feature discovery, dcgm-exporter) run with the `nvidia` RuntimeClass,
+        # and only the toolkit gives COS's containerd that handler.
+        # RUNTIME_CONFIG_SOURCE=file: by default the toolkit reads containerd's effective config
+        # (`containerd config dump`) and writes it back; with containerd 2 (GKE 1.33+) that
+        # rewrites GKE's CNI bin_dir to /opt/cni/bin and no pod starts (NVIDIA/nvidia-container-toolkit#1222,
+        # NVIDIA/gpu-operator#1577). Reading the file on the host keeps GKE's own settings; the
+        # operator maps `file` to the host path (gpu-operator v26.3.3 controllers/object_controls.go).
+        values["toolkit"] = {
+            "enabled": True,
+            "installDir": toolkit_dir,
+            "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
+        }
+        values["hostPaths"] = {"driverInstallDir": cloud_profile.nvidia_driver_root}
         values["cdi"] = {"enabled": True, "default": True}
     else:
-        # EKS's AMI, AKS's and VKE's GPU node images, Civo's image and an Existing owner's nodes
-        # already carry the container toolkit [accelerator-facts §1.1 EKS, AKS, Civo; modelplane-domain §2].
+        # EKS's AMI, AKS's GPU node image, Civo's image and an Existing owner's nodes already carry
+        # the container toolkit (EKS user guide, NVIDIA DRA; AKS GPU pools; Civo's GPU guide).
         values["toolkit"] = {"enabled": False}
     return values
 
@@ -237,6 +243,11 @@ def dra_driver_nvidia_gpu(cloud: str) -> Values:
         # The kubelet plugin must reach GPU nodes, which carry the NVIDIA taint.
         "kubeletPlugin": {"tolerations": [nvidia_toleration(cloud)]},
     }
+    eviction_label = profile(cloud).driver_eviction_label
+    if eviction_label is not None:
+        # Only nodes the driver manager has not marked for eviction run the plugin (NVIDIA GPU
+        # Operator docs, "NVIDIA DRA Driver for GPUs", known issues; the GPU pools carry the label).
+        values["kubeletPlugin"]["nodeSelector"] = {eviction_label: "true"}
     return values
 
 

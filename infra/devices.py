@@ -18,14 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from components.catalog import supported_drivers
 from infra.config import ClaimMode, Fleet, InferenceClass, InferenceCluster, Role, Source
+from infra.profiles import profile
+from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
 
-CPU_DRIVER = "dra.cpu"
-# Network drivers ride along with compute devices (EFA next to GPUs); they never set a role.
-NETWORK_DRIVERS = frozenset({"dra.net"})
-# GPU drivers and the vendor prefix of the accelerator types they serve (`nvidia-l4`, `amd-mi325x`).
-GPU_VENDORS = {"gpu.nvidia.com": "nvidia", "gpu.amd.com": "amd"}
+__all__ = ["CPU_DRIVER", "GPU_VENDORS", "NETWORK_DRIVERS"]
 
 ACCELERATOR_DRIVER_MISMATCH = "accelerator-driver-mismatch"
 UNSUPPORTED_DEVICES = "unsupported-devices"
@@ -163,7 +160,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
-        supported = supported_drivers(source)
+        supported = profile(source).supported_drivers
         for d in drivers:
             if d not in supported:
                 reject(

@@ -166,13 +166,20 @@ def test_gpu_pool_gets_its_accelerator_with_gke_driver_installation_disabled(pla
     ]
 
 
-def test_gpu_pool_turns_off_gke_device_plugin_and_leaves_the_gpu_taint_to_gke(plan: MockRun) -> None:
+def test_gpu_pool_turns_off_gke_device_plugin_and_sets_the_gpu_taint_itself(plan: MockRun) -> None:
     config = pool(plan, "gke-central", "l4").inputs["nodeConfig"]
     assert config["labels"]["gke-no-default-nvidia-gpu-device-plugin"] == "true"
     assert config["labels"]["modelplane.ai/gpu"] == "nvidia-l4"
     assert config["labels"]["modelplane.ai/pool"] == "l4"
-    # GKE taints GPU nodes nvidia.com/gpu=present itself; setting it too would fight GKE.
-    assert config["taints"] == []
+    # GKE adds this taint itself only in some cases, so the pool always sets it.
+    assert config["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+
+
+def test_gpu_pool_carries_the_dra_driver_label_gkes_autoscaler_reads(plan: MockRun) -> None:
+    labels = pool(plan, "gke-central", "l4").inputs["nodeConfig"]["labels"]
+    assert labels["cloud.google.com/gke-nvidia-gpu-dra-driver"] == "true"
+    cpu_labels = pool(plan, "gke-central", "cpu").inputs["nodeConfig"]["labels"]
+    assert "cloud.google.com/gke-nvidia-gpu-dra-driver" not in cpu_labels
 
 
 def test_cpu_pool_gets_cpu_label_and_taint_in_gke_spelling_and_no_accelerator(plan: MockRun) -> None:
@@ -208,6 +215,14 @@ def test_autoscaled_pool_bounds_the_whole_pool_and_fixed_pool_sets_node_count(pl
     cpu = pool(plan, "gke-central", "cpu").inputs
     assert "autoscaling" not in cpu
     assert cpu["nodeCount"] == 2.0
+    assert "initialNodeCount" not in cpu
+
+
+def test_autoscaled_pool_starts_with_node_count_spread_over_its_zones(plan: MockRun) -> None:
+    # nodeCount 1 over two zones: GKE counts initial nodes per zone, so one in each.
+    assert pool(plan, "gke-central", "l4").inputs["initialNodeCount"] == 1.0
+    # The system pool (one node, no zones) spans three zones: one node per zone.
+    assert pool(plan, "gke-central", "system").inputs["initialNodeCount"] == 1.0
 
 
 def test_pool_zones_become_node_locations(plan: MockRun) -> None:
