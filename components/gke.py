@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
