@@ -33,6 +33,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from infra.profiles import profile
+from infra.vocabulary import CPU_DRIVER
+
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
 
@@ -589,6 +592,16 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                             "make minNodeCount <= nodeCount <= maxNodeCount",
                         )
                     )
+            if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{ppath}.minNodeCount",
+                        f"{cluster.source} pools do not autoscale (nothing scales them between "
+                        "minNodeCount and maxNodeCount)",
+                        "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs",
+                    )
+                )
 
     for di, dep in enumerate(fleet.deployments):
         dpath = f"deployments[{di}]"
@@ -665,7 +678,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
 
 # A dra.cpu claim takes CPUs through this consumable capacity (dra-driver-cpu grouped mode); the
 # pod must also request and limit exactly that many CPUs (components.model_deployment).
-CPU_CLAIM_DRIVER = "dra.cpu"
+CPU_CLAIM_DRIVER = CPU_DRIVER
 CPU_CLAIM_CAPACITY = "dra.cpu/cpu"
 
 
