@@ -9,8 +9,9 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.gke import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
+from infra.facts import derive_cluster
 from infra.tooling.mockrun import MockRun, Registration
-from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+from tests.conftest import cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:gcp"
 NETWORK = "gcp:compute/network:Network"
@@ -284,3 +285,31 @@ def test_long_names_are_shortened_within_gcp_limits_without_colliding() -> None:
     assert gcp_name("short", 40) == "short"
     account = node_account_id("p", "stack", "9" * 63)
     assert 6 <= len(account) <= 30 and account[0].isalpha()
+
+
+def test_schedulable_pools_count_gke_nodes_per_zone() -> None:
+    raw = gke_fleet(protect=False)
+    raw["clusters"][0]["nodePools"].append(
+        {"name": "cpu-ab", "className": "cpu8", "nodeCount": 2, "zones": ["us-central1-a", "us-central1-b"]}
+    )
+    fleet = fleet_of(raw)
+    nodes = {p["name"]: p["nodes"] for p in derive_cluster(fleet, fleet.clusters[0]).schedulable_pools()}
+    # l4: total limits bound the pool at maxNodeCount; cpu: 2 per zone in the region's three zones;
+    # cpu-ab: 2 in each of its two zones.
+    assert nodes == {"l4": 4, "cpu": 6, "cpu-ab": 4}
+
+
+def test_node_counts_elsewhere_count_the_whole_pool() -> None:
+    raw = {
+        "classes": [cpu_class("cpu", "AKS", {"vmSize": "Standard_D8s_v5"})],
+        "clusters": [
+            {
+                "name": "aks",
+                "source": "AKS",
+                "aks": {"location": "eastus", "kubernetesVersion": "1.35"},
+                "nodePools": [{"name": "cpu", "className": "cpu", "nodeCount": 2, "zones": ["1", "2"]}],
+            }
+        ],
+    }
+    fleet = fleet_of(raw)
+    assert [p["nodes"] for p in derive_cluster(fleet, fleet.clusters[0]).schedulable_pools()] == [2]
