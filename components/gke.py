@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -169,7 +170,8 @@ class GkeCluster(ClusterComponent):
 
     def _network(self) -> None:
         """A custom-mode VPC, its node subnetwork with the pod and service ranges, and Cloud NAT."""
-        name, project, region, on_gcp = self._name, self.project, self.region, {"provider": self.gcp_provider}
+        name, project, region = self._name, self.project, self.region
+        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
         self.network = gcp.compute.Network(
             f"{name}-network",
             name=gcp_name(name, COMPUTE_NAME_MAX),
@@ -216,7 +218,8 @@ class GkeCluster(ClusterComponent):
 
     def _identity(self) -> None:
         """The nodes' service account and its least-privilege roles."""
-        name, project, on_gcp = self._name, self.project, {"provider": self.gcp_provider}
+        name, project = self._name, self.project
+        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
         self.node_account = gcp.serviceaccount.Account(
             f"{name}-nodes",
             project=project,

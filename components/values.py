@@ -6,8 +6,9 @@ module holds values only: which rows install is the catalog's join, and the obje
 cannot be trusted to create (the `gpu.amd.com` DeviceClass, GKE's critical-pods quotas) are the
 ServingStack's.
 
-Facts are cited from the project's reference notes as [accelerator-facts §n] and
-[modelplane-domain §n]; chart keys were checked against the charts' own values files.
+Each value that is not the chart's default names its public source: the chart's own file at the
+pinned tag, the vendor's documentation, or the upstream issue. What differs between clouds is
+read from the cloud's profile (`infra.profiles`), never from the cloud's name.
 
 Tolerations are always scoped to a taint key this program puts on a pool (`infra.facts`): no value
 here tolerates every taint, so a device stack never lands on another vendor's or the system pool.
@@ -39,8 +40,8 @@ AMD_TAINT_KEY = vocab.AMD_TAINT_KEY
 CPU_TAINT_KEY = vocab.CPU_TAINT_KEY
 
 # Civo's documented GPU Operator setup installs the driver with the operator; 580.173.02 is the
-# version modelplane pins there (open kernel modules) [modelplane-domain §2, Civo row]. DRA needs a
-# driver >= 580 [accelerator-facts §1.2 Prerequisites].
+# version pinned for Civo's open kernel modules (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
+# DRA with the operator needs a driver >= 580 (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs").
 CIVO_NVIDIA_DRIVER = "580.173.02"
 
 # AMD images, pinned to the tags gpu-operator-charts v1.5.1 ships with or that are released next
@@ -49,7 +50,7 @@ CIVO_NVIDIA_DRIVER = "580.173.02"
 #   follow its version: v1.5.0 ships gpu-operator-utils:v1.5.0, [ROCm/gpu-operator releases]);
 AMD_OPERATOR_IMAGE = ("docker.io/rocm/gpu-operator", "v1.5.1")
 AMD_UTILS_IMAGE = "docker.io/rocm/gpu-operator-utils:v1.5.1"
-# - metrics exporter: the review rendered v1.5.1 and confirmed it [seed-pr-review; accelerator-facts §2.2];
+# - metrics exporter: ROCm/device-metrics-exporter release v1.5.1, released with the chart;
 AMD_METRICS_EXPORTER_IMAGE = "docker.io/rocm/device-metrics-exporter:v1.5.1"
 # - DRA driver: ROCm/k8s-gpu-dra-driver release v1.0.1, the release run with operator v1.5.1 in DRA mode;
 AMD_DRA_DRIVER_IMAGE = "docker.io/rocm/k8s-gpu-dra-driver:v1.0.1"
@@ -141,7 +142,7 @@ def kube_prometheus_stack(cloud: str) -> Values:
 
 def envoy_gateway(cloud: str) -> Values:
     # The Backend API lets routes point at inference endpoints outside Services (modelplane runs
-    # envoy gateway with it on) [modelplane-domain §3.1].
+    # envoy gateway with it on: modelplaneai/modelplane functions/compose-serving-stack/function/fn.py).
     return {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
 
 
@@ -156,23 +157,25 @@ def leader_worker_set(cloud: str) -> Values:
 
 def node_feature_discovery(cloud: str) -> Values:
     # The worker must reach GPU nodes, or no `pci-10de` / `amd-gpu` label appears and neither DRA
-    # kubelet plugin schedules [modelplane-domain §3.1]. AMD pools exist only on Existing.
+    # kubelet plugin schedules (modelplaneai/modelplane functions/compose-serving-stack/function/fn.py,
+    # node-feature-discovery). Only the vendors the cloud's profile serves are tolerated.
     return {"worker": {"tolerations": gpu_tolerations(cloud)}}
 
 
 def nvidia_gpu_operator(cloud: str) -> Values:
     values: Values = {
         # GPUs are allocated through DRA only: a device plugin next to the DRA driver advertises
-        # every GPU twice and over-admits pods [accelerator-facts §9.1].
+        # every GPU twice and over-admits pods (EKS user guide, "NVIDIA DRA": never run both).
         "devicePlugin": {"enabled": False},
         # The standalone NFD release serves both GPU stacks; a second NFD would fight over labels.
         "nfd": {"enabled": False},
-        # The DRA driver hands GPUs to containers through CDI [accelerator-facts §1.1 Operator + DRA].
+        # The DRA driver hands GPUs to containers through CDI (NVIDIA GPU Operator docs, "NVIDIA DRA
+        # Driver for GPUs": CDI is required and the default).
         "cdi": {"enabled": True},
         "dcgmExporter": {
             "enabled": True,
             # Without it dcgm-exporter cannot attribute GPUs allocated through DRA claims to pods
-            # [accelerator-facts §9.5].
+            # (NVIDIA/dcgm-exporter README, `KUBERNETES_ENABLE_DRA`).
             "env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}],
         },
         # Operands run on GPU nodes only; tolerate that taint and no other.
@@ -227,16 +230,17 @@ def nvidia_gpu_operator(cloud: str) -> Values:
 def dra_driver_nvidia_gpu(cloud: str) -> Values:
     values: Values = {
         "nvidiaDriverRoot": nvidia_driver_root(cloud),
-        # Required for GPU allocation at all [accelerator-facts §1.2 Values].
+        # Required for GPU allocation at all (kubernetes-sigs/dra-driver-nvidia-gpu docs/install.md).
         "gpuResourcesEnabledOverride": True,
         # Helm's capability detection can pick an API version the server does not serve; every
-        # cluster here is on Kubernetes >= 1.34, where resource.k8s.io/v1 is GA [accelerator-facts §9.4].
+        # cluster here is on Kubernetes >= 1.34, where resource.k8s.io/v1 is GA (chart values.yaml
+        # @v0.4.1: "" auto-detects through `.Capabilities`).
         "resourceApiVersion": "resource.k8s.io/v1",
         # ComputeDomains (multi-node NVLink/IMEX) are not offered; GPUs are.
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         # The chart's controller affinity wants a control-plane node, which managed clusters never
         # show and a BYO cluster may not schedule on; the controller needs no host access, so it
-        # may run on any Linux node [accelerator-facts §1.2 Values; AICR overlays]. Helm replaces
+        # may run on any Linux node (chart values.yaml @v0.4.1, `controller.affinity`). Helm replaces
         # lists, so these terms replace the chart's; a null would have to survive every layer
         # between this dict and Helm to delete them, and a dropped null silently keeps them.
         "controller": {"affinity": ANY_LINUX_NODE},
@@ -282,23 +286,26 @@ def amd_gpu_operator(cloud: str) -> Values:
                 "install": True,
                 # The default DeviceConfig renders only at install unless this is set, and it keeps
                 # `helm.sh/resource-policy: keep`; without it later value changes never reach the
-                # live DeviceConfig [seed-pr-review].
+                # live DeviceConfig (gpu-operator-charts v1.5.1 helm-charts-k8s/values.yaml, `crds.defaultCR`).
                 "upgrade": True,
             }
         },
         # KMM builds and loads out-of-tree drivers; driver management is off, so its controller,
-        # webhook and ValidatingWebhookConfiguration would run for nothing [seed-pr-review].
+        # webhook and ValidatingWebhookConfiguration would run for nothing (ROCm/gpu-operator v1.5.1
+        # docs/installation/kubernetes-helm.md, installing without KMM).
         "kmm": {"enabled": False},
         # The standalone NFD release (tagged with both GPU drivers on Existing) serves this stack.
         "node-feature-discovery": {"enabled": False},
         # The default NodeFeatureRule that labels `feature.node.kubernetes.io/amd-gpu` is still
-        # needed: the DeviceConfig selects nodes by it [accelerator-facts §2.1].
+        # needed: the DeviceConfig selects nodes by it (helm-charts-k8s/values.yaml @v1.5.1,
+        # `installdefaultNFDRule`).
         "installdefaultNFDRule": True,
         # Auto-remediation taints and drains nodes through Argo workflows; not part of this stack
-        # (modelplane turns both off too) [modelplane-domain §3.1, amd-gpu-operator row].
+        # (helm-charts-k8s/values.yaml @v1.5.1, `remediation`).
         "remediation": {"enabled": False, "installCRDs": False},
         # The ServingStack creates the `gpu.amd.com` DeviceClass itself: the chart skips it
-        # silently when Helm's capabilities lack resource.k8s.io [accelerator-facts §9.4], and two
+        # silently when Helm's capabilities lack resource.k8s.io (helm-charts-k8s/templates/
+        # _operator-helpers.tpl @v1.5.1), and two
         # owners of one object would fight.
         "draDriver": {"deviceClass": {"create": False}},
         "controllerManager": {
@@ -309,7 +316,8 @@ def amd_gpu_operator(cloud: str) -> Values:
         },
         "deviceConfig": {
             "spec": {
-                # The owner's nodes run the inbox (or their own) amdgpu driver [accelerator-facts §2.1].
+                # The owner's nodes run the inbox (or their own) amdgpu driver; the operator's driver
+                # management is optional (ROCm/gpu-operator v1.5.1 docs/installation/kubernetes-helm.md).
                 "driver": {"enable": False},
                 "commonConfig": {
                     "initContainerImage": AMD_INIT_CONTAINER_IMAGE,
@@ -317,12 +325,12 @@ def amd_gpu_operator(cloud: str) -> Values:
                 },
                 "devicePlugin": {
                     # DRA only: the operator rejects the device plugin and the DRA driver together
-                    # [accelerator-facts §2.1 "Turning on DRA"].
+                    # (ROCm/gpu-operator v1.5.1 docs/dra/dra-driver.md).
                     "enableDevicePlugin": False,
                     "devicePluginImage": AMD_DEVICE_PLUGIN_IMAGE,
                     "devicePluginTolerations": tolerations,
                     # The labeller runs on its own flag, not the device plugin's, and labels the
-                    # GPU model the pools are described by [accelerator-facts §2.1].
+                    # GPU model the pools are described by (docs/device_plugin/device-plugin.md @v1.5.1).
                     "enableNodeLabeller": True,
                     "nodeLabellerImage": AMD_NODE_LABELLER_IMAGE,
                     "nodeLabellerTolerations": tolerations,
