@@ -33,6 +33,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from infra import vocabulary as vocab
 from infra.profiles import profile
 from infra.vocabulary import CPU_DRIVER
 
@@ -62,20 +63,20 @@ class ClaimMode(StrEnum):
 
 
 class Provider(StrEnum):
-    GKE = "GKE"
-    EKS = "EKS"
-    AKS = "AKS"
-    CIVO = "Civo"
-    VULTR = "Vultr"
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
 
 
 class Source(StrEnum):
-    GKE = "GKE"
-    EKS = "EKS"
-    AKS = "AKS"
-    CIVO = "Civo"
-    VULTR = "Vultr"
-    EXISTING = "Existing"
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
+    EXISTING = vocab.EXISTING
 
 
 class TaintEffect(StrEnum):

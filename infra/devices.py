@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from infra.config import ClaimMode, Fleet, InferenceClass, InferenceCluster, Role, Source
+from infra.config import ClaimMode, Fleet, InferenceClass, InferenceCluster, Role
 from infra.profiles import profile
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
 
@@ -95,7 +95,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
         out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix))
 
     drivers = claimed_drivers(cls)
-    provisioned = source != Source.EXISTING
+    provisioned = profile(source).provisioned
     prov = cls.provisioning if provisioned else None  # On Existing, provisioning is ignored.
     accel = prov.accelerator if prov is not None else None
     vendors = gpu_vendors(drivers)

@@ -29,7 +29,6 @@ from infra.profiles import CloudProfile, profile
 from infra.vocabulary import (
     CPU_LABEL,
     CPU_TAINT_KEY,
-    EXISTING,
     GPU_LABEL,
     GPU_VENDORS,
     NVIDIA,
@@ -155,7 +154,7 @@ def pool_accelerator(
     """
     if vendor is None:
         return None
-    if source == EXISTING:
+    if not profile(source).provisioned:
         return Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
     return cls_accel
 
