@@ -335,5 +335,8 @@ class GkeCluster(ClusterComponent):
                 depends_on=self.node_roles,
                 # The name is fixed, so a replacement must delete the old pool before creating the new.
                 delete_before_replace=True,
+                # `initial_node_count` matters only at creation and changing it replaces the pool
+                # (google_container_node_pool), so a pool created before it was set keeps its nodes.
+                ignore_changes=["initialNodeCount"] if pool.autoscaled else None,
             ),
         )
