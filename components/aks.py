@@ -17,6 +17,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 from pulumi_azure_native import containerservice, network, resources
@@ -24,6 +25,7 @@ from pulumi_azure_native.provider import Provider as AzureProvider
 
 from components.base import ClusterArgs, ClusterComponent, source_block, taint_strings
 from components.values import nvidia_driver_owned_by_stack
+from infra import vocabulary as vocab
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
@@ -60,7 +62,7 @@ def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
     """
     if pool.role != "GPU" or pool.vendor != "nvidia":
         return None
-    owned = nvidia_driver_owned_by_stack("AKS")
+    owned = nvidia_driver_owned_by_stack(vocab.AKS)
     return containerservice.GPUProfileArgs(
         driver=containerservice.GPUDriver.NONE if owned else containerservice.GPUDriver.INSTALL
     )
@@ -68,6 +70,33 @@ def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
 
 def zones_of(pool: PoolFacts) -> Sequence[str] | None:
     return list(pool.zones) or None
+
+
+def pool_fields(pool: PoolFacts, subnet_id: pulumi.Input[str]) -> dict[str, Any]:
+    """The fields the system pool profile and every `AgentPool` share, from the pool's facts."""
+    return {
+        "os_type": containerservice.OSType.LINUX,
+        "vm_size": str(pool.machine),
+        "vnet_subnet_id": subnet_id,
+        "availability_zones": zones_of(pool),
+        "os_disk_size_gb": pool.disk_size_gb,
+        "node_labels": dict(pool.labels),
+        "node_taints": taint_strings(pool.taints) or None,
+        "count": pool.node_count,
+        "enable_auto_scaling": pool.autoscaled,
+        "min_count": pool.min_node_count if pool.autoscaled else None,
+        "max_count": pool.max_node_count if pool.autoscaled else None,
+    }
+
+
+def autoscaler_owned(pool: PoolFacts, path: str = "count") -> list[str] | None:
+    """Inputs of an autoscaled pool that `pulumi up` sets only at creation.
+
+    Once AKS's autoscaler has changed a pool's size, an update that sends `count` is rejected
+    ("Cannot manually scale AgentPool ... autoscaler enabled"), so the count is ignored after
+    creation (https://learn.microsoft.com/azure/aks/cluster-autoscaler).
+    """
+    return [path] if pool.autoscaled else None
 
 
 class AksCluster(ClusterComponent):
@@ -80,39 +109,50 @@ class AksCluster(ClusterComponent):
         if len(set(pool_names)) != len(pool_names):
             raise ValueError(f"cluster {name!r}: pools {[p.name for p in facts.pools]} share an AKS agent pool name")
         super().__init__(name, args, opts)
-        system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
-
         self.azure_provider = AzureProvider(
             f"{name}-azure", location=block.location, opts=pulumi.ResourceOptions(parent=self)
         )
-        on_azure = {"provider": self.azure_provider}
+        self._network(block.location)
+        self._cluster(block.kubernetes_version)
+        self._pools()
+        self.finish(self._kubeconfig())
 
+    def _on_azure(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(suffix, provider=self.azure_provider, **extra)
+
+    def _network(self, location: str) -> None:
+        """The resource group, the VNet and the node subnet."""
+        name = self._name
         self.resource_group = resources.ResourceGroup(
             f"{name}-rg",
-            location=block.location,
+            location=location,
             # Deleting the group deletes everything in it, the cluster included.
-            opts=self.child("rg", protect=True, **on_azure),
+            opts=self._on_azure("rg", protect=True),
         )
         self.vnet = network.VirtualNetwork(
             f"{name}-vnet",
             resource_group_name=self.resource_group.name,
             location=self.resource_group.location,
             address_space=network.AddressSpaceArgs(address_prefixes=[VNET_CIDR]),
-            opts=self.child("vnet", protect=True, **on_azure),
+            opts=self._on_azure("vnet", protect=True),
         )
         self.subnet = network.Subnet(
             f"{name}-subnet",
             resource_group_name=self.resource_group.name,
             virtual_network_name=self.vnet.name,
             address_prefix=NODE_SUBNET_CIDR,
-            opts=self.child("subnet", protect=True, **on_azure),
+            opts=self._on_azure("subnet", protect=True),
         )
+
+    def _cluster(self, kubernetes_version: str) -> None:
+        """The managed cluster with its System-mode pool (AKS requires one inline)."""
+        name, system = self._name, self.facts.pool(SYSTEM_POOL)
         self.cluster = containerservice.ManagedCluster(
             f"{name}-cluster",
             resource_group_name=self.resource_group.name,
             location=self.resource_group.location,
             dns_prefix=name,
-            kubernetes_version=block.kubernetes_version,
+            kubernetes_version=kubernetes_version,
             identity=containerservice.ManagedClusterIdentityArgs(
                 type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
             ),
@@ -133,53 +173,40 @@ class AksCluster(ClusterComponent):
                 containerservice.ManagedClusterAgentPoolProfileArgs(
                     name=agent_pool_name(system.name),
                     mode=containerservice.AgentPoolMode.SYSTEM,
-                    os_type=containerservice.OSType.LINUX,
-                    vm_size=str(system.machine),
-                    vnet_subnet_id=self.subnet.id,
-                    availability_zones=zones_of(system),
-                    os_disk_size_gb=system.disk_size_gb,
-                    node_labels=dict(system.labels),
-                    node_taints=taint_strings(system.taints) or None,
-                    count=system.node_count,
-                    enable_auto_scaling=system.autoscaled,
-                    min_count=system.min_node_count if system.autoscaled else None,
-                    max_count=system.max_node_count if system.autoscaled else None,
+                    **pool_fields(system, self.subnet.id),
                 )
             ],
-            opts=self.child("cluster", protect=True, **on_azure),
+            opts=self._on_azure(
+                "cluster", protect=True, ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")
+            ),
         )
 
+    def _pools(self) -> None:
+        """One User-mode agent pool per declared pool."""
         self.node_pools: list[containerservice.AgentPool] = []
-        for pool in user_pools:
+        for pool in self.facts.user_pools:
             previous = self.node_pools[-1:]
             self.node_pools.append(
                 containerservice.AgentPool(
-                    f"{name}-{pool.name}",
+                    f"{self._name}-{pool.name}",
                     resource_group_name=self.resource_group.name,
                     resource_name_=self.cluster.name,
                     agent_pool_name=agent_pool_name(pool.name),
                     mode=containerservice.AgentPoolMode.USER,
-                    os_type=containerservice.OSType.LINUX,
-                    vm_size=str(pool.machine),
-                    vnet_subnet_id=self.subnet.id,
-                    availability_zones=zones_of(pool),
-                    os_disk_size_gb=pool.disk_size_gb,
-                    node_labels=dict(pool.labels),
-                    node_taints=taint_strings(pool.taints),
                     gpu_profile=gpu_profile(pool),
-                    count=pool.node_count,
-                    enable_auto_scaling=pool.autoscaled,
-                    min_count=pool.min_node_count if pool.autoscaled else None,
-                    max_count=pool.max_node_count if pool.autoscaled else None,
+                    **pool_fields(pool, self.subnet.id),
                     # AKS refuses an agent-pool operation while another runs on the same cluster
                     # (OperationNotAllowed), so pools are created one after another.
-                    opts=self.child(pool.name, protect=True, depends_on=previous, **on_azure),
+                    opts=self._on_azure(
+                        pool.name, protect=True, depends_on=previous, ignore_changes=autoscaler_owned(pool)
+                    ),
                 )
             )
 
+    def _kubeconfig(self) -> pulumi.Output[str]:
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group.name,
             resource_name=self.cluster.name,
             opts=pulumi.InvokeOutputOptions(provider=self.azure_provider, parent=self),
         )
-        self.finish(credentials.kubeconfigs.apply(lambda kubeconfigs: base64.b64decode(kubeconfigs[0].value).decode()))
+        return credentials.kubeconfigs.apply(lambda kubeconfigs: base64.b64decode(kubeconfigs[0].value).decode())

@@ -2,9 +2,12 @@
 
 Each cloud module (`gke`, `eks`, `aks`, `civo`, `vultr`, `existing`) defines one `ClusterComponent`
 subclass with the same outline: an explicit cloud provider for the cluster's own project, region or
-account; the network; the cluster; the system pool; one node pool per declared pool; the
-kubeconfig (a secret Output) and a `kubernetes.Provider` for it. Labels, taints, roles and
-accelerators come from `infra.facts`; a cloud module only spells them the way its API wants.
+account, then the steps the cloud has, under the same names everywhere: `_network()`,
+`_identity()`, `_cluster()`, `_pools()`, `finish()` (the kubeconfig, a secret Output, and a
+`kubernetes.Provider` for it) and `_addons()` (what the cluster installs on itself through that
+provider). Labels, taints, roles and accelerators come from `infra.facts`, and what differs between
+clouds outside their own module from `infra.profiles`; a cloud module only spells them the way its
+API wants. Checks that can fail run in the program's guard before anything registers, not here.
 """
 
 from __future__ import annotations

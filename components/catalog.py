@@ -11,7 +11,10 @@ Two rules live here and nowhere else:
   dependent. It runs for every cloud when this module is imported, so a broken catalog cannot load.
 
 `supported_drivers(cloud)` is derived from the tags, plus drivers a cloud installs outside the
-stack (`EXTERNAL_DRIVERS`); the device rules in `infra.devices` read it from here.
+stack (`EXTERNAL_DRIVERS`). Which vendors' rows a cloud carries comes from its profile
+(`infra.profiles`), and the catalog checks when it loads that its tags give exactly the drivers
+the profile says the cloud serves, so the device rules (which read the profile) and the catalog
+can never disagree.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ from typing import Any
 
 from components import telemetry
 from components import values as v
+from infra.facts import ClusterFacts
+from infra.profiles import PROFILES, profile
+from infra.vocabulary import AMD_GPU_DRIVER as AMD
+from infra.vocabulary import CLOUDS, VENDOR_DRIVER
+from infra.vocabulary import CPU_DRIVER as CPU
+from infra.vocabulary import NET_DRIVER as NET
+from infra.vocabulary import NVIDIA_GPU_DRIVER as NVIDIA
 
-CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Existing")
-
-NVIDIA = "gpu.nvidia.com"
-AMD = "gpu.amd.com"
-CPU = "dra.cpu"
-NET = "dra.net"
+__all__ = ["AMD", "CLOUDS", "CPU", "NET", "NVIDIA"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,9 @@ class Component:
     dra_drivers: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     values: Mapping[str, Any] = field(default_factory=dict)
+    # Some of its pods run at `system-node-critical` or `system-cluster-critical`, which some
+    # clouds admit outside kube-system only under a ResourceQuota (`CloudProfile.critical_pods_quota`).
+    critical_pods: bool = False
 
     @property
     def release(self) -> str:
@@ -74,8 +82,14 @@ ROCM = "https://rocm.github.io/gpu-operator"
 
 def _common(cloud: str) -> list[Component]:
     """Components every cloud installs; the device-stack rows are tagged with their driver."""
-    nfd_tags = (NVIDIA, AMD) if cloud == "Existing" else (NVIDIA,)
-    return [
+    served = profile(cloud)
+    gpu_tags = tuple(VENDOR_DRIVER[vendor] for vendor in served.gpu_vendors)
+    # Where the cloud runs its own GPU Operator (with NFD), ours would be a second owner of the
+    # same nodes and CRDs; the DRA driver then builds on the cloud's operator.
+    own_operator = not served.managed_gpu_operator
+    # The neutral rows are pinned to the releases their values below were checked against (each
+    # chart's values.yaml at that tag); moving one is editing its row after checking those keys.
+    rows = [
         Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager", values=v.cert_manager(cloud)),
         Component(
             "kube-prometheus-stack",
@@ -110,25 +124,39 @@ def _common(cloud: str) -> list[Component]:
             telemetry.NAMESPACE,
             values=telemetry.collector_values(cloud),
         ),
-        Component(
-            "node-feature-discovery",
-            "node-feature-discovery",
-            NFD_REPO,
-            "0.19.0",
-            "node-feature-discovery",
-            dra_drivers=nfd_tags,
-            values=v.node_feature_discovery(cloud),
-        ),
-        Component(
-            "gpu-operator",
-            "gpu-operator",
-            NGC,
-            "v26.3.3",
-            "gpu-operator",
-            dra_drivers=(NVIDIA,),
-            depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
-            values=v.nvidia_gpu_operator(cloud),
-        ),
+    ]
+    if own_operator:
+        rows += [
+            # 0.19.0: the NFD release gpu-operator v26.7.0 bundles as its subchart (Chart.yaml at
+            # that tag); both GPU stacks read its `pci-10de` / `amd-gpu` labels.
+            Component(
+                "node-feature-discovery",
+                "node-feature-discovery",
+                NFD_REPO,
+                "0.19.0",
+                "node-feature-discovery",
+                dra_drivers=gpu_tags,
+                values=v.node_feature_discovery(cloud),
+            ),
+            # v26.3.3: DRA with the operator needs v25.10.0 or later with the device plugin off
+            # (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs"); v26.3.3 is that line's
+            # latest patch when pinned. Its daemonsets run at system-node-critical (values.yaml).
+            Component(
+                "gpu-operator",
+                "gpu-operator",
+                NGC,
+                "v26.3.3",
+                "gpu-operator",
+                dra_drivers=(NVIDIA,),
+                depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
+                values=v.nvidia_gpu_operator(cloud),
+                critical_pods=True,
+            ),
+        ]
+    rows += [
+        # 0.4.1: the release EKS's DRA guide installs, the first line published from
+        # kubernetes-sigs (0.4.0 moved the chart there). Controller at system-cluster-critical,
+        # kubelet plugin at system-node-critical (deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1).
         Component(
             "dra-driver-nvidia-gpu",
             "dra-driver-nvidia-gpu",
@@ -136,11 +164,13 @@ def _common(cloud: str) -> list[Component]:
             "0.4.1",
             "dra-driver-nvidia-gpu",
             dra_drivers=(NVIDIA,),
-            depends_on=("gpu-operator",),
+            depends_on=("gpu-operator",) if own_operator else (),
             values=v.dra_driver_nvidia_gpu(cloud),
+            critical_pods=True,
         ),
         # Pinned once for every cloud, Existing included. 0.3.0 or later: 0.2.0 reads neither
-        # `nodeSelector` nor `driverConfig` (deployment/helm/dra-driver-cpu/templates @v0.2.0).
+        # `nodeSelector` nor `driverConfig` (deployment/helm/dra-driver-cpu/templates @v0.2.0). Its
+        # DaemonSet's priority class is fixed at system-node-critical (templates/daemonset.yaml).
         Component(
             "dra-driver-cpu",
             "dra-driver-cpu",
@@ -149,13 +179,15 @@ def _common(cloud: str) -> list[Component]:
             "dra-driver-cpu",
             dra_drivers=(CPU,),
             values=v.dra_driver_cpu(cloud),
+            critical_pods=True,
         ),
     ]
+    return rows
 
 
 def _per_cloud(cloud: str) -> list[Component]:
-    if cloud == "Existing":
-        # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it.
+    if "amd" in profile(cloud).gpu_vendors:
+        # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it here.
         return [
             Component(
                 "amd-gpu-operator",
@@ -171,9 +203,11 @@ def _per_cloud(cloud: str) -> list[Component]:
     return []
 
 
-# Drivers a cloud installs outside the serving stack. EKS installs aws-dranet (`dra.net`) with the
-# cluster when a pool claims it (EFA pools); see components/eks.py.
-EXTERNAL_DRIVERS: Mapping[str, tuple[str, ...]] = {"EKS": (NET,)}
+# Drivers a cloud installs outside the serving stack, from its profile. EKS installs aws-dranet
+# (`dra.net`) with the cluster when a pool claims it (EFA pools); see components/eks.py.
+EXTERNAL_DRIVERS: Mapping[str, tuple[str, ...]] = {
+    c: p.external_drivers for c, p in PROFILES.items() if p.external_drivers
+}
 
 
 def catalog_for(cloud: str) -> list[Component]:
@@ -290,6 +324,32 @@ def supported_drivers(cloud: str) -> list[str]:
     return sorted(tags | set(EXTERNAL_DRIVERS.get(cloud, ())))
 
 
+def cluster_components(facts: ClusterFacts) -> list[Component]:
+    """The components this cluster installs: its cloud's catalog joined with its claimed drivers."""
+    return join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator)
+
+
+def release_values(facts: ClusterFacts) -> dict[str, Mapping[str, Any]]:
+    """Release name -> values of the components the cluster installs, as the catalog builds them."""
+    return {c.release: c.values for c in cluster_components(facts)}
+
+
+def critical_pod_namespaces(components: Sequence[Component]) -> list[str]:
+    """Namespaces of the components whose pods run at a system-critical priority."""
+    return sorted({c.namespace for c in components if c.critical_pods})
+
+
+def check_served_drivers(cloud: str, catalog: Sequence[Component]) -> None:
+    """The catalog's tags plus the external drivers are exactly the drivers the cloud's profile serves."""
+    tags = {d for c in catalog for d in c.dra_drivers} | set(EXTERNAL_DRIVERS.get(cloud, ()))
+    expected = set(profile(cloud).supported_drivers)
+    if tags != expected:
+        raise CatalogError(
+            f"{cloud}: the catalog serves {sorted(tags)} but the cloud profile says {sorted(expected)}; "
+            "tag the rows or change the profile's gpu_vendors / external_drivers so they agree"
+        )
+
+
 def needed_by_others(catalog: Sequence[Component]) -> set[str]:
     """Keys some other component depends on; their releases wait until ready (helm --wait)."""
     return {d for c in catalog for d in c.depends_on}
@@ -299,6 +359,7 @@ def load_catalog() -> dict[str, list[Component]]:
     catalog = {cloud: catalog_for(cloud) for cloud in CLOUDS}
     for cloud, rows in catalog.items():
         check_dependencies(cloud, rows)
+        check_served_drivers(cloud, rows)
     return catalog
 
 

@@ -4,9 +4,8 @@ Everything is created through one `civo.Provider` pinned to the cluster's region
 comes from the provider's own configuration (`civo:token` or `CIVO_TOKEN`), never from this module.
 
 Civo node pools have no autoscaling bounds in this provider: every pool, the system pool
-included, is created with `nodeCount` nodes. `minNodeCount`/`maxNodeCount` still appear in the
-plan and in `schedulablePools` (as the most nodes the pool may have), but nothing on Civo scales
-a pool between them.
+included, is created with `nodeCount` nodes, and config loading rejects `minNodeCount` /
+`maxNodeCount` on Civo (the Civo profile says nothing scales its pools).
 
 Labels and taints are the ones `infra.facts` derived; this module only spells them as the Civo API
 wants (taints as `{key, value, effect}` with Kubernetes effect names).
@@ -64,39 +63,45 @@ class CivoCluster(ClusterComponent):
     TYPE_TOKEN = "modelplane:civo:CivoCluster"
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        facts = args.facts
-        block = source_block(name, facts.spec.civo, "civo")
+        block = source_block(name, args.facts.spec.civo, "civo")
         super().__init__(name, args, opts)
-        system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
-
+        self.region = block.region
         self.civo_provider = civo.Provider(
             f"{name}-civo", region=block.region, opts=pulumi.ResourceOptions(parent=self)
         )
-        on_civo = {"provider": self.civo_provider}
+        self._network()
+        self._cluster(block.kubernetes_version)
+        self._pools()
+        self.finish(self.cluster.kubeconfig)
 
-        self.network = civo.Network(
-            f"{name}-network",
-            label=name,
-            region=block.region,
-            opts=self.child("network", protect=True, **on_civo),
-        )
+    def _on_civo(self, suffix: str) -> pulumi.ResourceOptions:
+        return self.child(suffix, protect=True, provider=self.civo_provider)
+
+    def _network(self) -> None:
+        """The cluster's private network and its firewall."""
+        name = self._name
+        self.network = civo.Network(f"{name}-network", label=name, region=self.region, opts=self._on_civo("network"))
         self.firewall = civo.Firewall(
             f"{name}-firewall",
             name=name,
-            region=block.region,
+            region=self.region,
             network_id=self.network.id,
             create_default_rules=False,
             ingress_rules=firewall_ingress(),
             egress_rules=firewall_egress(),
-            opts=self.child("firewall", protect=True, **on_civo),
+            opts=self._on_civo("firewall"),
         )
+
+    def _cluster(self, kubernetes_version: str) -> None:
+        """The k3s cluster with the system pool inline."""
+        name, system = self._name, self.facts.pool(SYSTEM_POOL)
         self.cluster = civo.KubernetesCluster(
             f"{name}-cluster",
             name=name,
-            region=block.region,
+            region=self.region,
             network_id=self.network.id,
             firewall_id=self.firewall.id,
-            kubernetes_version=block.kubernetes_version,
+            kubernetes_version=kubernetes_version,
             cni=CNI,
             applications=APPLICATIONS,
             pools=civo.KubernetesClusterPoolsArgs(
@@ -107,11 +112,14 @@ class CivoCluster(ClusterComponent):
             ),
             # Without it the provider leaves `kubeconfig` empty in state.
             write_kubeconfig=True,
-            opts=self.child("cluster", protect=True, **on_civo),
+            opts=self._on_civo("cluster"),
         )
+
+    def _pools(self) -> None:
+        """One node pool per declared pool."""
         self.node_pools = [
             civo.KubernetesNodePool(
-                f"{name}-{pool.name}",
+                f"{self._name}-{pool.name}",
                 cluster_id=self.cluster.id,
                 label=pool.name,
                 size=str(pool.machine),
@@ -120,8 +128,7 @@ class CivoCluster(ClusterComponent):
                 taints=node_pool_taints(pool),
                 # No public address per node: traffic enters through the gateway's load balancer.
                 public_ip_node_pool=False,
-                opts=self.child(pool.name, protect=True, **on_civo),
+                opts=self._on_civo(pool.name),
             )
-            for pool in user_pools
+            for pool in self.facts.user_pools
         ]
-        self.finish(self.cluster.kubeconfig)

@@ -17,10 +17,10 @@ What this module decides (and nothing more):
   so pods cannot borrow the node's role through the metadata service) and sizes the root volume
   (which is why the node groups leave `disk_size` unset: EKS rejects both). GPU pools use
   `AL2023_x86_64_NVIDIA`, which ships the NVIDIA driver and toolkit, CPU and system pools
-  `AL2023_x86_64_STANDARD` (`reference/accelerator-facts.md` 1.1 "EKS");
+  `AL2023_x86_64_STANDARD` (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html);
 - how facts are spelled for EKS: taint effects as `NO_SCHEDULE`; `minNodeCount`/`maxNodeCount`
-  become the node group's scaling bounds (equal to `nodeCount` when unset). Nothing here installs
-  a cluster autoscaler, so a pool stays at `nodeCount` until one is installed;
+  become the node group's scaling bounds (equal to `nodeCount` when unset), and the Kubernetes
+  Cluster Autoscaler, installed with its IAM role, scales the groups within them;
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
   the driver `components.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
   template fits one EFA interface per claimed `dra.net` device (one per network card), in a
@@ -41,9 +41,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints, source_block
-from components.catalog import NET
 from infra.config import ClaimMode
 from infra.facts import PoolFacts
+from infra.vocabulary import NET_DRIVER as NET
 
 VPC_CIDR = "10.0.0.0/16"
 # Small public subnets (load balancers, the NAT gateway), large private ones (nodes and, with the
@@ -84,6 +84,52 @@ DRANET_CHART = "aws-dranet"
 DRANET_VERSION = "1.0.0"
 DRANET_REPO = "https://aws.github.io/eks-charts"
 DRANET_NAMESPACE = "kube-system"
+
+# Launch-template interface types: EFA with ENA on card 0, RDMA-only on the other cards.
+EFA_PRIMARY = "efa"
+EFA_ONLY = "efa-only"
+
+# The Kubernetes Cluster Autoscaler: managed node groups carry scaling bounds but nothing scales
+# within them on its own. The chart version is the one modelplane's EKS composition pins
+# (modelplaneai/modelplane functions/compose-eks-cluster/function/fn.py); it discovers node groups
+# by the `k8s.io/cluster-autoscaler/<cluster>` tags EKS puts on their Auto Scaling groups
+# (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html).
+AUTOSCALER_RELEASE = "mp-cluster-autoscaler"
+AUTOSCALER_CHART = "cluster-autoscaler"
+AUTOSCALER_VERSION = "9.57.0"
+AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
+AUTOSCALER_NAMESPACE = "kube-system"
+AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+# What the autoscaler may do: describe groups and instance types, set desired capacity and
+# terminate instances (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md,
+# "Full Cluster Autoscaler Features Policy").
+AUTOSCALER_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "autoscaling:DescribeAutoScalingGroups",
+                    "autoscaling:DescribeAutoScalingInstances",
+                    "autoscaling:DescribeLaunchConfigurations",
+                    "autoscaling:DescribeScalingActivities",
+                    "ec2:DescribeImages",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplateVersions",
+                    "ec2:GetInstanceTypesFromInstanceRequirements",
+                    "eks:DescribeNodegroup",
+                ],
+                "Resource": ["*"],
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                "Resource": ["*"],
+            },
+        ],
+    }
+)
 
 AWS_AUTH_HINT = "Install the AWS CLI v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html"
 
@@ -130,6 +176,15 @@ def scaling(pool: PoolFacts) -> aws.eks.NodeGroupScalingConfigArgs:
     return aws.eks.NodeGroupScalingConfigArgs(desired_size=pool.node_count, min_size=low, max_size=max(high, 1))
 
 
+def autoscaler_owned(pool: PoolFacts) -> list[str] | None:
+    """Inputs the autoscaler changes on an autoscaled node group, which `pulumi up` must not reset.
+
+    The desired size is set at creation and then left to the autoscaler; otherwise every update
+    would scale the group back to nodeCount (pulumi-eks documents the same `ignoreChanges`).
+    """
+    return ["scalingConfig.desiredSize"] if pool.autoscaled else None
+
+
 def dranet_tolerations(pools: Sequence[PoolFacts]) -> list[dict[str, str]]:
     """Exactly the taints of the pools that claim `dra.net` (their GPU taint), never a wildcard."""
     seen: list[dict[str, str]] = []
@@ -155,12 +210,18 @@ def efa_interfaces(pool: PoolFacts) -> int:
 def efa_network_interfaces(
     count: int, groups: Sequence[pulumi.Input[str]]
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
-    """One EFA interface per network card; card 0 carries the primary interface (device 0)."""
+    """One EFA interface per network card; card 0 carries the primary interface (device 0).
+
+    Card 0 is `efa` (EFA with ENA: the node's IP traffic and EFA); the others are `efa-only`, with
+    no IP address. Were the secondaries plain `efa`, nodeadm would try to configure them as IP
+    interfaces and the node would never join (terraform-aws-modules/terraform-aws-eks#3653;
+    modelplaneai/modelplane functions/compose-eks-cluster/function/fn.py).
+    """
     return [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
             network_card_index=card,
             device_index=0 if card == 0 else 1,
-            interface_type="efa",
+            interface_type=EFA_PRIMARY if card == 0 else EFA_ONLY,
             delete_on_termination="true",
             security_groups=list(groups),
         )
@@ -178,21 +239,30 @@ class EksCluster(ClusterComponent):
         declared = declared_zones(facts.pools)
         if len(declared) > MAX_ZONES:
             raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")
-        region = block.region
-        tags = dict(facts.spec.labels)
+        self.region = block.region
+        self.tags = dict(facts.spec.labels)
+        self.aws_provider = aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))
+        self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
+        self.partition = aws.get_partition_output(opts=self.invoke).partition
+        self._network(declared)
+        self._identity()
+        self._cluster(block.kubernetes_version)
+        self._pools()
+        self.finish(self._kubeconfig())
+        self._addons()
 
-        self.aws_provider = aws.Provider(f"{name}-aws", region=region, opts=pulumi.ResourceOptions(parent=self))
-        on_aws: dict[str, Any] = {"provider": self.aws_provider}
-        invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
-        partition = aws.get_partition_output(opts=invoke).partition
+    def _on_aws(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(suffix, provider=self.aws_provider, **extra)
 
-        # --- network
+    def _network(self, declared: Sequence[str]) -> None:
+        """The VPC, a public and a private subnet per zone, one NAT gateway and the route tables."""
+        name, tags = self._name, self.tags
         zone_count = max(MIN_ZONES, len(declared)) if declared else DEFAULT_ZONES
         available = aws.get_availability_zones_output(
             state="available",
             # Regular zones only: Local and Wavelength Zones lack most instance types and EKS.
             filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
-            opts=invoke,
+            opts=self.invoke,
         ).names
         zones = available.apply(lambda names: subnet_zones(declared, names, zone_count))
         self.vpc = aws.ec2.Vpc(
@@ -201,10 +271,10 @@ class EksCluster(ClusterComponent):
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**tags, "Name": name},
-            opts=self.child("vpc", protect=True, **on_aws),
+            opts=self._on_aws("vpc", protect=True),
         )
         self.internet_gateway = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self.child("igw", **on_aws)
+            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
         )
         self.public_subnets: list[aws.ec2.Subnet] = []
         self.private_subnets: list[aws.ec2.Subnet] = []
@@ -218,7 +288,7 @@ class EksCluster(ClusterComponent):
                     availability_zone=zone,
                     map_public_ip_on_launch=True,
                     tags={**tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-                    opts=self.child(f"public-{i}", protect=True, **on_aws),
+                    opts=self._on_aws(f"public-{i}", protect=True),
                 )
             )
             self.private_subnets.append(
@@ -228,41 +298,41 @@ class EksCluster(ClusterComponent):
                     cidr_block=private_cidr(i),
                     availability_zone=zone,
                     tags={**tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-                    opts=self.child(f"private-{i}", protect=True, **on_aws),
+                    opts=self._on_aws(f"private-{i}", protect=True),
                 )
             )
         # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
         # would survive a zone outage at three times the cost; the cluster itself is regional.
         self.nat_ip = aws.ec2.Eip(
-            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self.child("nat-ip", **on_aws)
+            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws("nat-ip")
         )
         self.nat_gateway = aws.ec2.NatGateway(
             f"{name}-nat",
             allocation_id=self.nat_ip.id,
             subnet_id=self.public_subnets[0].id,
             tags={**tags, "Name": name},
-            opts=self.child("nat", depends_on=[self.internet_gateway], **on_aws),
+            opts=self._on_aws("nat", depends_on=[self.internet_gateway]),
         )
         self.public_routes = aws.ec2.RouteTable(
             f"{name}-public-routes",
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id)],
             tags={**tags, "Name": f"{name}-public"},
-            opts=self.child("public-routes", **on_aws),
+            opts=self._on_aws("public-routes"),
         )
         self.private_routes = aws.ec2.RouteTable(
             f"{name}-private-routes",
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=self.nat_gateway.id)],
             tags={**tags, "Name": f"{name}-private"},
-            opts=self.child("private-routes", **on_aws),
+            opts=self._on_aws("private-routes"),
         )
         self.route_associations = [
             aws.ec2.RouteTableAssociation(
                 f"{name}-{kind}-{i}-routes",
                 subnet_id=subnet.id,
                 route_table_id=table.id,
-                opts=self.child(f"{kind}-{i}-routes", **on_aws),
+                opts=self._on_aws(f"{kind}-{i}-routes"),
             )
             for kind, subnets, table in (
                 ("public", self.public_subnets, self.public_routes),
@@ -270,30 +340,50 @@ class EksCluster(ClusterComponent):
             )
             for i, subnet in enumerate(subnets)
         ]
+        # EFA: traffic between EFA interfaces must be allowed both ways within one security group;
+        # nodes with explicit interfaces also need the cluster's own group to reach the API.
+        self.efa_security_group: aws.ec2.SecurityGroup | None = None
+        if any(efa_interfaces(p) for p in self.facts.pools):
+            self.efa_security_group = aws.ec2.SecurityGroup(
+                f"{name}-efa",
+                vpc_id=self.vpc.id,
+                description="EFA traffic between the cluster's EFA nodes",
+                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+                egress=[
+                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
+                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
+                ],
+                tags={**tags, "Name": f"{name}-efa"},
+                opts=self._on_aws("efa"),
+            )
 
-        # --- IAM
+    def _identity(self) -> None:
+        """The cluster's and the nodes' IAM roles with their AWS-managed policies."""
+        name, tags = self._name, self.tags
         self.cluster_role = aws.iam.Role(
             f"{name}-cluster-role",
             # TagSession: EKS tags its sessions when it assumes the cluster role.
             assume_role_policy=assume_role_policy("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             tags=tags,
-            opts=self.child("cluster-role", **on_aws),
+            opts=self._on_aws("cluster-role"),
         )
         self.node_role = aws.iam.Role(
             f"{name}-node-role",
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             tags=tags,
-            opts=self.child("node-role", **on_aws),
+            opts=self._on_aws("node-role"),
         )
-        self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, partition)
-        self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, partition)
+        self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, self.partition)
+        self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, self.partition)
 
-        # --- cluster
+    def _cluster(self, kubernetes_version: str) -> None:
+        """The cluster, and the add-ons that need no nodes to become healthy."""
+        name, tags = self._name, self.tags
         self.cluster = aws.eks.Cluster(
             f"{name}-cluster",
             name=name,
             role_arn=self.cluster_role.arn,
-            version=block.kubernetes_version,
+            version=kubernetes_version,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=[s.id for s in self.private_subnets],
                 endpoint_private_access=True,
@@ -307,58 +397,38 @@ class EksCluster(ClusterComponent):
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             deletion_protection=self.protect,
             tags=tags,
-            opts=self.child("cluster", protect=True, depends_on=self.cluster_policies, **on_aws),
+            opts=self._on_aws("cluster", protect=True, depends_on=self.cluster_policies),
         )
         self.addons: dict[str, aws.eks.Addon] = {
-            addon: aws.eks.Addon(
-                f"{name}-{addon}",
-                cluster_name=self.cluster.name,
-                addon_name=addon,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="PRESERVE",
-                tags=tags,
-                opts=self.child(addon, **on_aws),
-            )
-            for addon in ADDONS
-            if addon not in ADDONS_NEEDING_NODES
+            addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES
         }
 
-        # --- EFA: traffic between EFA interfaces must be allowed both ways within one security
-        # group; nodes with explicit interfaces also need the cluster's own group to reach the API.
-        self.efa_security_group: aws.ec2.SecurityGroup | None = None
-        if any(efa_interfaces(p) for p in facts.pools):
-            self.efa_security_group = aws.ec2.SecurityGroup(
-                f"{name}-efa",
-                vpc_id=self.vpc.id,
-                description="EFA traffic between the cluster's EFA nodes",
-                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-                egress=[
-                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
-                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
-                ],
-                tags={**tags, "Name": f"{name}-efa"},
-                opts=self.child("efa", **on_aws),
-            )
+    def _addon(self, addon: str, depends_on: Sequence[pulumi.Resource] = ()) -> aws.eks.Addon:
+        return aws.eks.Addon(
+            f"{self._name}-{addon}",
+            cluster_name=self.cluster.name,
+            addon_name=addon,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            tags=self.tags,
+            opts=self._on_aws(addon, depends_on=list(depends_on)),
+        )
 
-        # --- node groups (system first, as in the facts)
+    def _pools(self) -> None:
+        """A node group per pool (system first, as in the facts), then the add-ons that need nodes."""
         self.launch_templates: list[aws.ec2.LaunchTemplate] = []
         self.placement_groups: list[aws.ec2.PlacementGroup] = []
-        self.node_groups = [self._node_group(name, pool, tags) for pool in facts.pools]
+        self.node_groups = [self._node_group(self._name, pool, self.tags) for pool in self.facts.pools]
         for addon in ADDONS_NEEDING_NODES:
-            self.addons[addon] = aws.eks.Addon(
-                f"{name}-{addon}",
-                cluster_name=self.cluster.name,
-                addon_name=addon,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="PRESERVE",
-                tags=tags,
-                opts=self.child(addon, depends_on=[self.node_groups[0]], **on_aws),
-            )
+            self.addons[addon] = self._addon(addon, depends_on=[self.node_groups[0]])
 
-        cluster_name = self.cluster.name
-        kubeconfig = pulumi.Output.all(
+    def _kubeconfig(self) -> pulumi.Output[str]:
+        region = self.region
+        # The kubeconfig waits for the node groups and add-ons (their ids), so nothing installed
+        # through the cluster's Kubernetes provider starts before nodes can run it.
+        return pulumi.Output.all(
             self.cluster.arn,
-            cluster_name,
+            self.cluster.name,
             self.cluster.endpoint,
             self.cluster.certificate_authority.data,
             *[g.id for g in self.node_groups],
@@ -373,23 +443,72 @@ class EksCluster(ClusterComponent):
                 AWS_AUTH_HINT,
             )
         )
-        # The kubeconfig waits for the node groups and add-ons (their ids above), so nothing
-        # installed through the cluster's Kubernetes provider starts before nodes can run it.
-        self.finish(kubeconfig)
 
-        # After finish(): the release needs the cluster's Kubernetes provider.
+    def _addons(self) -> None:
+        """What the cluster installs on itself through its Kubernetes provider (after finish())."""
+        self._cluster_autoscaler()
         self.dranet: k8s.helm.v3.Release | None = None
-        if any(NET in p.claimed_drivers for p in facts.pools):
+        if any(NET in p.claimed_drivers for p in self.facts.pools):
             self.dranet = k8s.helm.v3.Release(
-                f"{name}-aws-dranet",
+                f"{self._name}-aws-dranet",
                 name=DRANET_RELEASE,
                 chart=DRANET_CHART,
                 version=DRANET_VERSION,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=DRANET_REPO),
                 namespace=DRANET_NAMESPACE,
-                values={"tolerations": dranet_tolerations(facts.pools)},
+                values={"tolerations": dranet_tolerations(self.facts.pools)},
                 opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
             )
+
+    def _cluster_autoscaler(self) -> None:
+        """The Cluster Autoscaler, with an IAM role bound to its service account by Pod Identity.
+
+        The eks-pod-identity-agent add-on (in ADDONS) serves the binding; the role trusts
+        `pods.eks.amazonaws.com` (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html).
+        """
+        name, tags = self._name, self.tags
+        self.autoscaler_policy = aws.iam.Policy(
+            f"{name}-autoscaler", policy=AUTOSCALER_POLICY, tags=tags, opts=self._on_aws("autoscaler")
+        )
+        self.autoscaler_role = aws.iam.Role(
+            f"{name}-autoscaler-role",
+            assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
+            tags=tags,
+            opts=self._on_aws("autoscaler-role"),
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{name}-autoscaler-role-policy",
+            role=self.autoscaler_role.name,
+            policy_arn=self.autoscaler_policy.arn,
+            opts=self._on_aws("autoscaler-role"),
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-autoscaler-identity",
+            cluster_name=self.cluster.name,
+            namespace=AUTOSCALER_NAMESPACE,
+            service_account=AUTOSCALER_SERVICE_ACCOUNT,
+            role_arn=self.autoscaler_role.arn,
+            tags=tags,
+            opts=self._on_aws("autoscaler-identity", depends_on=[attachment]),
+        )
+        self.autoscaler = k8s.helm.v3.Release(
+            f"{name}-cluster-autoscaler",
+            name=AUTOSCALER_RELEASE,
+            chart=AUTOSCALER_CHART,
+            version=AUTOSCALER_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AUTOSCALER_REPO),
+            namespace=AUTOSCALER_NAMESPACE,
+            # Keys of the chart's values.yaml at 9.57.0 (kubernetes/autoscaler charts/cluster-autoscaler).
+            values={
+                "cloudProvider": "aws",
+                "awsRegion": self.region,
+                "autoDiscovery": {"clusterName": name},
+                "rbac": {"serviceAccount": {"name": AUTOSCALER_SERVICE_ACCOUNT}},
+                # Pools spanning zones are one Auto Scaling group per zone; balance them.
+                "extraArgs": {"balance-similar-node-groups": True},
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[association]),
+        )
 
     def _attach(
         self, name: str, role_suffix: str, role: aws.iam.Role, policies: Sequence[str], partition: pulumi.Output[str]
@@ -477,5 +596,6 @@ class EksCluster(ClusterComponent):
                 protect=True,
                 provider=self.aws_provider,
                 depends_on=[*self.node_policies, *self.addons.values()],
+                ignore_changes=autoscaler_owned(pool),
             ),
         )

@@ -14,15 +14,17 @@ What this module decides (and nothing more):
   identity on, private nodes behind a public endpoint;
 - how facts are spelled for GKE: taint effects as `NO_SCHEDULE`; GPUs as guest accelerators with
   GKE's driver installation disabled, because the serving stack installs NVIDIA's driver the way
-  the GKE DRA guides describe (`reference/accelerator-facts.md` 1.1 "GKE with Google's driver
-  installer", 1.2 "GKE"). GKE taints GPU nodes `nvidia.com/gpu=present` itself; that taint is in
-  the facts (`set_by_cloud`) and left off the pool resource.
+  the GKE DRA guides describe (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra;
+  NVIDIA GPU Operator docs, "Google GKE"). GPU pools set `nvidia.com/gpu=present:NoSchedule`
+  themselves: GKE adds it only in some cases.
 
 Pool sizes. An autoscaled pool (`minNodeCount` and `maxNodeCount`) uses GKE's *total* limits, which
 bound the whole pool across its zones, so the pool has at most `maxNodeCount` nodes, as
-`schedulablePools` reports. A fixed pool's `nodeCount` is what GKE's `node_count` means: nodes
-*per zone*. A regional pool without `zones` spans the region's zones (usually three), so a fixed
-pool that must have exactly `nodeCount` nodes names one zone.
+`schedulablePools` reports; it starts from `initial_node_count` per zone. A fixed pool's
+`nodeCount` is what GKE's `node_count` means: nodes *per zone*. A regional pool without `zones`
+spans three of the region's zones, so such a pool has 3 x `nodeCount` nodes, and the facts
+(`PoolFacts.nodes`, from the GKE profile) report that number; a fixed pool that must have exactly
+`nodeCount` nodes names one zone.
 
 Labels, taints, roles, machines and accelerators come from `infra.facts`; nothing here re-derives
 them.
@@ -138,20 +140,38 @@ def autoscaling(pool: PoolFacts) -> gcp.container.NodePoolAutoscalingArgs | None
     )
 
 
+def initial_node_count(pool: PoolFacts) -> int | None:
+    """Nodes per zone an autoscaled pool starts with: nodeCount spread over the pool's zones.
+
+    GKE counts `initial_node_count` per zone (google_container_node_pool docs), so nodeCount is
+    divided by the zones and rounded up: the pool starts with at least nodeCount nodes, and the
+    autoscaler then keeps it within the total limits. A fixed pool sets `node_count` instead.
+    """
+    if not pool.autoscaled:
+        return None
+    return -(-pool.node_count // pool.zone_count)
+
+
 class GkeCluster(ClusterComponent):
     TYPE_TOKEN = "modelplane:gke:GkeCluster"
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
-        facts = args.facts
-        block = source_block(name, facts.spec.gke, "gke")
-        project, region = block.project, block.region
-
+        block = source_block(name, args.facts.spec.gke, "gke")
+        self.project, self.region = block.project, block.region
         self.gcp_provider = gcp.Provider(
-            f"{name}-gcp", project=project, region=region, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-gcp", project=self.project, region=self.region, opts=pulumi.ResourceOptions(parent=self)
         )
-        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
+        self._network()
+        self._identity()
+        self._cluster(block.kubernetes_version)
+        self._pools()
+        self.finish(self._kubeconfig())
 
+    def _network(self) -> None:
+        """A custom-mode VPC, its node subnetwork with the pod and service ranges, and Cloud NAT."""
+        name, project, region = self._name, self.project, self.region
+        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
         self.network = gcp.compute.Network(
             f"{name}-network",
             name=gcp_name(name, COMPUTE_NAME_MAX),
@@ -196,6 +216,10 @@ class GkeCluster(ClusterComponent):
             opts=self.child("nat", **on_gcp),
         )
 
+    def _identity(self) -> None:
+        """The nodes' service account and its least-privilege roles."""
+        name, project = self._name, self.project
+        on_gcp: dict[str, Any] = {"provider": self.gcp_provider}
         self.node_account = gcp.serviceaccount.Account(
             f"{name}-nodes",
             project=project,
@@ -215,12 +239,15 @@ class GkeCluster(ClusterComponent):
             for role in NODE_ROLES
         ]
 
+    def _cluster(self, kubernetes_version: str) -> None:
+        """The regional cluster, without its default pool (pools are separate resources)."""
+        name, project = self._name, self.project
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
             name=gcp_name(name, CLUSTER_NAME_MAX),
             project=project,
-            location=region,
-            min_master_version=block.kubernetes_version,
+            location=self.region,
+            min_master_version=kubernetes_version,
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
             network=self.network.id,
             subnetwork=self.subnetwork.id,
@@ -241,17 +268,25 @@ class GkeCluster(ClusterComponent):
             remove_default_node_pool=True,
             initial_node_count=1,
             enable_shielded_nodes=True,
-            resource_labels=gcp_labels(dict(facts.spec.labels)),
+            resource_labels=gcp_labels(dict(self.facts.spec.labels)),
             deletion_protection=self.protect,
-            opts=self.child("cluster", protect=True, depends_on=[self.nat], **on_gcp),
+            opts=self.child("cluster", protect=True, depends_on=[self.nat], provider=self.gcp_provider),
         )
 
-        self.node_pools = [self._node_pool(name, project, region, pool) for pool in facts.pools]
+    def _pools(self) -> None:
+        """The system pool and one pool per declared pool (system first, as in the facts)."""
+        self.node_pools = [self._node_pool(self._name, self.project, self.region, pool) for pool in self.facts.pools]
 
-        endpoint = self.cluster.endpoint
-        ca_data = self.cluster.master_auth.cluster_ca_certificate
-        cluster_name = self.cluster.name
-        kubeconfig = pulumi.Output.all(cluster_name, endpoint, ca_data, *[p.id for p in self.node_pools]).apply(
+    def _kubeconfig(self) -> pulumi.Output[str]:
+        project, region = self.project, self.region
+        # The kubeconfig waits for the node pools (their ids), so nothing installed through the
+        # cluster's Kubernetes provider starts before there are nodes to run it.
+        return pulumi.Output.all(
+            self.cluster.name,
+            self.cluster.endpoint,
+            self.cluster.master_auth.cluster_ca_certificate,
+            *[p.id for p in self.node_pools],
+        ).apply(
             lambda a: exec_kubeconfig(
                 f"gke_{project}_{region}_{a[0]}",
                 f"https://{a[1]}",
@@ -262,9 +297,6 @@ class GkeCluster(ClusterComponent):
                 provide_cluster_info=True,
             )
         )
-        # The kubeconfig waits for the node pools (their ids above), so nothing installed through
-        # the cluster's Kubernetes provider starts before there are nodes to run it.
-        self.finish(kubeconfig)
 
     def _node_pool(self, name: str, project: str, region: str, pool: PoolFacts) -> gcp.container.NodePool:
         return gcp.container.NodePool(
@@ -277,6 +309,8 @@ class GkeCluster(ClusterComponent):
             node_locations=list(pool.zones) or None,
             autoscaling=autoscaling(pool),
             node_count=None if pool.autoscaled else pool.node_count,
+            # Without it an autoscaled pool starts at zero nodes, whatever nodeCount says.
+            initial_node_count=initial_node_count(pool),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=pool.machine,
@@ -301,5 +335,8 @@ class GkeCluster(ClusterComponent):
                 depends_on=self.node_roles,
                 # The name is fixed, so a replacement must delete the old pool before creating the new.
                 delete_before_replace=True,
+                # `initial_node_count` matters only at creation and changing it replaces the pool
+                # (google_container_node_pool), so a pool created before it was set keeps its nodes.
+                ignore_changes=["initialNodeCount"] if pool.autoscaled else None,
             ),
         )

@@ -8,12 +8,17 @@ on Helm hooks.
 Next to the releases it creates the few objects a chart cannot be trusted with:
 - the `gpu.amd.com` DeviceClass, when the AMD operator is joined: the chart renders it only when
   Helm's capabilities list resource.k8s.io, and skips it silently otherwise
-  (`reference/accelerator-facts.md` §9.4); the chart's own copy is turned off in its values;
-- on GKE, a critical-pods ResourceQuota in each namespace whose pods run at a system priority
-  class: GKE admits `system-node-critical` / `system-cluster-critical` pods outside kube-system only
-  where such a quota exists (§9.3);
-- on GKE, Google's COS driver installer when the NVIDIA stack is joined: GKE's own driver
-  installation is off on DRA pools, and the GPU Operator leaves the driver to Google's installer (§1.1).
+  (gpu-operator-charts v1.5.1 `helm-charts-k8s/templates/_operator-helpers.tpl` picks the API
+  version from `.Capabilities`); the chart's own copy is turned off in its values;
+- where the cloud's profile says so (GKE), a critical-pods ResourceQuota in each namespace whose
+  pods run at a system priority class (the catalog rows marked `critical_pods`): GKE admits
+  `system-node-critical` / `system-cluster-critical` pods outside kube-system only where such a
+  quota exists (https://cloud.google.com/kubernetes-engine/quotas#limitations_and_consumption);
+- where the profile says so (GKE), Google's COS driver installer when the NVIDIA stack is joined:
+  GKE's own driver installation is off on DRA pools, and the GPU Operator leaves the driver to
+  Google's installer (NVIDIA GPU Operator docs, "Google GKE").
+
+It never asks for its cloud by name: it reads the cluster's profile.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import Component, install_order, needed_by_others
+from components.catalog import (
+    Component,
+    cluster_components,
+    critical_pod_namespaces,
+    install_order,
+    needed_by_others,
+)
 from infra.facts import ClusterFacts
 
 TYPE_TOKEN = "modelplane:stack:ServingStack"
@@ -34,9 +45,6 @@ TYPE_TOKEN = "modelplane:stack:ServingStack"
 AMD_OPERATOR_KEY = "amd-gpu-operator"
 AMD_DEVICE_CLASS = "gpu.amd.com"
 
-# Components whose pods use a system priority class (the GPU Operator's daemonsets and the NVIDIA
-# DRA driver's controller and kubelet plugin default to `system-node-critical`).
-CRITICAL_POD_COMPONENTS = ("gpu-operator", "dra-driver-nvidia-gpu")
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 # The quota exists to admit these priority classes, not to cap them: its limit is never reached.
 CRITICAL_PODS_LIMIT = "1G"
@@ -80,11 +88,11 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
-def critical_pod_namespaces(facts: ClusterFacts) -> list[str]:
-    """Namespaces that need GKE's critical-pods quota on this cluster (none off GKE)."""
-    if facts.source != "GKE":
+def quota_namespaces(facts: ClusterFacts, components: list[Component]) -> list[str]:
+    """Namespaces that need a critical-pods quota on this cluster (none where the cloud needs none)."""
+    if not facts.profile.critical_pods_quota:
         return []
-    return sorted({c.namespace for c in facts.components if c.key in CRITICAL_POD_COMPONENTS})
+    return critical_pod_namespaces(components)
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -92,6 +100,7 @@ class ServingStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
+        components = cluster_components(facts)
         super().__init__(
             TYPE_TOKEN,
             name,
@@ -100,22 +109,22 @@ class ServingStack(pulumi.ComponentResource):
                 "source": facts.source,
                 "draDrivers": list(facts.dra_drivers),
                 "supportedDrivers": list(facts.supported_drivers),
-                "components": [c.key for c in facts.components],
+                "components": [c.key for c in components],
                 # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
                 "ownerGpuOperator": facts.owner_gpu_operator,
             },
             opts,
         )
-        joined = {c.key for c in facts.components}
+        joined = {c.key for c in components}
         # What must exist before a component's release installs, by component key.
         prerequisites: dict[str, list[pulumi.Resource]] = {}
 
-        quotas = self._critical_pod_quotas(name, critical_pod_namespaces(facts))
-        for component in facts.components:
+        quotas = self._critical_pod_quotas(name, quota_namespaces(facts, components))
+        for component in components:
             if component.namespace in quotas:
                 prerequisites.setdefault(component.key, []).append(quotas[component.namespace])
 
-        if facts.source == "GKE" and NVIDIA_OPERATOR_KEY in joined:
+        if facts.profile.google_driver_installer and NVIDIA_OPERATOR_KEY in joined:
             installer = k8s.yaml.v2.ConfigFile(
                 f"{name}-gke-nvidia-driver-installer",
                 file=GKE_DRIVER_INSTALLER,
@@ -140,9 +149,9 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        awaited = needed_by_others(facts.components)
+        awaited = needed_by_others(components)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
-        for component in install_order(facts.components):
+        for component in install_order(components):
             deps: list[pulumi.Resource] = [self.releases[d] for d in component.depends_on if d in self.releases]
             deps += prerequisites.get(component.key, [])
             self.releases[component.key] = k8s.helm.v3.Release(
@@ -150,11 +159,11 @@ class ServingStack(pulumi.ComponentResource):
                 **release_args(component, component.key in awaited),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
-        self.release_names = pulumi.Output.from_input([c.release for c in facts.components])
+        self.release_names = pulumi.Output.from_input([c.release for c in components])
         self.register_outputs({"releases": self.release_names})
 
     def _critical_pod_quotas(self, name: str, namespaces: list[str]) -> Mapping[str, k8s.core.v1.ResourceQuota]:
-        """GKE's critical-pods quota in each namespace, with the namespace it lives in."""
+        """The critical-pods quota in each namespace, with the namespace it lives in."""
         quotas: dict[str, k8s.core.v1.ResourceQuota] = {}
         for namespace in namespaces:
             ns = k8s.core.v1.Namespace(

@@ -6,8 +6,9 @@ module holds values only: which rows install is the catalog's join, and the obje
 cannot be trusted to create (the `gpu.amd.com` DeviceClass, GKE's critical-pods quotas) are the
 ServingStack's.
 
-Facts are cited from the project's reference notes as [accelerator-facts §n] and
-[modelplane-domain §n]; chart keys were checked against the charts' own values files.
+Each value that is not the chart's default names its public source: the chart's own file at the
+pinned tag, the vendor's documentation, or the upstream issue. What differs between clouds is
+read from the cloud's profile (`infra.profiles`), never from the cloud's name.
 
 Tolerations are always scoped to a taint key this program puts on a pool (`infra.facts`): no value
 here tolerates every taint, so a device stack never lands on another vendor's or the system pool.
@@ -17,23 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra import vocabulary as vocab
+from infra.devices import CPU_DRIVER_RESERVED_CPUS
+from infra.profiles import profile
+
 Values = dict[str, Any]
 
-# The taint keys pools carry (`infra.facts.VENDOR_TAINT_KEY`, `CPU_TAINT_KEY`; spelled again here
-# because the facts module imports the catalog, which imports this one; a test keeps them equal).
-NVIDIA_TAINT_KEY = "nvidia.com/gpu"
-AMD_TAINT_KEY = "amd.com/gpu"
-CPU_TAINT_KEY = "modelplane.ai/cpu"
-
-# GKE installs NVIDIA drivers under this host directory on COS, and the container toolkit and DRA
-# driver must look there [accelerator-facts §1.1 "GKE with Google's driver installer", §1.2 Values].
-GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
-# Where the GPU Operator's driver container exposes the driver it installed [accelerator-facts §1.2].
-OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+# The taint keys pools carry (`infra.vocabulary`, the names every module shares).
+NVIDIA_TAINT_KEY = vocab.NVIDIA_TAINT_KEY
+AMD_TAINT_KEY = vocab.AMD_TAINT_KEY
+CPU_TAINT_KEY = vocab.CPU_TAINT_KEY
 
 # Civo's documented GPU Operator setup installs the driver with the operator; 580.173.02 is the
-# version modelplane pins there (open kernel modules) [modelplane-domain §2, Civo row]. DRA needs a
-# driver >= 580 [accelerator-facts §1.2 Prerequisites].
+# version pinned for Civo's open kernel modules (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
+# DRA with the operator needs a driver >= 580 (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs").
 CIVO_NVIDIA_DRIVER = "580.173.02"
 
 # AMD images, pinned to the tags gpu-operator-charts v1.5.1 ships with or that are released next
@@ -42,7 +40,7 @@ CIVO_NVIDIA_DRIVER = "580.173.02"
 #   follow its version: v1.5.0 ships gpu-operator-utils:v1.5.0, [ROCm/gpu-operator releases]);
 AMD_OPERATOR_IMAGE = ("docker.io/rocm/gpu-operator", "v1.5.1")
 AMD_UTILS_IMAGE = "docker.io/rocm/gpu-operator-utils:v1.5.1"
-# - metrics exporter: the review rendered v1.5.1 and confirmed it [seed-pr-review; accelerator-facts §2.2];
+# - metrics exporter: ROCm/device-metrics-exporter release v1.5.1, released with the chart;
 AMD_METRICS_EXPORTER_IMAGE = "docker.io/rocm/device-metrics-exporter:v1.5.1"
 # - DRA driver: ROCm/k8s-gpu-dra-driver release v1.0.1, the release run with operator v1.5.1 in DRA mode;
 AMD_DRA_DRIVER_IMAGE = "docker.io/rocm/k8s-gpu-dra-driver:v1.0.1"
@@ -56,44 +54,29 @@ AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
 # - init container: the chart's default, already an exact tag.
 AMD_INIT_CONTAINER_IMAGE = "docker.io/library/busybox:1.36"
 
-# Clouds whose pools this program provisions; only Existing clusters are brought by their owner.
-MANAGED_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr")
-
 
 def nvidia_driver_owned_by_stack(cloud: str) -> bool:
-    """Whether the serving stack's GPU Operator installs the NVIDIA driver on this cloud.
+    """Whether the serving stack's GPU Operator installs the NVIDIA driver on this cloud (its profile).
 
-    Only Civo: its node image has no driver and Civo's guide installs it with the operator.
-    - GKE: Google's COS installer (the preloaded daemonset) owns it [accelerator-facts §1.1].
-    - EKS: the AL2023 NVIDIA AMI ships driver and toolkit [accelerator-facts §1.1 EKS].
-    - AKS: the AKS node pool installs it (gpu_profile driver Install). AKS offers either; we keep
-      AKS's, as modelplane does, so the driver follows the node image AKS validates and the DRA
-      driver root stays `/` [accelerator-facts §1.1 AKS; modelplane-domain §2, AKS row]. An AKS pool
-      reads this to decide its driver setting, so the two can never both install one.
-    - Vultr: VKE GPU nodes come with the driver from VKE's GPU add-on [modelplane-domain §2, Vultr row].
-    - Existing: the cluster's owner brought the driver with the hardware.
+    An AKS pool reads this to decide its driver setting, so the two can never both install one.
     """
-    return cloud == "Civo"
+    return profile(cloud).nvidia_driver_by_operator
 
 
 def nvidia_driver_root(cloud: str) -> str:
     """Where the NVIDIA driver lives on a node's host filesystem: what `nvidiaDriverRoot` says."""
-    if cloud == "GKE":
-        return GKE_NVIDIA_DIR
-    if nvidia_driver_owned_by_stack(cloud):
-        return OPERATOR_DRIVER_ROOT
-    return "/"
+    return profile(cloud).nvidia_driver_root
 
 
 def nvidia_toleration(cloud: str) -> Values:
     """The toleration for the NVIDIA GPU taint, and nothing else.
 
-    `Exists` on the key, because GKE sets the value `present` itself and an Existing cluster's owner
-    picks their own [accelerator-facts §9.2]. AKS gets `Equal "true"`: the value its pools carry,
-    spelled as AKS's accelerated-node toleration is [modelplane-domain §2, AKS row].
+    `Exists` on the key where the value may vary (an Existing cluster's owner picks their own);
+    `Equal` where the cloud's profile names the one value its pools carry.
     """
-    if cloud == "AKS":
-        return {"key": NVIDIA_TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    value = profile(cloud).nvidia_toleration_value
+    if value is not None:
+        return {"key": NVIDIA_TAINT_KEY, "operator": "Equal", "value": value, "effect": "NoSchedule"}
     return {"key": NVIDIA_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -108,9 +91,9 @@ def cpu_toleration() -> Values:
 
 
 def gpu_tolerations(cloud: str) -> list[Values]:
-    """Every GPU taint a cloud's pools can carry: AMD pools exist only on Existing clusters."""
+    """Every GPU taint a cloud's pools can carry, one per vendor its profile serves."""
     tolerations = [nvidia_toleration(cloud)]
-    if cloud == "Existing":
+    if vocab.AMD in profile(cloud).gpu_vendors:
         tolerations.append(amd_toleration())
     return tolerations
 
@@ -151,7 +134,7 @@ def kube_prometheus_stack(cloud: str) -> Values:
 
 def envoy_gateway(cloud: str) -> Values:
     # The Backend API lets routes point at inference endpoints outside Services (modelplane runs
-    # envoy gateway with it on) [modelplane-domain §3.1].
+    # envoy gateway with it on: modelplaneai/modelplane functions/compose-serving-stack/function/fn.py).
     return {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
 
 
@@ -166,23 +149,25 @@ def leader_worker_set(cloud: str) -> Values:
 
 def node_feature_discovery(cloud: str) -> Values:
     # The worker must reach GPU nodes, or no `pci-10de` / `amd-gpu` label appears and neither DRA
-    # kubelet plugin schedules [modelplane-domain §3.1]. AMD pools exist only on Existing.
+    # kubelet plugin schedules (modelplaneai/modelplane functions/compose-serving-stack/function/fn.py,
+    # node-feature-discovery). Only the vendors the cloud's profile serves are tolerated.
     return {"worker": {"tolerations": gpu_tolerations(cloud)}}
 
 
 def nvidia_gpu_operator(cloud: str) -> Values:
     values: Values = {
         # GPUs are allocated through DRA only: a device plugin next to the DRA driver advertises
-        # every GPU twice and over-admits pods [accelerator-facts §9.1].
+        # every GPU twice and over-admits pods (EKS user guide, "NVIDIA DRA": never run both).
         "devicePlugin": {"enabled": False},
         # The standalone NFD release serves both GPU stacks; a second NFD would fight over labels.
         "nfd": {"enabled": False},
-        # The DRA driver hands GPUs to containers through CDI [accelerator-facts §1.1 Operator + DRA].
+        # The DRA driver hands GPUs to containers through CDI (NVIDIA GPU Operator docs, "NVIDIA DRA
+        # Driver for GPUs": CDI is required and the default).
         "cdi": {"enabled": True},
         "dcgmExporter": {
             "enabled": True,
             # Without it dcgm-exporter cannot attribute GPUs allocated through DRA claims to pods
-            # [accelerator-facts §9.5].
+            # (NVIDIA/dcgm-exporter README, `KUBERNETES_ENABLE_DRA`).
             "env": [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}],
         },
         # Operands run on GPU nodes only; tolerate that taint and no other.
@@ -190,22 +175,47 @@ def nvidia_gpu_operator(cloud: str) -> Values:
         # No `operator.defaultRuntime`: no template reads it since v25.3.0 (the operator detects the
         # runtime; "Deprecated: DefaultRuntime is no longer used", clusterpolicy_types.go @v26.3.3).
     }
-    owned = nvidia_driver_owned_by_stack(cloud)
+    cloud_profile = profile(cloud)
+    owned = cloud_profile.nvidia_driver_by_operator
     driver: Values = {"enabled": owned}
     if owned:
         driver.update({"version": CIVO_NVIDIA_DRIVER, "kernelModuleType": "open"})
+    if cloud_profile.driver_eviction_label is not None:
+        # The driver manager evicts the DRA kubelet plugin before it replaces the driver by
+        # flipping this node label, which the plugin's nodeSelector requires (NVIDIA GPU Operator
+        # docs, "NVIDIA DRA Driver for GPUs", known issues; gpu-operator v26.3.3 values.yaml
+        # `driver.manager.env`).
+        driver["manager"] = {
+            "env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": cloud_profile.driver_eviction_label}]
+        }
     values["driver"] = driver
-    if cloud == "GKE":
+    if cloud_profile.nvidia_runtime_class is not None:
+        # The operator names its RuntimeClass and that class's handler after this value
+        # (gpu-operator v26.3.3 controllers/object_controls.go); it must be the node's handler.
+        values["operator"] = {"runtimeClass": cloud_profile.nvidia_runtime_class}
+    toolkit_dir = cloud_profile.nvidia_toolkit_dir
+    if toolkit_dir is not None:
         # Google's installer puts the driver under /home/kubernetes/bin/nvidia; the toolkit is not on
-        # COS, so the operator installs it there [accelerator-facts §1.1 "GKE with Google's driver
-        # installer"]. No `cdi.default`: at v26.3.3 ClusterPolicy's `cdi.default` is "Deprecated: This
-        # field is no longer used"; `cdi.enabled` alone makes CDI the default (NVIDIA/gpu-operator
-        # api/nvidia/v1/clusterpolicy_types.go @v26.3.3).
-        values["toolkit"] = {"enabled": True, "installDir": GKE_NVIDIA_DIR}
-        values["hostPaths"] = {"driverInstallDir": GKE_NVIDIA_DIR}
+        # COS, so the operator installs it there (NVIDIA GPU Operator docs, "Google GKE"). No
+        # `cdi.default`: at v26.3.3 ClusterPolicy's `cdi.default` is "Deprecated: This field is no
+        # longer used"; `cdi.enabled` alone makes CDI the default (NVIDIA/gpu-operator
+        # api/nvidia/v1/clusterpolicy_types.go @v26.3.3). The toolkit stays on: the operator's own operands
+        # (validator, GPU feature discovery, dcgm-exporter) run with the `nvidia` RuntimeClass,
+        # and only the toolkit gives COS's containerd that handler.
+        # RUNTIME_CONFIG_SOURCE=file: by default the toolkit reads containerd's effective config
+        # (`containerd config dump`) and writes it back; with containerd 2 (GKE 1.33+) that
+        # rewrites GKE's CNI bin_dir to /opt/cni/bin and no pod starts (NVIDIA/nvidia-container-toolkit#1222,
+        # NVIDIA/gpu-operator#1577). Reading the file on the host keeps GKE's own settings; the
+        # operator maps `file` to the host path (gpu-operator v26.3.3 controllers/object_controls.go).
+        values["toolkit"] = {
+            "enabled": True,
+            "installDir": toolkit_dir,
+            "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
+        }
+        values["hostPaths"] = {"driverInstallDir": cloud_profile.nvidia_driver_root}
     else:
-        # EKS's AMI, AKS's and VKE's GPU node images, Civo's image and an Existing owner's nodes
-        # already carry the container toolkit [accelerator-facts §1.1 EKS, AKS, Civo; modelplane-domain §2].
+        # EKS's AMI, AKS's GPU node image, Civo's image and an Existing owner's nodes already carry
+        # the container toolkit (EKS user guide, NVIDIA DRA; AKS GPU pools; Civo's GPU guide).
         values["toolkit"] = {"enabled": False}
     return values
 
@@ -213,10 +223,11 @@ def nvidia_gpu_operator(cloud: str) -> Values:
 def dra_driver_nvidia_gpu(cloud: str) -> Values:
     values: Values = {
         "nvidiaDriverRoot": nvidia_driver_root(cloud),
-        # Required for GPU allocation at all [accelerator-facts §1.2 Values].
+        # Required for GPU allocation at all (kubernetes-sigs/dra-driver-nvidia-gpu docs/install.md).
         "gpuResourcesEnabledOverride": True,
         # Helm's capability detection can pick an API version the server does not serve; every
-        # cluster here is on Kubernetes >= 1.34, where resource.k8s.io/v1 is GA [accelerator-facts §9.4].
+        # cluster here is on Kubernetes >= 1.34, where resource.k8s.io/v1 is GA (chart values.yaml
+        # @v0.4.1: "" auto-detects through `.Capabilities`).
         "resourceApiVersion": "resource.k8s.io/v1",
         # ComputeDomains (multi-node NVLink/IMEX) are not offered; GPUs are.
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
@@ -226,6 +237,11 @@ def dra_driver_nvidia_gpu(cloud: str) -> Values:
         # The kubelet plugin must reach GPU nodes, which carry the NVIDIA taint.
         "kubeletPlugin": {"tolerations": [nvidia_toleration(cloud)]},
     }
+    eviction_label = profile(cloud).driver_eviction_label
+    if eviction_label is not None:
+        # Only nodes the driver manager has not marked for eviction run the plugin (NVIDIA GPU
+        # Operator docs, "NVIDIA DRA Driver for GPUs", known issues; the GPU pools carry the label).
+        values["kubeletPlugin"]["nodeSelector"] = {eviction_label: "true"}
     return values
 
 
@@ -240,9 +256,9 @@ def dra_driver_cpu(cloud: str) -> Values:
         "nodeSelector": {CPU_TAINT_KEY: "true"},
         # The chart's default tolerates every NoSchedule taint; CPU pools carry exactly this one.
         "tolerations": [cpu_toleration()],
-        # Keep CPUs 0-1 for the OS and kubelet, matching the kubelet's reservation; `driverConfig`
-        # replaced the deprecated `args.reservedCPUs` [kubernetes-sigs/dra-driver-cpu chart README].
-        "driverConfig": {"reservedCPUs": "0-1"},
+        # Keep CPUs for the OS and kubelet (`infra.devices.CPU_DRIVER_RESERVED_CPUS`); `driverConfig`
+        # replaced the deprecated `args.reservedCPUs` (kubernetes-sigs/dra-driver-cpu chart README).
+        "driverConfig": {"reservedCPUs": CPU_DRIVER_RESERVED_CPUS},
     }
 
 
@@ -260,12 +276,13 @@ def amd_gpu_operator(cloud: str) -> Values:
                 "install": True,
                 # The default DeviceConfig renders only at install unless this is set, and it keeps
                 # `helm.sh/resource-policy: keep`; without it later value changes never reach the
-                # live DeviceConfig [seed-pr-review].
+                # live DeviceConfig (gpu-operator-charts v1.5.1 helm-charts-k8s/values.yaml, `crds.defaultCR`).
                 "upgrade": True,
             }
         },
         # KMM builds and loads out-of-tree drivers; driver management is off, so its controller,
-        # webhook and ValidatingWebhookConfiguration would run for nothing [seed-pr-review].
+        # webhook and ValidatingWebhookConfiguration would run for nothing (ROCm/gpu-operator v1.5.1
+        # docs/installation/kubernetes-helm.md, installing without KMM).
         # `watch: false` too: the chart passes it to the manager as KMM_WATCH_ENABLED (default true,
         # templates/deployment.yaml @v1.5.1), and a watching manager cannot start its DeviceConfig
         # controller without KMM's Module and NodeModulesConfig CRDs, which only the disabled kmm
@@ -276,13 +293,15 @@ def amd_gpu_operator(cloud: str) -> Values:
         # The standalone NFD release (tagged with both GPU drivers on Existing) serves this stack.
         "node-feature-discovery": {"enabled": False},
         # The default NodeFeatureRule that labels `feature.node.kubernetes.io/amd-gpu` is still
-        # needed: the DeviceConfig selects nodes by it [accelerator-facts §2.1].
+        # needed: the DeviceConfig selects nodes by it (helm-charts-k8s/values.yaml @v1.5.1,
+        # `installdefaultNFDRule`).
         "installdefaultNFDRule": True,
         # Auto-remediation taints and drains nodes through Argo workflows; not part of this stack
-        # (modelplane turns both off too) [modelplane-domain §3.1, amd-gpu-operator row].
+        # (helm-charts-k8s/values.yaml @v1.5.1, `remediation`).
         "remediation": {"enabled": False, "installCRDs": False},
         # The ServingStack creates the `gpu.amd.com` DeviceClass itself: the chart skips it
-        # silently when Helm's capabilities lack resource.k8s.io [accelerator-facts §9.4], and two
+        # silently when Helm's capabilities lack resource.k8s.io (helm-charts-k8s/templates/
+        # _operator-helpers.tpl @v1.5.1), and two
         # owners of one object would fight.
         "draDriver": {"deviceClass": {"create": False}},
         "controllerManager": {
@@ -293,7 +312,8 @@ def amd_gpu_operator(cloud: str) -> Values:
         },
         "deviceConfig": {
             "spec": {
-                # The owner's nodes run the inbox (or their own) amdgpu driver [accelerator-facts §2.1].
+                # The owner's nodes run the inbox (or their own) amdgpu driver; the operator's driver
+                # management is optional (ROCm/gpu-operator v1.5.1 docs/installation/kubernetes-helm.md).
                 "driver": {"enable": False},
                 "commonConfig": {
                     "initContainerImage": AMD_INIT_CONTAINER_IMAGE,
@@ -301,12 +321,12 @@ def amd_gpu_operator(cloud: str) -> Values:
                 },
                 "devicePlugin": {
                     # DRA only: the operator rejects the device plugin and the DRA driver together
-                    # [accelerator-facts §2.1 "Turning on DRA"].
+                    # (ROCm/gpu-operator v1.5.1 docs/dra/dra-driver.md).
                     "enableDevicePlugin": False,
                     "devicePluginImage": AMD_DEVICE_PLUGIN_IMAGE,
                     "devicePluginTolerations": tolerations,
                     # The labeller runs on its own flag, not the device plugin's, and labels the
-                    # GPU model the pools are described by [accelerator-facts §2.1].
+                    # GPU model the pools are described by (docs/device_plugin/device-plugin.md @v1.5.1).
                     "enableNodeLabeller": True,
                     "nodeLabellerImage": AMD_NODE_LABELLER_IMAGE,
                     "nodeLabellerTolerations": tolerations,

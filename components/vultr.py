@@ -35,19 +35,24 @@ class VultrCluster(ClusterComponent):
     TYPE_TOKEN = "modelplane:vultr:VultrCluster"
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        facts = args.facts
-        block = source_block(name, facts.spec.vultr, "vultr")
+        block = source_block(name, args.facts.spec.vultr, "vultr")
         super().__init__(name, args, opts)
-        system, user_pools = facts.pool(SYSTEM_POOL), facts.user_pools
-
         self.vultr_provider = vultr.Provider(f"{name}-vultr", opts=pulumi.ResourceOptions(parent=self))
-        on_vultr = {"provider": self.vultr_provider}
+        self._cluster(block.region, block.kubernetes_version)
+        self._pools()
+        self.finish(self.cluster.kube_config.apply(decode_kubeconfig))
 
+    def _on_vultr(self, suffix: str) -> pulumi.ResourceOptions:
+        return self.child(suffix, protect=True, provider=self.vultr_provider)
+
+    def _cluster(self, region: str, kubernetes_version: str) -> None:
+        """The VKE cluster with the system pool inline (VKE creates the cluster's VPC)."""
+        system = self.facts.pool(SYSTEM_POOL)
         self.cluster = vultr.Kubernetes(
-            f"{name}-cluster",
-            label=name,
-            region=block.region,
-            version=block.kubernetes_version,
+            f"{self._name}-cluster",
+            label=self._name,
+            region=region,
+            version=kubernetes_version,
             node_pools=vultr.KubernetesNodePoolsArgs(
                 label=system.name,
                 plan=str(system.machine),
@@ -57,11 +62,14 @@ class VultrCluster(ClusterComponent):
                 max_nodes=system.max_node_count,
                 labels=dict(system.labels),
             ),
-            opts=self.child("cluster", protect=True, **on_vultr),
+            opts=self._on_vultr("cluster"),
         )
+
+    def _pools(self) -> None:
+        """One node pool per declared pool, autoscaled by VKE when both bounds are set."""
         self.node_pools = [
             vultr.KubernetesNodePools(
-                f"{name}-{pool.name}",
+                f"{self._name}-{pool.name}",
                 cluster_id=self.cluster.id,
                 label=pool.name,
                 plan=str(pool.machine),
@@ -71,8 +79,7 @@ class VultrCluster(ClusterComponent):
                 max_nodes=pool.max_node_count if pool.autoscaled else None,
                 labels=dict(pool.labels),
                 taints=node_pool_taints(pool),
-                opts=self.child(pool.name, protect=True, **on_vultr),
+                opts=self._on_vultr(pool.name),
             )
-            for pool in user_pools
+            for pool in self.facts.user_pools
         ]
-        self.finish(self.cluster.kube_config.apply(decode_kubeconfig))

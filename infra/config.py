@@ -33,6 +33,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from infra import vocabulary as vocab
+from infra.profiles import profile
+from infra.vocabulary import CPU_DRIVER
+
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "protect", "budget")
 
@@ -59,20 +63,20 @@ class ClaimMode(StrEnum):
 
 
 class Provider(StrEnum):
-    GKE = "GKE"
-    EKS = "EKS"
-    AKS = "AKS"
-    CIVO = "Civo"
-    VULTR = "Vultr"
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
 
 
 class Source(StrEnum):
-    GKE = "GKE"
-    EKS = "EKS"
-    AKS = "AKS"
-    CIVO = "Civo"
-    VULTR = "Vultr"
-    EXISTING = "Existing"
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
+    EXISTING = vocab.EXISTING
 
 
 class TaintEffect(StrEnum):
@@ -603,6 +607,16 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                             "make minNodeCount <= nodeCount <= maxNodeCount",
                         )
                     )
+            if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{ppath}.minNodeCount",
+                        f"{cluster.source} pools do not autoscale (nothing scales them between "
+                        "minNodeCount and maxNodeCount)",
+                        "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs",
+                    )
+                )
 
     for di, dep in enumerate(fleet.deployments):
         dpath = f"deployments[{di}]"
@@ -679,7 +693,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
 
 # A dra.cpu claim takes CPUs through this consumable capacity (dra-driver-cpu grouped mode); the
 # pod must also request and limit exactly that many CPUs (components.model_deployment).
-CPU_CLAIM_DRIVER = "dra.cpu"
+CPU_CLAIM_DRIVER = CPU_DRIVER
 CPU_CLAIM_CAPACITY = "dra.cpu/cpu"
 
 

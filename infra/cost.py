@@ -1,6 +1,6 @@
 """What a fleet costs: on-demand price x nodes per pool, plus each cluster's control plane fee.
 
-The prices are the machine catalog's (`components.machines`), for the one region the catalog
+The prices are the machine catalog's (`infra.machines`), for the one region the catalog
 prices each cloud in; a cluster elsewhere is priced at those rates and says which region it was
 priced at. A machine the catalog has no price for is never counted as free: its pool's cost is
 unknown, the totals are the sum of what is known, and `complete` is false.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from components.machines import CONTROL_PLANE_FEES, CURRENCY, PRICE_REGION, MachineType, catalog_date, machine
+from infra.machines import CONTROL_PLANE_FEES, CURRENCY, PRICE_REGION, MachineType, catalog_date, machine
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts

@@ -12,7 +12,7 @@ Rules (names are the policy names, the contract):
   rule (an Existing cluster's claimed driver that no component serves installs nothing and is
   never rejected: the cluster's owner brought it).
 - machine rules (`check_machine`), which compare a pool with the catalog row of its machine
-  (`components.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
+  (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
   `cpu-claim-exceeds-machine`, `zone-outside-region`, and `unknown-machine-type` (advisory: the
   catalog cannot know every machine, but a pool it cannot check is never passed in silence).
 """
@@ -23,9 +23,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from components.catalog import supported_drivers
-from components.machines import MachineType, machine
-from components.values import dra_driver_cpu
 from infra.config import (
     CPU_CLAIM_DRIVER,
     Accelerator,
@@ -37,12 +34,11 @@ from infra.config import (
     Source,
     claimed_cpus,
 )
+from infra.machines import MachineType, machine
+from infra.profiles import profile
+from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
 
-CPU_DRIVER = "dra.cpu"
-# Network drivers ride along with compute devices (EFA next to GPUs); they never set a role.
-NETWORK_DRIVERS = frozenset({"dra.net"})
-# GPU drivers and the vendor prefix of the accelerator types they serve (`nvidia-l4`, `amd-mi325x`).
-GPU_VENDORS = {"gpu.nvidia.com": "nvidia", "gpu.amd.com": "amd"}
+__all__ = ["CPU_DRIVER", "GPU_VENDORS", "NETWORK_DRIVERS"]
 
 ACCELERATOR_DRIVER_MISMATCH = "accelerator-driver-mismatch"
 UNSUPPORTED_DEVICES = "unsupported-devices"
@@ -137,7 +133,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
         out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix))
 
     drivers = claimed_drivers(cls)
-    provisioned = source != Source.EXISTING
+    provisioned = profile(source).provisioned
     prov = cls.provisioning if provisioned else None  # On Existing, provisioning is ignored.
     accel = prov.accelerator if prov is not None else None
     vendors = gpu_vendors(drivers)
@@ -202,7 +198,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
-        supported = supported_drivers(source)
+        supported = profile(source).supported_drivers
         for d in drivers:
             if d not in supported:
                 reject(
@@ -230,15 +226,16 @@ def check_fleet(fleet: Fleet) -> list[Violation]:
 # Machine rules: a pool against the catalog row of its machine type
 
 
-def reserved_cpus() -> int:
-    """CPUs dra-driver-cpu keeps out of DRA on every CPU node, from the values we install it with.
+# CPUs dra-driver-cpu keeps out of DRA on every CPU node, for the OS and the kubelet; the values
+# install the driver with it (`components.values.dra_driver_cpu`). The chart's own default reserves
+# none (`driverConfig.reservedCPUs` is empty in kubernetes-sigs/dra-driver-cpu
+# deployment/helm/dra-driver-cpu/values.yaml at v0.2.0 and at main).
+CPU_DRIVER_RESERVED_CPUS = "0-1"
 
-    The chart's own default reserves none (`driverConfig.reservedCPUs` is empty in
-    kubernetes-sigs/dra-driver-cpu deployment/helm/dra-driver-cpu/values.yaml at v0.2.0 and at
-    main); `components.values.dra_driver_cpu` sets the reservation, so it is read from there.
-    """
-    cpuset = str(dra_driver_cpu("").get("driverConfig", {}).get("reservedCPUs", ""))
-    return cpuset_size(cpuset)
+
+def reserved_cpus() -> int:
+    """How many CPUs `CPU_DRIVER_RESERVED_CPUS` names: a CPU claim must fit in what is left."""
+    return cpuset_size(CPU_DRIVER_RESERVED_CPUS)
 
 
 def cpuset_size(cpuset: str) -> int:
@@ -337,7 +334,7 @@ def check_machine(
         reject(
             UNKNOWN_MACHINE_TYPE,
             f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price are unchecked",
-            "check the machine on the cloud's page and add a row to components/machines.py (see docs/machines.md)",
+            "check the machine on the cloud's page and add a row to infra/machines.py (see docs/machines.md)",
             path=machine_at,
         )
         return out

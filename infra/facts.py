@@ -7,8 +7,14 @@ label or a taint.
 Node labels and taints (the values the nodes carry, whoever sets them):
 - every pool: `modelplane.ai/pool=<pool>`; the system pool: `modelplane.ai/pool=system`;
 - GPU pool: `modelplane.ai/gpu=<accelerator type>` and its vendor's taint (`nvidia.com/gpu=true`,
-  on GKE `nvidia.com/gpu=present`, which GKE sets itself; `amd.com/gpu=true`), effect NoSchedule;
+  on GKE `nvidia.com/gpu=present`; `amd.com/gpu=true`), effect NoSchedule, plus the labels the
+  cloud's profile lists for NVIDIA pools;
 - CPU pool: `modelplane.ai/cpu=true` label and taint, no accelerator.
+
+What differs between clouds (taint value, labels, system machine, how node counts count) is read
+from the cloud's profile (`infra.profiles`). Which serving-stack components a cluster installs is
+the catalog's join (`components.catalog.cluster_components`), not a fact computed here: the
+arrows run from `components` to `infra`, never back.
 """
 
 from __future__ import annotations
@@ -17,48 +23,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog import CATALOG, Component, join_components, supported_drivers
-from infra.config import Accelerator, Device, Fleet, InferenceCluster, Role, Source
-from infra.devices import (
+from infra.config import Accelerator, Device, Fleet, InferenceCluster, Role
+from infra.devices import claimed_drivers, cluster_dra_drivers, cluster_region, gpu_device_count, role_of
+from infra.profiles import CloudProfile, profile
+from infra.vocabulary import (
+    CPU_LABEL,
+    CPU_TAINT_KEY,
+    GPU_LABEL,
     GPU_VENDORS,
-    claimed_drivers,
-    cluster_dra_drivers,
-    cluster_region,
-    gpu_device_count,
-    role_of,
+    NVIDIA,
+    POOL_LABEL,
+    SYSTEM_POOL,
+    VENDOR_TAINT_KEY,
 )
 
-POOL_LABEL = "modelplane.ai/pool"
-GPU_LABEL = "modelplane.ai/gpu"
-CPU_LABEL = "modelplane.ai/cpu"
-SYSTEM_POOL = "system"
+__all__ = ["CPU_LABEL", "CPU_TAINT_KEY", "GPU_LABEL", "POOL_LABEL", "SYSTEM_POOL", "VENDOR_TAINT_KEY"]
 
-# The taint each GPU vendor's pools carry; DRA workloads and that vendor's stack tolerate it.
-VENDOR_TAINT_KEY = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
-CPU_TAINT_KEY = CPU_LABEL
-
-# GKE taints GPU nodes itself with value `present`; every other cloud gets ours, `true`.
-GKE_GPU_TAINT_VALUE = "present"
-
-# Labels some clouds need on NVIDIA GPU pools so that nothing but our DRA driver advertises GPUs.
-CLOUD_NVIDIA_LABELS: Mapping[str, Mapping[str, str]] = {
-    # GKE: turn off GKE's own device plugin; the DRA driver owns the GPUs (GKE DRA guide).
-    "GKE": {
-        "gke-no-default-nvidia-gpu-device-plugin": "true",
-        "nvidia.com/gpu.present": "true",
-    },
-    # VKE's add-on GPU operator would start a device plugin; keep it off next to DRA.
-    "Vultr": {"nvidia.com/gpu.deploy.device-plugin": "false"},
-}
-
-# The system pool each cloud gets: small general-purpose nodes for the cluster's own workloads.
-SYSTEM_MACHINE: Mapping[str, str] = {
-    "GKE": "e2-standard-4",
-    "EKS": "m6i.xlarge",
-    "AKS": "Standard_D4s_v5",
-    "Civo": "g4p.kube.small",
-    "Vultr": "vc2-6c-16gb",
-}
+# The system pool: one node, room for a second where the cloud scales pools.
+SYSTEM_NODES, SYSTEM_MAX_NODES = 1, 2
 
 
 @dataclass(frozen=True)
@@ -66,7 +48,8 @@ class Taint:
     key: str
     value: str
     effect: str = "NoSchedule"
-    # Set by the cloud itself (GKE's GPU taint): the node carries it, our pool resource does not.
+    # Set by the cloud itself: the node carries it, our pool resource does not. No cloud profile
+    # leaves a taint to its cloud today (GKE sets its GPU taint only in some cases).
     set_by_cloud: bool = False
 
     def as_json(self) -> dict[str, str]:
@@ -90,6 +73,9 @@ class PoolFacts:
     claimed_drivers: tuple[str, ...] = ()
     machine: str | None = None
     disk_size_gb: int | None = None
+    # What the cloud multiplies `node_count` by: the pool's zones where the cloud counts nodes per
+    # zone (GKE regional clusters), else 1.
+    zone_count: int = 1
 
     @property
     def autoscaled(self) -> bool:
@@ -97,8 +83,12 @@ class PoolFacts:
 
     @property
     def nodes(self) -> int:
-        """How many nodes the pool can have: maxNodeCount when autoscaled, else nodeCount."""
-        return self.max_node_count if self.max_node_count is not None else self.node_count
+        """How many nodes the pool can really have.
+
+        Autoscaled: maxNodeCount (every cloud here bounds the whole pool by it). Fixed: nodeCount
+        in each of `zone_count` zones.
+        """
+        return self.max_node_count if self.max_node_count is not None else self.node_count * self.zone_count
 
     def schedulable(self) -> dict[str, Any]:
         return {
@@ -132,7 +122,6 @@ class ClusterFacts:
     pools: tuple[PoolFacts, ...]  # the system pool first (when the cloud provisions one)
     dra_drivers: tuple[str, ...]
     supported_drivers: tuple[str, ...]
-    components: tuple[Component, ...]
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
 
@@ -140,6 +129,10 @@ class ClusterFacts:
     def region(self) -> str | None:
         """The region (AKS: location) the cluster runs in; None for Existing."""
         return cluster_region(self.spec)
+
+    @property
+    def profile(self) -> CloudProfile:
+        return profile(self.source)
 
     @property
     def user_pools(self) -> tuple[PoolFacts, ...]:
@@ -167,38 +160,49 @@ def pool_accelerator(
     """
     if vendor is None:
         return None
-    if source == Source.EXISTING:
+    if not profile(source).provisioned:
         return Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
     return cls_accel
 
 
 def gpu_taint(source: str, vendor: str) -> Taint:
-    key = VENDOR_TAINT_KEY[vendor]
-    if source == Source.GKE and vendor == "nvidia":
-        return Taint(key, GKE_GPU_TAINT_VALUE, set_by_cloud=True)
-    return Taint(key, "true")
+    """The vendor's GPU taint, with the value the cloud's NVIDIA pools carry."""
+    value = profile(source).gpu_taint_value if vendor == NVIDIA else "true"
+    return Taint(VENDOR_TAINT_KEY[vendor], value)
+
+
+def zone_count(cloud: CloudProfile, zones: tuple[str, ...]) -> int:
+    """The zones a pool's per-zone node count is multiplied by (1 where counts are per pool)."""
+    if not cloud.nodes_per_zone:
+        return 1
+    return len(zones) or cloud.default_zones
+
+
+def system_pool(cloud: CloudProfile) -> PoolFacts:
+    """The pool for the cluster's own workloads: one node, scaling to two where pools scale."""
+    return PoolFacts(
+        name=SYSTEM_POOL,
+        class_name=None,
+        role="System",
+        labels={POOL_LABEL: SYSTEM_POOL},
+        taints=(),
+        accelerator=None,
+        vendor=None,
+        node_count=SYSTEM_NODES,
+        min_node_count=SYSTEM_NODES if cloud.autoscaler else None,
+        max_node_count=SYSTEM_MAX_NODES if cloud.autoscaler else None,
+        machine=cloud.system_machine,
+        zone_count=zone_count(cloud, ()),
+    )
 
 
 def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
     classes = {c.name: c for c in fleet.classes}
     source = str(cluster.source)
+    cloud = profile(source)
     pools: list[PoolFacts] = []
     if cluster.provisioned:
-        pools.append(
-            PoolFacts(
-                name=SYSTEM_POOL,
-                class_name=None,
-                role="System",
-                labels={POOL_LABEL: SYSTEM_POOL},
-                taints=(),
-                accelerator=None,
-                vendor=None,
-                node_count=1,
-                min_node_count=1,
-                max_node_count=2,
-                machine=SYSTEM_MACHINE[source],
-            )
-        )
+        pools.append(system_pool(cloud))
     for pool in cluster.node_pools:
         cls = classes[pool.class_name]
         drivers = claimed_drivers(cls)
@@ -221,8 +225,8 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 labels[GPU_LABEL] = accel.type
             if vendor is not None:
                 taints.append(gpu_taint(source, vendor))
-                if vendor == "nvidia":
-                    labels.update(CLOUD_NVIDIA_LABELS.get(source, {}))
+                if vendor == NVIDIA:
+                    labels.update(cloud.nvidia_pool_labels)
         else:
             labels[CPU_LABEL] = "true"
             taints.append(Taint(CPU_TAINT_KEY, "true"))
@@ -245,18 +249,17 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 disk_size_gb=getattr(prov.machine, "disk_size_gb", None)
                 if prov is not None and prov.provider == source
                 else None,
+                zone_count=zone_count(cloud, tuple(pool.zones)),
             )
         )
-    dra = cluster_dra_drivers(fleet, cluster)
     owner_operator = cluster.existing is not None and cluster.existing.owner_gpu_operator
     return ClusterFacts(
         name=cluster.name,
         source=source,
         spec=cluster,
         pools=tuple(pools),
-        dra_drivers=tuple(dra),
-        supported_drivers=tuple(supported_drivers(source)),
-        components=tuple(join_components(CATALOG[source], dra, owner_operator)),
+        dra_drivers=tuple(cluster_dra_drivers(fleet, cluster)),
+        supported_drivers=cloud.supported_drivers,
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
     )

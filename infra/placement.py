@@ -543,11 +543,6 @@ def _why(placed: AgentPlacement, node: Node) -> str:
     return "it does not tolerate " + ", ".join(f"{t.key}={t.value}:{t.effect}" for t in missing)
 
 
-def releases_of(cluster: ClusterFacts) -> dict[str, Mapping[str, Any]]:
-    """Release name -> values of the components the cluster installs, as the catalog builds them."""
-    return {c.release: c.values for c in cluster.components}
-
-
 def placement_hook(ctx: PlanContext) -> None:
     """The plan's `placement` section; every violation is a mandatory plan violation."""
     from components.model_deployment import pod_placement

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from components.aks import AGENT_POOL_NAME, agent_pool_name
+from components.aks import AGENT_POOL_NAME, agent_pool_name, autoscaler_owned
 from components.values import nvidia_driver_owned_by_stack
+from infra.facts import PoolFacts
 from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
 
@@ -201,3 +202,12 @@ def test_protect_covers_cluster_pools_and_network() -> None:
         "aks-west-cpu",
     } <= protected
     assert not any(r.protect for r in of_type(result, "pulumi:providers:kubernetes"))
+
+
+def test_autoscaled_pools_send_their_count_only_at_creation() -> None:
+    # AKS rejects a manual count on a pool its autoscaler has resized; fixed pools keep theirs.
+    scaled = PoolFacts("a100", "a100", "GPU", {}, (), None, "nvidia", 1, 1, 2)
+    fixed = PoolFacts("cpu", "cpu", "CPU", {}, (), None, None, 1, None, None)
+    assert autoscaler_owned(scaled) == ["count"]
+    assert autoscaler_owned(scaled, "agentPoolProfiles[0].count") == ["agentPoolProfiles[0].count"]
+    assert autoscaler_owned(fixed) is None

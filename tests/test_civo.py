@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
+from infra.config import ConfigError
 from infra.tooling.mockrun import MockRun
-from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:civo"
 NETWORK = "civo:index/network:Network"
@@ -32,7 +33,7 @@ def civo_fleet(protect: bool = False) -> dict[str, Any]:
                 "source": "Civo",
                 "civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
                 "nodePools": [
-                    {"name": "gpu-l40s", "className": "l40s", "nodeCount": 2, "minNodeCount": 1, "maxNodeCount": 4},
+                    {"name": "gpu-l40s", "className": "l40s", "nodeCount": 2},
                     {"name": "cpu", "className": "cpu8", "nodeCount": 1},
                 ],
             }
@@ -99,7 +100,12 @@ def test_gpu_pool_gets_vendor_taint_gpu_label_and_size(plan: MockRun) -> None:
     assert gpu["clusterId"] == "civo-lon-cluster-id"
     assert gpu["label"] == "gpu-l40s"
     assert gpu["size"] == "an.g1.l40s.kube.x1"
-    assert gpu["labels"] == {"modelplane.ai/pool": "gpu-l40s", "modelplane.ai/gpu": "nvidia-l40s"}
+    # The DRA kubelet plugin runs where this label is true; the driver manager flips it to evict it.
+    assert gpu["labels"] == {
+        "modelplane.ai/pool": "gpu-l40s",
+        "modelplane.ai/gpu": "nvidia-l40s",
+        "nvidia.com/dra-kubelet-plugin": "true",
+    }
     assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert gpu["publicIpNodePool"] is False
 
@@ -112,7 +118,7 @@ def test_cpu_pool_gets_cpu_taint_and_label_and_size(plan: MockRun) -> None:
     assert cpu["taints"] == [{"key": "modelplane.ai/cpu", "value": "true", "effect": "NoSchedule"}]
 
 
-def test_autoscaling_bounds_leave_a_civo_pool_at_its_node_count(plan: MockRun) -> None:
+def test_civo_pool_has_its_node_count_and_no_scaling_bounds(plan: MockRun) -> None:
     gpu = named(plan, "civo-lon-gpu-l40s").inputs
     assert gpu["nodeCount"] == 2.0
     assert not {"minNodeCount", "maxNodeCount", "minNodes", "maxNodes"} & set(gpu)
@@ -140,3 +146,25 @@ def test_protect_covers_cluster_pools_and_network() -> None:
         "civo-lon-gpu-l40s",
         "civo-lon-cpu",
     } <= protected
+
+
+def test_autoscaling_bounds_on_a_civo_pool_are_rejected_before_anything_registers() -> None:
+    raw = {
+        "classes": [cpu_class("cpu-civo", "Civo", CPU_BLOCKS["Civo"])],
+        "clusters": [
+            {
+                "name": "civo-dev",
+                "source": "Civo",
+                "civo": CLUSTER_BLOCKS["Civo"],
+                "nodePools": [
+                    {"name": "cpu", "className": "cpu-civo", "nodeCount": 1, "minNodeCount": 1, "maxNodeCount": 3}
+                ],
+            }
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].nodePools[0].minNodeCount"
+    assert "Civo pools do not autoscale" in issue.problem
+    assert "remove minNodeCount and maxNodeCount" in issue.fix

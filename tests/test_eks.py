@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from components.eks import dranet_tolerations, subnet_zones
+from components.eks import autoscaler_owned, dranet_tolerations, subnet_zones
+from infra.facts import PoolFacts
 from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 
@@ -116,7 +117,11 @@ def test_cluster_is_vpc_iam_cluster_addons_and_a_node_group_per_pool_plus_system
     assert len(under(plan, IGW)) == 1
     assert len(under(plan, EIP)) == 1
     assert len(under(plan, NAT)) == 1
-    assert sorted(r.name for r in under(plan, ROLE)) == ["eks-east-cluster-role", "eks-east-node-role"]
+    assert sorted(r.name for r in under(plan, ROLE)) == [
+        "eks-east-autoscaler-role",
+        "eks-east-cluster-role",
+        "eks-east-node-role",
+    ]
     assert [r.name for r in under(plan, CLUSTER)] == ["eks-east-cluster"]
     assert sorted(r.name for r in under(plan, NODE_GROUP)) == [
         "eks-east-cpu",
@@ -176,7 +181,8 @@ def test_private_subnets_route_through_nat_and_public_through_the_internet_gatew
 def test_cluster_and_node_roles_get_exactly_the_eks_managed_policies(plan: MockRun) -> None:
     by_role: dict[str, set[str]] = {}
     for a in under(plan, ATTACHMENT):
-        by_role.setdefault(a.inputs["role"], set()).add(a.inputs["policyArn"])
+        if a.name != "eks-east-autoscaler-role-policy":
+            by_role.setdefault(a.inputs["role"], set()).add(a.inputs["policyArn"])
     assert by_role == {
         "eks-east-cluster-role": {"arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"},
         "eks-east-node-role": {
@@ -280,8 +286,8 @@ def test_kubeconfig_is_secret_and_gets_tokens_from_aws_eks_get_token(plan: MockR
 
 
 def test_aws_dranet_is_installed_when_a_pool_claims_dra_net(plan: MockRun) -> None:
-    (release,) = [r for r in of_type(plan, RELEASE) if r.parent == "eks-east"]
-    assert release.name == "eks-east-aws-dranet"
+    (release,) = [r for r in of_type(plan, RELEASE) if r.name == "eks-east-aws-dranet"]
+    assert release.parent == "eks-east"
     inputs = release.inputs
     assert inputs["name"] == "mp-aws-dranet"
     assert inputs["chart"] == "aws-dranet"
@@ -337,10 +343,35 @@ def test_nothing_is_protected_without_protect(without_efa: MockRun) -> None:
 def test_efa_pool_gets_one_efa_interface_per_claimed_dra_net_device(plan: MockRun) -> None:
     interfaces = template_of(plan, "h100")["networkInterfaces"]
     assert [i["networkCardIndex"] for i in interfaces] == [float(n) for n in range(16)]
-    assert {i["interfaceType"] for i in interfaces} == {"efa"}
+    # Card 0 carries IP traffic and EFA; the others are RDMA-only, which nodeadm leaves alone.
+    assert [i["interfaceType"] for i in interfaces] == ["efa"] + ["efa-only"] * 15
     assert [i["deviceIndex"] for i in interfaces[:2]] == [0.0, 1.0]
     assert all(i["securityGroups"] == ["eks-east-efa-id", "sg-eks-east-cluster"] for i in interfaces)
     assert "networkInterfaces" not in template_of(plan, "l4")
+
+
+def test_cluster_autoscaler_runs_with_its_own_pod_identity_role(plan: MockRun) -> None:
+    (release,) = [r for r in of_type(plan, RELEASE) if r.name == "eks-east-cluster-autoscaler"]
+    assert release.parent == "eks-east"
+    assert release.inputs["chart"] == "cluster-autoscaler"
+    assert release.inputs["version"] == "9.57.0"
+    assert release.inputs["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
+    assert release.inputs["namespace"] == "kube-system"
+    assert release.inputs["values"]["autoDiscovery"] == {"clusterName": "eks-east"}
+    assert release.inputs["values"]["rbac"] == {"serviceAccount": {"name": "cluster-autoscaler"}}
+    trust = json.loads(named(plan, "eks-east-autoscaler-role").inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    association = named(plan, "eks-east-autoscaler-identity").inputs
+    assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "cluster-autoscaler")
+    actions = json.loads(named(plan, "eks-east-autoscaler").inputs["policy"])["Statement"][1]["Action"]
+    assert actions == ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
+
+
+def test_autoscaled_node_groups_leave_the_desired_size_to_the_autoscaler() -> None:
+    fixed = PoolFacts("cpu", "cpu", "CPU", {}, (), None, None, 2, None, None)
+    scaled = PoolFacts("l4", "l4", "GPU", {}, (), None, "nvidia", 1, 1, 3)
+    assert autoscaler_owned(scaled) == ["scalingConfig.desiredSize"]
+    assert autoscaler_owned(fixed) is None
 
 
 def test_efa_security_group_allows_all_traffic_within_itself(plan: MockRun) -> None:

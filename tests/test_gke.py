@@ -9,8 +9,9 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.gke import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
+from infra.facts import derive_cluster
 from infra.tooling.mockrun import MockRun, Registration
-from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+from tests.conftest import cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:gcp"
 NETWORK = "gcp:compute/network:Network"
@@ -166,13 +167,20 @@ def test_gpu_pool_gets_its_accelerator_with_gke_driver_installation_disabled(pla
     ]
 
 
-def test_gpu_pool_turns_off_gke_device_plugin_and_leaves_the_gpu_taint_to_gke(plan: MockRun) -> None:
+def test_gpu_pool_turns_off_gke_device_plugin_and_sets_the_gpu_taint_itself(plan: MockRun) -> None:
     config = pool(plan, "gke-central", "l4").inputs["nodeConfig"]
     assert config["labels"]["gke-no-default-nvidia-gpu-device-plugin"] == "true"
     assert config["labels"]["modelplane.ai/gpu"] == "nvidia-l4"
     assert config["labels"]["modelplane.ai/pool"] == "l4"
-    # GKE taints GPU nodes nvidia.com/gpu=present itself; setting it too would fight GKE.
-    assert config["taints"] == []
+    # GKE adds this taint itself only in some cases, so the pool always sets it.
+    assert config["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+
+
+def test_gpu_pool_carries_the_dra_driver_label_gkes_autoscaler_reads(plan: MockRun) -> None:
+    labels = pool(plan, "gke-central", "l4").inputs["nodeConfig"]["labels"]
+    assert labels["cloud.google.com/gke-nvidia-gpu-dra-driver"] == "true"
+    cpu_labels = pool(plan, "gke-central", "cpu").inputs["nodeConfig"]["labels"]
+    assert "cloud.google.com/gke-nvidia-gpu-dra-driver" not in cpu_labels
 
 
 def test_cpu_pool_gets_cpu_label_and_taint_in_gke_spelling_and_no_accelerator(plan: MockRun) -> None:
@@ -208,6 +216,14 @@ def test_autoscaled_pool_bounds_the_whole_pool_and_fixed_pool_sets_node_count(pl
     cpu = pool(plan, "gke-central", "cpu").inputs
     assert "autoscaling" not in cpu
     assert cpu["nodeCount"] == 2.0
+    assert "initialNodeCount" not in cpu
+
+
+def test_autoscaled_pool_starts_with_node_count_spread_over_its_zones(plan: MockRun) -> None:
+    # nodeCount 1 over two zones: GKE counts initial nodes per zone, so one in each.
+    assert pool(plan, "gke-central", "l4").inputs["initialNodeCount"] == 1.0
+    # The system pool (one node, no zones) spans three zones: one node per zone.
+    assert pool(plan, "gke-central", "system").inputs["initialNodeCount"] == 1.0
 
 
 def test_pool_zones_become_node_locations(plan: MockRun) -> None:
@@ -269,3 +285,31 @@ def test_long_names_are_shortened_within_gcp_limits_without_colliding() -> None:
     assert gcp_name("short", 40) == "short"
     account = node_account_id("p", "stack", "9" * 63)
     assert 6 <= len(account) <= 30 and account[0].isalpha()
+
+
+def test_schedulable_pools_count_gke_nodes_per_zone() -> None:
+    raw = gke_fleet(protect=False)
+    raw["clusters"][0]["nodePools"].append(
+        {"name": "cpu-ab", "className": "cpu8", "nodeCount": 2, "zones": ["us-central1-a", "us-central1-b"]}
+    )
+    fleet = fleet_of(raw)
+    nodes = {p["name"]: p["nodes"] for p in derive_cluster(fleet, fleet.clusters[0]).schedulable_pools()}
+    # l4: total limits bound the pool at maxNodeCount; cpu: 2 per zone in the region's three zones;
+    # cpu-ab: 2 in each of its two zones.
+    assert nodes == {"l4": 4, "cpu": 6, "cpu-ab": 4}
+
+
+def test_node_counts_elsewhere_count_the_whole_pool() -> None:
+    raw = {
+        "classes": [cpu_class("cpu", "AKS", {"vmSize": "Standard_D8s_v5"})],
+        "clusters": [
+            {
+                "name": "aks",
+                "source": "AKS",
+                "aks": {"location": "eastus", "kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "cpu", "className": "cpu", "nodeCount": 2, "zones": ["1", "2"]}],
+            }
+        ],
+    }
+    fleet = fleet_of(raw)
+    assert [p["nodes"] for p in derive_cluster(fleet, fleet.clusters[0]).schedulable_pools()] == [2]

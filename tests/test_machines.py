@@ -11,7 +11,6 @@ import pulumi
 import pytest
 
 from components.base import policy_inputs
-from components.machines import MACHINES, MachineType, machine, render_machines_doc
 from infra.config import InferenceClass
 from infra.cost import (
     BUDGET_TYPE,
@@ -33,6 +32,7 @@ from infra.devices import (
     reserved_cpus,
 )
 from infra.facts import derive_cluster
+from infra.machines import MACHINES, MachineType, machine, render_machines_doc
 from infra.program import guard
 from infra.tooling.plan import plan_stack
 from policies.config_rules import CONFIG_POLICIES
@@ -215,7 +215,7 @@ def test_zone_outside_the_region_is_rejected(cloud: str) -> None:
 def test_unknown_machine_type_is_an_advisory_warning(cloud: str) -> None:
     [v] = check_machine("k", cloud, "p", cpu(cloud, "no-such-machine"), CLOUDS[cloud]["region"])
     assert (v.policy, v.enforcement, v.mandatory) == (UNKNOWN_MACHINE_TYPE, "advisory", False)
-    assert "components/machines.py" in v.fix
+    assert "infra/machines.py" in v.fix
 
 
 @pytest.mark.parametrize("cloud", PROVIDERS)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from components.catalog import release_values
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import (
@@ -23,7 +24,6 @@ from infra.placement import (
     Toleration,
     affinity_matches,
     audit,
-    releases_of,
     untolerated,
 )
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
@@ -199,26 +199,31 @@ def test_node_affinity_ors_terms_and_ands_expressions() -> None:
 @pytest.mark.parametrize("cloud", PROVISIONED)
 def test_each_cloud_stack_reaches_its_own_pool_and_stays_off_the_others(cloud: str) -> None:
     facts, deployments = facts_of(cloud_fleet(cloud))
-    report = audit(facts, releases_of(facts), deployments)
+    report = audit(facts, release_values(facts), deployments)
     assert report.ok, report.as_json()["violations"]
     placed = agents(report)
-    for agent in NVIDIA_AGENTS:
+    # VKE runs its own GPU Operator and NFD; on Vultr the stack brings only the DRA driver.
+    own_operator = cloud != "Vultr"
+    for agent in NVIDIA_AGENTS if own_operator else {("mp-dra-driver-nvidia-gpu", "kubelet-plugin")}:
         assert placed[agent] == ("gpu",)
     assert placed[CPU_AGENT] == ("cpu",)
-    assert "gpu" in placed[NFD_WORKER]
+    if own_operator:
+        assert "gpu" in placed[NFD_WORKER]
+    else:
+        assert NFD_WORKER not in placed and ("mp-gpu-operator", "operands") not in placed
     assert not AMD_AGENTS & set(placed)
     assert {d.name: pools for d, pools in report.deployments} == {"on-gpu": ("gpu",), "on-cpu": ("cpu",)}
 
 
 def test_gke_gpu_taint_value_present_is_tolerated_by_exists() -> None:
     facts, _ = facts_of(cloud_fleet("GKE"))
-    assert Taint("nvidia.com/gpu", "present", set_by_cloud=True) in facts.pool("gpu").taints
-    assert audit(facts, releases_of(facts), []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
+    assert Taint("nvidia.com/gpu", "present") in facts.pool("gpu").taints
+    assert audit(facts, release_values(facts), []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
 
 
 def test_existing_with_amd_pool_places_each_vendor_stack_on_its_pool() -> None:
     facts, deployments = facts_of(existing_fleet(amd=True))
-    report = audit(facts, releases_of(facts), deployments)
+    report = audit(facts, release_values(facts), deployments)
     assert report.ok, report.as_json()["violations"]
     placed = agents(report)
     for agent in AMD_AGENTS & set(placed):
@@ -236,7 +241,7 @@ def test_existing_without_amd_driver_installs_no_amd_agents() -> None:
     """The review's leg: leave gpu.amd.com out and the AMD DaemonSets are absent."""
     facts, deployments = facts_of(existing_fleet(amd=False))
     assert "gpu.amd.com" not in facts.dra_drivers
-    releases = releases_of(facts)
+    releases = release_values(facts)
     assert "mp-gpu-operator-charts" not in releases
     report = audit(facts, releases, deployments)
     assert report.ok
@@ -245,7 +250,7 @@ def test_existing_without_amd_driver_installs_no_amd_agents() -> None:
 
 
 def _with_values(facts: ClusterFacts, release: str, edit: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    releases: dict[str, Mapping[str, Any]] = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    releases: dict[str, Mapping[str, Any]] = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
     releases[release] = {**releases[release], **edit}
     return releases
 
@@ -285,7 +290,7 @@ def test_nfd_worker_without_gpu_tolerations_misses_the_gpu_pool() -> None:
 
 def test_amd_driver_tolerating_the_cpu_taint_lands_on_the_cpu_pool() -> None:
     facts, _ = facts_of(existing_fleet(amd=True))
-    releases = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
     spec = releases["mp-gpu-operator-charts"]["deviceConfig"]["spec"]
     spec["selector"] = {}
     spec["draDriver"]["tolerations"] = [{"key": "modelplane.ai/cpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -297,7 +302,7 @@ def test_amd_driver_tolerating_the_cpu_taint_lands_on_the_cpu_pool() -> None:
 def test_deployment_that_can_land_off_its_pool_is_caught() -> None:
     facts, deployments = facts_of(cloud_fleet("Vultr"))
     loose = PodPlacement("loose", "gpu", {}, deployments[0].tolerations)
-    report = audit(facts, releases_of(facts), [loose])
+    report = audit(facts, release_values(facts), [loose])
     assert ("deployment-placement", "deployment/loose") in checks(report)
     assert set(dict(((d.name, p) for d, p in report.deployments))["loose"]) == {"system", "gpu", "cpu"}
 
@@ -317,7 +322,7 @@ def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:
 
 def test_audit_report_json_names_pools_and_violations() -> None:
     facts, deployments = facts_of(cloud_fleet("Civo"))
-    doc = audit(facts, releases_of(facts), deployments).as_json()
+    doc = audit(facts, release_values(facts), deployments).as_json()
     assert doc["ok"] is True and doc["cluster"] == "c"
     assert [n["pool"] for n in doc["nodes"]] == ["system", "gpu", "cpu"]
     assert {"release", "workload", "nodeSelector", "tolerations", "pools"} <= set(doc["workloads"][0])
@@ -331,7 +336,7 @@ def test_committed_stack_places_every_agent_and_deployment_cleanly(path: Path) -
     loaded = load_stack_file(path)
     for facts in derive_fleet(loaded.fleet):
         deployments = [pod_placement(d, facts) for d in loaded.fleet.deployments if d.cluster == facts.name]
-        report = audit(facts, releases_of(facts), deployments)
+        report = audit(facts, release_values(facts), deployments)
         assert report.ok, report.as_json()["violations"]
 
 

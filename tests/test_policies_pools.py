@@ -57,10 +57,14 @@ def test_eks_gpu_node_group_needs_the_nvidia_ami_and_upper_case_taint() -> None:
     assert any("no accelerator" in m for m in found)
 
 
-def test_gke_gpu_pool_is_recognised_by_guest_accelerators_and_needs_no_own_taint() -> None:
+def test_gke_gpu_pool_is_recognised_by_guest_accelerators_and_must_set_its_own_taint() -> None:
     labels = {"modelplane.ai/pool": "l4", "modelplane.ai/gpu": "nvidia-l4"}
-    assert violations(GKE_POOL, gke_pool(labels, [], accelerators=1)) == []
-    assert any("no accelerator" in m for m in violations(GKE_POOL, gke_pool(labels, [])))
+    present = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+    assert violations(GKE_POOL, gke_pool(labels, [present], accelerators=1)) == []
+    # GKE adds the taint only in some cases, so a pool without it is rejected.
+    found = violations(GKE_POOL, gke_pool(labels, [], accelerators=1))
+    assert any("lacks the taint nvidia.com/gpu=present:NoSchedule" in m for m in found)
+    assert any("no accelerator" in m for m in violations(GKE_POOL, gke_pool(labels, [present])))
 
 
 def test_gke_pool_with_accelerators_but_no_gpu_label_is_rejected() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from pulumi_policy import PolicyResource
 
 from components.base import policy_inputs
-from components.catalog import Component
+from components.catalog import Component, cluster_components
 from infra.facts import ClusterFacts, derive_cluster
 from policies.stack_rules import cpu_claim_resources, device_stack_filtered
 from tests.conftest import cpu_class, fleet_of
@@ -66,18 +66,18 @@ def stack_of(
 
 def test_stack_with_exactly_the_joined_components_passes() -> None:
     facts, _ = byo_facts()
-    assert run(device_stack_filtered, stack_args(stack_of(list(facts.components)))) == []
+    assert run(device_stack_filtered, stack_args(stack_of(cluster_components(facts)))) == []
 
 
 def test_stack_without_the_operator_its_owner_runs_passes() -> None:
     facts, _ = byo_facts()
-    without = [c for c in facts.components if c.key != "amd-gpu-operator"]
+    without = [c for c in cluster_components(facts) if c.key != "amd-gpu-operator"]
     assert run(device_stack_filtered, stack_args(stack_of(without, owner_gpu_operator=True))) == []
 
 
 def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:
     facts, _ = byo_facts()
-    found = run(device_stack_filtered, stack_args(stack_of(list(facts.components), owner_gpu_operator=True)))
+    found = run(device_stack_filtered, stack_args(stack_of(cluster_components(facts), owner_gpu_operator=True)))
     assert found == [
         "cluster 'byo': release mp-gpu-operator-charts installs a second GPU operator next to the one the "
         "cluster's owner runs (ownerGpuOperator)"
@@ -89,7 +89,7 @@ def test_release_for_an_unclaimed_driver_is_rejected() -> None:
 
     facts, _ = byo_facts()
     nvidia_only = [c for c in CATALOG["Existing"] if c.key == "dra-driver-nvidia-gpu"]
-    found = run(device_stack_filtered, stack_args(stack_of([*facts.components, *nvidia_only])))
+    found = run(device_stack_filtered, stack_args(stack_of([*cluster_components(facts), *nvidia_only])))
     assert found == [
         "cluster 'byo': release mp-dra-driver-nvidia-gpu is for gpu.nvidia.com, which no pool claims "
         "(claimed: dra.cpu, gpu.amd.com)"
@@ -98,14 +98,14 @@ def test_release_for_an_unclaimed_driver_is_rejected() -> None:
 
 def test_claimed_driver_without_its_components_is_rejected() -> None:
     facts, _ = byo_facts()
-    without_cpu_driver = [c for c in facts.components if c.key != "dra-driver-cpu"]
+    without_cpu_driver = [c for c in cluster_components(facts) if c.key != "dra-driver-cpu"]
     found = run(device_stack_filtered, stack_args(stack_of(without_cpu_driver)))
     assert found == ["cluster 'byo': pools claim dra.cpu but release mp-dra-driver-cpu is not installed"]
 
 
 def test_stack_drivers_that_differ_from_the_pools_claims_are_rejected() -> None:
     facts, _ = byo_facts()
-    cpu_only = [c for c in facts.components if "gpu.amd.com" not in c.dra_drivers]
+    cpu_only = [c for c in cluster_components(facts) if "gpu.amd.com" not in c.dra_drivers]
     found = run(device_stack_filtered, stack_args(stack_of(cpu_only, dra_drivers=["dra.cpu"])))
     assert len(found) == 1 and "but the cluster's pools claim [dra.cpu, gpu.amd.com]" in found[0]
 

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.catalog import AMD, CATALOG, CPU, NVIDIA, join_components
+from components.catalog import AMD, CATALOG, CPU, NVIDIA
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.facts import ClusterFacts, derive_cluster
 from infra.tooling.mockrun import MockRun, Registration, fake_kubeconfig, run_under_mocks
@@ -27,6 +27,7 @@ PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
 
 # Releases per driver stack (neutral releases are every untagged row, so a new neutral row counts).
 NVIDIA_RELEASES = {"mp-node-feature-discovery", "mp-gpu-operator", "mp-dra-driver-nvidia-gpu"}
+VULTR_NVIDIA_RELEASES = {"mp-dra-driver-nvidia-gpu"}
 CPU_RELEASES = {"mp-dra-driver-cpu"}
 AMD_RELEASES = {"mp-node-feature-discovery", "mp-gpu-operator-charts"}
 KNOWN_NEUTRAL = {"mp-cert-manager", "mp-kube-prometheus-stack", "mp-gateway-helm", "mp-lws"}
@@ -67,7 +68,7 @@ def provisioned_facts(cloud: str, drivers: tuple[str, ...]) -> ClusterFacts:
     fleet = fleet_of(provisioned_fleet(cloud, drivers))
     facts = derive_cluster(fleet, fleet.clusters[0])
     if not drivers:
-        facts = dataclasses.replace(facts, dra_drivers=(), components=tuple(join_components(CATALOG[cloud], [])))
+        facts = dataclasses.replace(facts, dra_drivers=())
     assert set(facts.dra_drivers) == set(drivers)
     return facts
 
@@ -114,7 +115,11 @@ STACKS = {CPU: CPU_RELEASES, NVIDIA: NVIDIA_RELEASES, AMD: AMD_RELEASES}
 def test_provisioned_cluster_gets_exactly_the_releases_its_drivers_select(cloud: str, combo: str) -> None:
     drivers = COMBOS[combo]
     result = run_stack(provisioned_facts(cloud, drivers))
-    assert release_names(result) == expected(cloud, [STACKS[d] for d in drivers])
+    stacks = [STACKS[d] for d in drivers]
+    if cloud == "Vultr":
+        # VKE runs its own GPU Operator and NFD; the stack adds only the DRA driver.
+        stacks = [VULTR_NVIDIA_RELEASES if d == NVIDIA else STACKS[d] for d in drivers]
+    assert release_names(result) == expected(cloud, stacks)
 
 
 def existing_fleet(*pool_classes: dict[str, Any]) -> dict[str, Any]:
@@ -260,11 +265,17 @@ def quotas(result: MockRun) -> list[Registration]:
     return of_type(result, "kubernetes:core/v1:ResourceQuota")
 
 
-@pytest.mark.parametrize("combo", ["nvidia", "nvidia+cpu"])
-def test_gke_critical_pods_quota_precedes_each_nvidia_release(combo: str) -> None:
+@pytest.mark.parametrize(
+    ("combo", "namespaces"),
+    [
+        ("nvidia", {"gpu-operator", "dra-driver-nvidia-gpu"}),
+        ("nvidia+cpu", {"gpu-operator", "dra-driver-nvidia-gpu", "dra-driver-cpu"}),
+    ],
+)
+def test_gke_critical_pods_quota_precedes_each_critical_release(combo: str, namespaces: set[str]) -> None:
     result = run_stack(provisioned_facts("GKE", COMBOS[combo]))
     found = quotas(result)
-    assert {q.inputs["metadata"]["namespace"] for q in found} == {"gpu-operator", "dra-driver-nvidia-gpu"}
+    assert {q.inputs["metadata"]["namespace"] for q in found} == namespaces
     for q in found:
         assert q.inputs["spec"]["scopeSelector"] == {
             "matchExpressions": [
@@ -281,9 +292,12 @@ def test_gke_critical_pods_quota_precedes_each_nvidia_release(combo: str) -> Non
     assert by_ns["dra-driver-nvidia-gpu"] in regs["mp-dra-driver-nvidia-gpu"].dependencies
 
 
-def test_gke_without_nvidia_gets_no_quota_and_no_driver_installer() -> None:
+def test_gke_cpu_driver_gets_its_quota_and_no_driver_installer() -> None:
+    # dra-driver-cpu's DaemonSet runs at system-node-critical: GKE rejects it without the quota.
     result = run_stack(provisioned_facts("GKE", (CPU,)))
-    assert quotas(result) == []
+    (quota,) = quotas(result)
+    assert quota.inputs["metadata"]["namespace"] == "dra-driver-cpu"
+    assert quota.urn in releases_by_name(result)["mp-dra-driver-cpu"].dependencies
     assert of_type(result, "kubernetes:yaml/v2:ConfigFile") == []
 
 

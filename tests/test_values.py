@@ -9,9 +9,12 @@ import pytest
 
 from components import values as v
 from components.catalog import CATALOG, CLOUDS, Component
-from infra.facts import CPU_TAINT_KEY, GKE_GPU_TAINT_VALUE, VENDOR_TAINT_KEY
+from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
+# Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but Vultr, whose VKE
+# runs its own.
+OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Existing")
 
 
 def row(cloud: str, key: str) -> Component:
@@ -95,19 +98,20 @@ def test_no_floating_image_in_any_values(cloud: str, component: Component) -> No
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_nvidia_device_plugin_is_off_wherever_its_dra_driver_installs(cloud: str) -> None:
-    assert row(cloud, "gpu-operator").values["devicePlugin"] == {"enabled": False}
+    if cloud in OPERATOR_CLOUDS:
+        assert row(cloud, "gpu-operator").values["devicePlugin"] == {"enabled": False}
     dra = row(cloud, "dra-driver-nvidia-gpu").values
     assert dra["gpuResourcesEnabledOverride"] is True
     assert dra["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
     assert dra["resourceApiVersion"] == "resource.k8s.io/v1"
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", OPERATOR_CLOUDS)
 def test_nvidia_operator_leaves_nfd_to_the_standalone_release(cloud: str) -> None:
     assert row(cloud, "gpu-operator").values["nfd"] == {"enabled": False}
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", OPERATOR_CLOUDS)
 def test_dcgm_exporter_attributes_dra_allocated_gpus(cloud: str) -> None:
     dcgm = row(cloud, "gpu-operator").values["dcgmExporter"]
     assert dcgm["enabled"] is True
@@ -116,8 +120,8 @@ def test_dcgm_exporter_attributes_dra_allocated_gpus(cloud: str) -> None:
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
-    gpu_value = GKE_GPU_TAINT_VALUE if cloud == "GKE" else "true"
-    for key in ("gpu-operator", "dra-driver-nvidia-gpu"):
+    gpu_value = "present" if cloud == "GKE" else "true"
+    for key in ("gpu-operator", "dra-driver-nvidia-gpu") if cloud in OPERATOR_CLOUDS else ("dra-driver-nvidia-gpu",):
         tolerations = [t for _, t in tolerations_in(row(cloud, key).values)]
         assert tolerations, key
         assert all(t["key"] == VENDOR_TAINT_KEY["nvidia"] for t in tolerations), (key, tolerations)
@@ -155,7 +159,6 @@ def test_dra_driver_root_follows_where_each_cloud_puts_the_driver(cloud: str, ro
         ("EKS", False, False),
         ("AKS", False, False),
         ("Civo", True, False),
-        ("Vultr", False, False),
         ("Existing", False, False),
     ],
 )
@@ -170,7 +173,11 @@ def test_gpu_operator_installs_driver_and_toolkit_only_where_the_node_lacks_them
 
 def test_civo_operator_installs_the_pinned_open_driver() -> None:
     driver = row("Civo", "gpu-operator").values["driver"]
-    assert driver == {"enabled": True, "version": "580.173.02", "kernelModuleType": "open"}
+    assert {k: driver[k] for k in ("enabled", "version", "kernelModuleType")} == {
+        "enabled": True,
+        "version": "580.173.02",
+        "kernelModuleType": "open",
+    }
 
 
 def test_gke_operator_uses_googles_driver_directory_and_cdi() -> None:
@@ -180,16 +187,43 @@ def test_gke_operator_uses_googles_driver_directory_and_cdi() -> None:
     assert values["cdi"] == {"enabled": True}
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", ["GKE", "EKS", "AKS", "Civo", "Existing"])  # VKE runs its own operator
 def test_gpu_operator_sets_no_value_v26_3_3_ignores(cloud: str) -> None:
     # At v26.3.3 no template reads `operator.defaultRuntime`, and ClusterPolicy's `cdi.default` is
     # deprecated and unused: setting either would only suggest a control we do not have.
     values = row(cloud, "gpu-operator").values
-    assert "operator" not in values
+    assert "defaultRuntime" not in values.get("operator", {})
     assert "default" not in values["cdi"]
 
 
-@pytest.mark.parametrize("cloud", PROVISIONED)
+def test_gke_toolkit_reads_containerds_config_file_not_its_dump() -> None:
+    # containerd 2 on GKE 1.33+: writing back `containerd config dump` breaks GKE's CNI path.
+    env = row("GKE", "gpu-operator").values["toolkit"]["env"]
+    assert env == [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]
+
+
+def test_aks_operator_runs_its_operands_with_the_aks_nvidia_runtime_class() -> None:
+    assert row("AKS", "gpu-operator").values["operator"]["runtimeClass"] == "nvidia-container-runtime"
+    for cloud in ("GKE", "EKS", "Civo", "Existing"):
+        assert "runtimeClass" not in row(cloud, "gpu-operator").values.get("operator", {}), cloud
+
+
+def test_civo_driver_upgrades_evict_the_dra_kubelet_plugin() -> None:
+    manager = row("Civo", "gpu-operator").values["driver"]["manager"]
+    assert manager == {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]}
+    plugin = row("Civo", "dra-driver-nvidia-gpu").values["kubeletPlugin"]
+    assert plugin["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true"}
+    for cloud in ("GKE", "EKS", "AKS", "Vultr", "Existing"):
+        assert "nodeSelector" not in row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"], cloud
+
+
+def test_vultr_installs_only_the_dra_driver_next_to_vkes_gpu_operator() -> None:
+    keys = [c.key for c in CATALOG["Vultr"] if c.dra_drivers]
+    assert keys == ["dra-driver-nvidia-gpu", "dra-driver-cpu"]
+    assert row("Vultr", "dra-driver-nvidia-gpu").depends_on == ()
+
+
+@pytest.mark.parametrize("cloud", ("GKE", "EKS", "AKS", "Civo"))
 def test_nfd_worker_reaches_nvidia_nodes_only_on_provisioned_clouds(cloud: str) -> None:
     keys = {t["key"] for _, t in tolerations_in(row(cloud, "node-feature-discovery").values)}
     assert keys == {"nvidia.com/gpu"}

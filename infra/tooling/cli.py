@@ -23,9 +23,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from components.catalog import CATALOG, CLOUDS, supported_drivers
-from components.machines import render_machines_doc
 from components.telemetry import render_telemetry_doc
 from infra.cost import combine_totals
+from infra.machines import render_machines_doc
 from infra.tooling.plan import dumps, plan_stack
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from components.catalog import Component
+from components.catalog import Component, cluster_components
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.cost import cost_hook
 from infra.devices import fleet_violations
@@ -69,9 +69,10 @@ def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list
     """The releases the cluster's ServingStack registered, in catalog order, with their inputs."""
     stack_name = f"{facts.name}-stack"
     by_name = {r.name: r for r in registered if r.type == RELEASE_TYPE and r.parent == stack_name}
-    components: dict[str, Component] = {c.key: c for c in facts.components}
+    joined = cluster_components(facts)
+    components: dict[str, Component] = {c.key: c for c in joined}
     out = []
-    for component in facts.components:
+    for component in joined:
         reg = by_name.get(f"{stack_name}-{component.key}")
         if reg is None:
             continue
