@@ -2,16 +2,25 @@
 cluster's Kubernetes version, checked against the official OpenAPI schema (strict: unknown fields
 are errors) with `kubernetes_validate`.
 
+Objects of CRDs (Gateway API, cert-manager) are checked with `jsonschema` against the CRD's own
+`openAPIV3Schema`, from the CRDs the serving stack's charts install (`tests/schemas/crds.json`,
+each entry naming the chart file it was taken from), made strict the same way: an object schema
+that lists properties admits no others. What a structural schema cannot express (CEL
+`x-kubernetes-validations`, `metadata`, which CRDs leave to the API server) is not checked there.
+
 Registered inputs are turned back into manifests: apiVersion from the type token, numbers that
 the engine sent as floats back to ints.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 
@@ -28,6 +37,38 @@ NOT_OBJECTS = ("kubernetes:helm.sh/", "pulumi:providers:")
 # An Existing cluster states no version; resource.k8s.io/v1 (DRA GA) needs at least 1.34.
 EXISTING_MINIMUM = "1.34"
 RECIPES = ("recipe-qwen-mi325x", "recipe-qwen-cpu-civo")
+CRD_SCHEMAS = ROOT / "tests" / "schemas" / "crds.json"
+# Envoy Gateway v1.8.4's chart ships Gateway API v1.5.1 (experimental channel) in its crds subchart.
+GATEWAY_API_BUNDLE = "v1.5.1"
+
+
+def strict(schema: Any) -> Any:
+    """A CRD schema in which an object that lists its properties admits no others."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {
+        k: strict(v) if k in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not") else v
+        for k, v in schema.items()
+    }
+    if "properties" in schema:
+        out["properties"] = {k: strict(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    return out
+
+
+@cache
+def crd_schemas() -> dict[str, Any]:
+    raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
+    return {key: strict(entry["openAPIV3Schema"]) for key, entry in raw.items()}
+
+
+def validate_custom(obj: dict[str, Any]) -> None:
+    """Validate an object of a CRD kind; raises jsonschema.ValidationError."""
+    schema = crd_schemas()[f"{obj['apiVersion']}/{obj['kind']}"]
+    jsonschema.Draft7Validator(schema).validate(obj)
 
 
 def kubernetes_version(cluster: InferenceCluster) -> str:
@@ -79,11 +120,18 @@ def assert_valid(result: MockRun, versions: dict[str, str]) -> list[str]:
     kinds = []
     for reg in kubernetes_objects(result):
         version = versions[cluster_of(reg, by_name, set(versions))]
-        try:
-            kubernetes_validate.validate(manifest(reg), version, strict=True)
-        except kubernetes_validate.ValidationError as err:
-            pytest.fail(f"{reg.type} {reg.name} is not a valid {version} object: {err.message} at {list(err.path)}")
-        kinds.append(manifest(reg)["kind"])
+        obj = manifest(reg)
+        if f"{obj['apiVersion']}/{obj['kind']}" in crd_schemas():
+            try:
+                validate_custom(obj)
+            except jsonschema.ValidationError as err:
+                pytest.fail(f"{reg.type} {reg.name} does not match its CRD: {err.message} at {list(err.path)}")
+        else:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                pytest.fail(f"{reg.type} {reg.name} is not a valid {version} object: {err.message} at {list(err.path)}")
+        kinds.append(obj["kind"])
     return kinds
 
 
@@ -95,6 +143,8 @@ def test_objects_of_committed_stack_validate_against_the_cluster_version(path: P
     kinds = assert_valid(result, {c.name: kubernetes_version(c) for c in loaded.fleet.clusters})
     if loaded.fleet.deployments:
         assert {"ResourceClaimTemplate", "Deployment", "Service", "Namespace"} <= set(kinds)
+    if loaded.fleet.services:
+        assert {"GatewayClass", "Gateway", "HTTPRoute"} <= set(kinds)
 
 
 def test_recipe_stacks_are_committed() -> None:

@@ -55,6 +55,7 @@ def cloud_fleet(cloud: str) -> dict[str, Any]:
                 "cluster": "c",
                 "pool": "gpu",
                 "image": "vllm/vllm-openai:v0.23.0",
+                "memory": "32Gi",
                 "devices": [{"name": "gpu"}],
             },
             {
@@ -88,6 +89,7 @@ def existing_fleet(amd: bool = True) -> dict[str, Any]:
                 "cluster": "lab",
                 "pool": p["name"],
                 "image": "engine:v1",
+                "memory": "32Gi",
                 "devices": [{"name": d}],
             }
             for p, d in zip(pools, ["gpu", "cpu", "gpu"], strict=False)

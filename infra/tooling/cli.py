@@ -83,7 +83,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
-            deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            dep_node = deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            endpoint = d.get("endpoint")
+            if endpoint:
+                dep_node.add(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})")
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
     if doc["errors"] or doc["violations"]:
