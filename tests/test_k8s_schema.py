@@ -202,3 +202,76 @@ def test_cluster_versions_are_read_as_each_cloud_spells_them(spelled: str, expec
         }
     )
     assert kubernetes_version(cluster) == expected
+
+
+def test_crd_schemas_are_the_ones_envoy_gateway_and_cert_manager_ship() -> None:
+    raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
+    assert sorted(raw) == [
+        "cert-manager.io/v1/Certificate",
+        "gateway.networking.k8s.io/v1/Gateway",
+        "gateway.networking.k8s.io/v1/GatewayClass",
+        "gateway.networking.k8s.io/v1/HTTPRoute",
+    ]
+    for key, entry in raw.items():
+        if key.startswith("gateway.networking.k8s.io/"):
+            assert f"Gateway API {GATEWAY_API_BUNDLE}" in entry["source"]
+        else:
+            assert "cert-manager/blob/v1.20.2/" in entry["source"]
+
+
+def test_tls_service_and_claim_cache_objects_validate() -> None:
+    from tests.test_model_service import served_fleet
+
+    raw = served_fleet("GKE", cache={"size": "50Gi"})
+    raw["services"] = [
+        {"name": "qwen", "deployment": "qwen", "host": "qwen.example.com", "tls": {"issuerRef": {"name": "le"}}}
+    ]
+    kinds = assert_valid(run_fleet(raw), {"c": "1.35"})
+    assert {"GatewayClass", "Gateway", "HTTPRoute", "Certificate", "PersistentVolumeClaim"} <= set(kinds)
+
+
+def test_node_local_cache_and_path_route_objects_validate_on_existing() -> None:
+    from tests.test_model_service import served_fleet
+
+    raw = served_fleet("Existing", cache={"volume": "NodeLocal"}, port=9000)
+    kinds = assert_valid(run_fleet(raw), {"c": EXISTING_MINIMUM})
+    assert {"GatewayClass", "Gateway", "HTTPRoute", "Deployment", "Service"} <= set(kinds)
+
+
+@pytest.mark.parametrize(
+    ("obj", "why"),
+    [
+        (
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": {"name": "r"},
+                "spec": {"parentRefs": [{"name": "g"}], "rules": [{"backendRef": [{"name": "s", "port": 80}]}]},
+            },
+            "misspelt backendRefs",
+        ),
+        (
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "metadata": {"name": "g"},
+                "spec": {"gatewayClassName": "c", "listeners": [{"name": "http", "protocol": "HTTP", "port": 70000}]},
+            },
+            "port out of range",
+        ),
+        (
+            {
+                "apiVersion": "cert-manager.io/v1",
+                "kind": "Certificate",
+                "metadata": {"name": "c"},
+                "spec": {"dnsNames": ["a.example.com"], "issuerRef": {"name": "le"}},
+            },
+            "no secretName",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_crd_validation_rejects_bad_objects(obj: dict[str, Any], why: str) -> None:
+    """The CRD check has teeth: unknown fields, bounds and required fields fail."""
+    with pytest.raises(jsonschema.ValidationError):
+        validate_custom(obj)
