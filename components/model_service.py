@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 
 from infra.config import Fleet, ModelDeploymentSpec, ModelServiceSpec
 from infra.facts import ClusterFacts
+from infra.placement import PodPlacement
 
 GATEWAY_TYPE_TOKEN = "modelplane:serve:Gateway"
 SERVICE_TYPE_TOKEN = "modelplane:serve:ModelService"
@@ -100,6 +101,16 @@ def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
 
 def gateway_namespace(facts: ClusterFacts) -> str:
     return next(c.namespace for c in facts.components if c.key == ENVOY_GATEWAY_COMPONENT)
+
+
+def gateway_proxy_placement(facts: ClusterFacts) -> PodPlacement:
+    """Where Envoy Gateway runs the Gateway's proxy pods: no nodeSelector, no tolerations.
+
+    Envoy Gateway's default proxy pod spec is empty (`DefaultKubernetesPod` in
+    api/v1alpha1/kubernetes_helpers.go at v1.8.3) and this program sets no EnvoyProxy, so the
+    proxies go to untainted nodes: the system pool, never a tainted GPU or CPU pool.
+    """
+    return PodPlacement(name=f"{gateway_namespace(facts)}/{GATEWAY_NAME}", pool="", node_selector={}, tolerations=())
 
 
 # --------------------------------------------------------------------------------------------

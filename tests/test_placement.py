@@ -311,6 +311,24 @@ def test_deployment_tolerations_alone_never_place_it() -> None:
         assert [p for _, p in audit(facts, {}, [dep]).deployments] == [(dep.pool,)]
 
 
+@pytest.mark.parametrize("source", ["Vultr", "Existing"])
+def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
+    from components.model_service import gateway_proxy_placement
+
+    facts, deployments = facts_of(cloud_fleet("Vultr") if source == "Vultr" else existing_fleet(amd=True))
+    report = audit(facts, releases_of(facts), deployments, [gateway_proxy_placement(facts)])
+    assert report.ok, report.violations
+    expected = ("system",) if source == "Vultr" else ("(unpooled)",)
+    assert [pools for _, pools in report.gateways] == [expected]
+
+
+def test_gateway_proxies_that_tolerate_pool_taints_are_caught() -> None:
+    facts, deployments = facts_of(cloud_fleet("Vultr"))
+    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, deployments[0].tolerations)
+    report = audit(facts, releases_of(facts), [], [loose])
+    assert ("gateway-placement", "gateway/envoy-gateway-system/modelplane") in checks(report)
+
+
 def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:
     known = {(a.release, a.workload) for a in AGENT_WORKLOADS}
     for entry, reason in WILDCARD_ALLOWLIST.items():
