@@ -334,8 +334,8 @@ class ModelDeploymentSpec(Model):
     # The one port of the engine: the program passes it as `--port`, and the container port, the
     # probes, the Service and the route all use it (check_serving rejects args that set another).
     port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    # Memory request and limit of the engine container (the same value: an engine is not burstable).
-    # Required on GPU pools (check_serving): weights are staged through host RAM.
+    # Memory request and limit of the engine container (the same value: an engine is not burstable);
+    # when it is required: check_serving.
     memory: str | None = None
     cache: ModelCache | None = None
     # How long a first start may take (download and load) before the startup probe gives up.
@@ -814,9 +814,11 @@ CACHE_STORAGE_CLASS: Mapping[Source, str | None] = {
     Source.EKS: None,
     # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk CSI driver)
     Source.AKS: "managed-csi",
-    # https://www.civo.com/docs/kubernetes/config/persistent-volumes
+    # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
+    # (WaitForFirstConsumer).
     Source.CIVO: "civo-volume",
-    # https://docs.vultr.com/products/kubernetes/storage (Vultr Block Storage CSI)
+    # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
+    # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
     Source.VULTR: "vultr-block-storage",
     Source.EXISTING: "",
 }

@@ -38,7 +38,9 @@ NOT_OBJECTS = ("kubernetes:helm.sh/", "pulumi:providers:")
 EXISTING_MINIMUM = "1.34"
 RECIPES = ("recipe-qwen-mi325x", "recipe-qwen-cpu-civo")
 CRD_SCHEMAS = ROOT / "tests" / "schemas" / "crds.json"
-# Envoy Gateway v1.8.4's chart ships Gateway API v1.5.1 (experimental channel) in its crds subchart.
+# The Gateway API bundle in Envoy Gateway's chart (charts/gateway-helm/charts/crds): v1.5.1,
+# experimental channel, at tag v1.8.3 and unchanged on the release/v1.8 branch after it; the
+# pinned v1.8.4 is a patch release of that branch (its own tag was not checked).
 GATEWAY_API_BUNDLE = "v1.5.1"
 
 
