@@ -381,3 +381,55 @@ def test_bad_route_path_is_rejected(path: str) -> None:
     raw = served_fleet("GKE")
     raw["services"][0]["path"] = path
     assert list(issues(raw)) == ["services[0].path"]
+
+
+def test_endpoints_are_exported_as_a_stack_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pulumi
+
+    seen: dict[str, Any] = {}
+    export = pulumi.export
+
+    def recording_export(name: str, value: Any) -> None:
+        if name == "endpoints":
+            pulumi.Output.from_input(value).apply(seen.update)
+        export(name, value)
+
+    monkeypatch.setattr(pulumi, "export", recording_export)
+    result = run_fleet(served_fleet("Civo"))
+    assert result.error is None, result.error
+    assert seen == {
+        "qwen": {
+            "service": "qwen",
+            "cluster": "c",
+            "deployment": "qwen",
+            "gateway": "envoy-gateway-system/modelplane",
+            "scheme": "http",
+            "host": None,
+            "path": "/qwen",
+            "url": "http://{address}/qwen/v1",
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("stack", "cluster"), [("recipe-qwen-cpu-civo", "civo-cpu"), ("recipe-qwen-mi325x", "byo-mi325x")]
+)
+def test_recipes_plan_clean_with_an_endpoint_through_the_gateway(stack: str, cluster: str) -> None:
+    from pathlib import Path
+
+    from infra.tooling.plan import plan_stack
+
+    doc = plan_stack(Path(__file__).resolve().parent.parent / "stacks" / f"Pulumi.{stack}.yaml")
+    assert doc["ok"], (doc["errors"], doc["violations"])
+    [dep] = doc["deployments"]
+    assert dep["endpoint"] == {
+        "service": "qwen",
+        "cluster": cluster,
+        "deployment": "qwen",
+        "gateway": "envoy-gateway-system/modelplane",
+        "scheme": "http",
+        "path": "/qwen",
+        "url": "http://{address}/qwen/v1",
+    }
+    [audit] = doc["placement"]
+    assert [g["name"] for g in audit["gateways"]] == ["envoy-gateway-system/modelplane"]
