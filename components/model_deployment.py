@@ -15,7 +15,19 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.config import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, ClaimMode, Device, ModelDeploymentSpec, claimed_cpus
+from infra.config import (
+    CACHE_STORAGE_CLASS,
+    CPU_CLAIM_CAPACITY,
+    CPU_CLAIM_DRIVER,
+    PORT_FLAG,
+    CacheVolume,
+    ClaimMode,
+    Device,
+    ModelDeploymentSpec,
+    Source,
+    claimed_cpus,
+    port_args,
+)
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.placement import PodPlacement, Toleration
 
@@ -27,10 +39,20 @@ DEPLOYMENT_LABEL = "modelplane.ai/deployment"
 CLAIM_NAME = "devices"
 CONTAINER_NAME = "engine"
 
-# vLLM's OpenAI server: `vllm serve` listens on 8000 and answers GET /health once the model loaded.
-ENGINE_PORT = 8000
+# vLLM's OpenAI server answers GET /health once the model is loaded; the port is the deployment's
+# `port` (infra.config), passed as `--port`.
 ENGINE_PORT_NAME = "http"
 HEALTH_PATH = "/health"
+# A startup probe holds off the readiness probe (and a restart) while a first start downloads the
+# weights; after that the readiness probe alone decides. Kubernetes docs, "Protect slow starting
+# containers with startup probes": failureThreshold x periodSeconds covers the worst-case start.
+STARTUP_PERIOD_SECONDS = 10
+# vLLM downloads weights into the Hugging Face cache, ~/.cache/huggingface of the image's root user
+# (https://docs.vllm.ai/en/latest/deployment/docker.html mounts the host cache at this path).
+ENGINE_CACHE_PATH = "/root/.cache/huggingface"
+CACHE_VOLUME = "model-cache"
+# NodeLocal caches live under this host directory, one subdirectory per namespace and deployment.
+NODE_CACHE_ROOT = "/var/lib/modelplane/model-cache"
 
 # Every driver's node taint, tolerated by every engine (harmless where a taint is absent): the pool
 # nodeSelector, not the tolerations, is what places the pod.
@@ -118,20 +140,42 @@ def claim_requests(claims: list[DeviceClaim]) -> list[k8s.resource.v1.DeviceRequ
     return out
 
 
-def container_resources(claims: list[DeviceClaim]) -> k8s.core.v1.ResourceRequirementsArgs:
-    """The engine container's resources: the claim, and for dra.cpu the claimed CPUs.
+def container_resources(claims: list[DeviceClaim], memory: str | None = None) -> k8s.core.v1.ResourceRequirementsArgs:
+    """The engine container's resources: the claim, for dra.cpu the claimed CPUs, and its memory.
 
     dra-driver-cpu's contract before KEP-5517 (docs/user/workload-requirements.md): a container
     claiming dra.cpu requests and limits exactly the CPUs it claims, otherwise the scheduler does
-    not count them and the pod is BestEffort, first to be evicted.
+    not count them and the pod is BestEffort, first to be evicted. Memory is requested and limited
+    alike, so the scheduler places the engine only where its weights fit in RAM.
     """
     cpus = claimed_cpu_total(claims)
-    quantities = {"cpu": str(cpus)} if cpus is not None else None
+    quantities = {"cpu": str(cpus)} if cpus is not None else {}
+    if memory is not None:
+        quantities["memory"] = memory
     return k8s.core.v1.ResourceRequirementsArgs(
         claims=[k8s.core.v1.ResourceClaimArgs(name=CLAIM_NAME)],
-        requests=quantities,
-        limits=quantities,
+        requests=quantities or None,
+        limits=quantities or None,
     )
+
+
+def engine_args(spec: ModelDeploymentSpec) -> list[str]:
+    """The container args: the deployment's own, plus `--port` unless they already set that port."""
+    if port_args(spec.args):
+        return list(spec.args)  # the same port as `port` (infra.config.check_serving)
+    return [*spec.args, PORT_FLAG, str(spec.port)]
+
+
+def cache_storage_class(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> str | None:
+    """The StorageClass of a PersistentVolumeClaim cache; None leaves the cluster's default."""
+    assert spec.cache is not None
+    chosen = spec.cache.storage_class_name or CACHE_STORAGE_CLASS[Source(cluster.source)]
+    assert chosen is not None, "a cloud without a StorageClass needs storageClassName (validated)"
+    return chosen or None
+
+
+def node_cache_path(spec: ModelDeploymentSpec) -> str:
+    return f"{NODE_CACHE_ROOT}/{spec.namespace}/{spec.name}"
 
 
 class ModelDeployment(pulumi.ComponentResource):
@@ -159,6 +203,9 @@ class ModelDeployment(pulumi.ComponentResource):
                 "poolRole": pool.role,
                 "image": spec.image,
                 "claimedCpus": claimed_cpu_total(claims),
+                "port": spec.port,
+                "memory": spec.memory,
+                "cache": spec.cache.model_dump(by_alias=True, mode="json", exclude_none=True) if spec.cache else None,
             },
             opts,
         )
@@ -177,19 +224,37 @@ class ModelDeployment(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+        volumes = [
+            k8s.core.v1.VolumeArgs(
+                name="shm",
+                # Engines exchange tensors through shared memory; the container runtime's 64Mi
+                # default is too small. It is RAM, so it is capped (and counts against `memory`).
+                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=spec.shm_size),
+            )
+        ]
+        mounts = [k8s.core.v1.VolumeMountArgs(name="shm", mount_path="/dev/shm")]
+        if spec.cache is not None:
+            volumes.append(self._cache_volume(name, spec, cluster, meta))
+            mounts.append(k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=ENGINE_CACHE_PATH))
+
         container = k8s.core.v1.ContainerArgs(
             name=CONTAINER_NAME,
             image=spec.image,
-            args=list(spec.args) or None,
+            args=engine_args(spec),
             env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in spec.env.items()] or None,
-            ports=[k8s.core.v1.ContainerPortArgs(name=ENGINE_PORT_NAME, container_port=ENGINE_PORT)],
+            ports=[k8s.core.v1.ContainerPortArgs(name=ENGINE_PORT_NAME, container_port=spec.port)],
+            startup_probe=k8s.core.v1.ProbeArgs(
+                http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
+                period_seconds=STARTUP_PERIOD_SECONDS,
+                failure_threshold=-(-spec.startup_seconds // STARTUP_PERIOD_SECONDS),
+            ),
             readiness_probe=k8s.core.v1.ProbeArgs(
                 http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
                 period_seconds=10,
                 failure_threshold=3,
             ),
-            resources=container_resources(claims),
-            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="shm", mount_path="/dev/shm")],
+            resources=container_resources(claims, spec.memory),
+            volume_mounts=mounts,
         )
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -214,16 +279,7 @@ class ModelDeployment(pulumi.ComponentResource):
                             )
                         ],
                         containers=[container],
-                        volumes=[
-                            k8s.core.v1.VolumeArgs(
-                                name="shm",
-                                # Engines exchange tensors through shared memory; the container
-                                # runtime's 64Mi default is too small. It is RAM, so it is capped.
-                                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
-                                    medium="Memory", size_limit=spec.shm_size
-                                ),
-                            )
-                        ],
+                        volumes=volumes,
                     ),
                 ),
             ),
@@ -236,7 +292,7 @@ class ModelDeployment(pulumi.ComponentResource):
                 selector=labels,
                 ports=[
                     k8s.core.v1.ServicePortArgs(
-                        name=ENGINE_PORT_NAME, port=ENGINE_PORT, target_port=ENGINE_PORT_NAME, protocol="TCP"
+                        name=ENGINE_PORT_NAME, port=spec.port, target_port=ENGINE_PORT_NAME, protocol="TCP"
                     )
                 ],
             ),
@@ -244,6 +300,38 @@ class ModelDeployment(pulumi.ComponentResource):
         )
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
+
+    def _cache_volume(
+        self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs
+    ) -> k8s.core.v1.VolumeArgs:
+        """The model cache: a claim of the cloud's StorageClass, or a directory on the node."""
+        cache = spec.cache
+        assert cache is not None
+        if cache.volume is CacheVolume.NODE_LOCAL:
+            return k8s.core.v1.VolumeArgs(
+                name=CACHE_VOLUME,
+                host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=node_cache_path(spec), type="DirectoryOrCreate"),
+            )
+        assert cache.size is not None, "a claim has a size (validated)"
+        claim_name = f"{spec.name}-cache"
+        k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-cache",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=claim_name, namespace=spec.namespace, labels=meta.labels),
+            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                # One node mounts it at a time: a single replica (infra.config.check_serving).
+                access_modes=["ReadWriteOnce"],
+                storage_class_name=cache_storage_class(spec, cluster),
+                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cache.size}),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The pod names the claim, not its output: a WaitForFirstConsumer claim binds only once a
+        # pod uses it, so a Deployment that waited for the claim would wait forever
+        # (pulumi/pulumi-kubernetes#895).
+        return k8s.core.v1.VolumeArgs(
+            name=CACHE_VOLUME,
+            persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(claim_name=claim_name),
+        )
 
 
 def _toleration_args(t: Toleration) -> k8s.core.v1.TolerationArgs:

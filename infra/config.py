@@ -38,7 +38,7 @@ from infra.profiles import profile
 from infra.vocabulary import CPU_DRIVER
 
 NAMESPACE = "modelplane"
-FLEET_KEYS = ("classes", "clusters", "deployments", "protect", "budget")
+FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budget")
 
 DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
@@ -289,6 +289,42 @@ class DeploymentDevice(Model):
     count: Annotated[int, Field(ge=1, le=64)] = 1
 
 
+class CacheVolume(StrEnum):
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    NODE_LOCAL = "NodeLocal"
+
+
+class ModelCache(Model):
+    """Where the engine keeps downloaded weights across restarts.
+
+    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's,
+    `CACHE_STORAGE_CLASS`); `NodeLocal`: a directory on the node (kept while the pod returns to the
+    same node, nothing to provision).
+    """
+
+    volume: CacheVolume = CacheVolume.PERSISTENT_VOLUME_CLAIM
+    size: str | None = None
+    storage_class_name: DnsLabel | None = None
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_quantity(cls, v: Any) -> str | None:
+        return None if v is None else CapacityValue(value=v).value
+
+    @model_validator(mode="after")
+    def _size_for_claims(self) -> ModelCache:
+        if self.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and self.size is None:
+            raise ValueError(
+                "a PersistentVolumeClaim cache needs a size; set size to more than the model's weights, "
+                "e.g. 50Gi, or use volume: NodeLocal"
+            )
+        if self.volume is CacheVolume.NODE_LOCAL and (self.size or self.storage_class_name):
+            raise ValueError(
+                "a NodeLocal cache takes no size or storageClassName; remove them, or use volume: PersistentVolumeClaim"
+            )
+        return self
+
+
 class ModelDeploymentSpec(Model):
     name: DnsLabel
     namespace: DnsLabel = "default"
@@ -302,10 +338,64 @@ class ModelDeploymentSpec(Model):
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
 
-    @field_validator("shm_size", mode="before")
+    # The one port of the engine: the program passes it as `--port`, and the container port, the
+    # probes, the Service and the route all use it (check_serving rejects args that set another).
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    # Memory request and limit of the engine container (the same value: an engine is not burstable);
+    # when it is required: check_serving.
+    memory: str | None = None
+    cache: ModelCache | None = None
+    # How long a first start may take (download and load) before the startup probe gives up.
+    startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
+
+    @field_validator("shm_size", "memory", mode="before")
     @classmethod
-    def _shm_quantity(cls, v: Any) -> str:
-        return CapacityValue(value=v).value
+    def _shm_quantity(cls, v: Any) -> str | None:
+        return None if v is None else CapacityValue(value=v).value
+
+
+# Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
+RoutePath = Annotated[str, StringConstraints(pattern=r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$", max_length=200)]
+# A listener/route hostname as Gateway API accepts it, without wildcards (a certificate names it).
+Hostname = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$", max_length=253),
+]
+
+
+class IssuerKind(StrEnum):
+    CLUSTER_ISSUER = "ClusterIssuer"
+    ISSUER = "Issuer"
+
+
+class IssuerRef(Model):
+    name: DnsLabel
+    kind: IssuerKind = IssuerKind.CLUSTER_ISSUER
+
+
+class ServiceTls(Model):
+    """TLS on the Gateway for the service's host, with a certificate from a cert-manager issuer."""
+
+    issuer_ref: IssuerRef
+
+
+class ModelServiceSpec(Model):
+    """`modelplane:services[]`: publish one deployment through its cluster's Envoy Gateway."""
+
+    name: DnsLabel
+    deployment: str
+    # Needed only when deployments of that name run on more than one cluster.
+    cluster: str | None = None
+    host: Hostname | None = None
+    # Default: `/<name>` without a host, `/` with one.
+    path: RoutePath | None = None
+    tls: ServiceTls | None = None
+
+    @property
+    def route_path(self) -> str:
+        if self.path is not None:
+            return self.path
+        return "/" if self.host else f"/{self.name}"
 
 
 class Budget(Model):
@@ -318,6 +408,7 @@ class Fleet(Model):
     classes: list[InferenceClass] = Field(default_factory=list)
     clusters: list[InferenceCluster] = Field(default_factory=list)
     deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    services: list[ModelServiceSpec] = Field(default_factory=list)
     protect: bool = False
     budget: Budget | None = None
 
@@ -688,6 +779,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     )
                 )
     issues.extend(check_images(fleet, file))
+    issues.extend(check_serving(fleet, file))
     return issues
 
 
@@ -736,6 +828,182 @@ def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 file, f"deployments[{di}].image", problem, "pin an exact version tag, e.g. vllm/vllm-openai:v0.23.0"
             )
         )
+    return issues
+
+
+# The StorageClass a PersistentVolumeClaim cache uses on each cloud unless `storageClassName` is
+# set. "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
+# program builds it has no CSI driver that provisions volumes, so a claim would never bind.
+CACHE_STORAGE_CLASS: Mapping[Source, str | None] = {
+    # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
+    Source.GKE: "standard-rwo",
+    # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
+    # add-on a new cluster does not have, and the EKS component does not install it.
+    Source.EKS: None,
+    # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk CSI driver)
+    Source.AKS: "managed-csi",
+    # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
+    # (WaitForFirstConsumer).
+    Source.CIVO: "civo-volume",
+    # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
+    # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
+    Source.VULTR: "vultr-block-storage",
+    Source.EXISTING: "",
+}
+
+# The flag vLLM's OpenAI server takes its listening port from (`vllm serve --port`, default 8000).
+PORT_FLAG = "--port"
+
+
+def port_args(args: Sequence[str]) -> list[tuple[int, str | None]]:
+    """Each `--port N` / `--port=N` in the args: (index of the flag, its value or None when missing)."""
+    found: list[tuple[int, str | None]] = []
+    for i, arg in enumerate(args):
+        if arg == PORT_FLAG:
+            found.append((i, args[i + 1] if i + 1 < len(args) else None))
+        elif arg.startswith(PORT_FLAG + "="):
+            found.append((i, arg.split("=", 1)[1] or None))
+    return found
+
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3)}
+_DECIMAL.update({s: Decimal(10 ** (3 * i)) for i, s in enumerate("KMGTPE", start=1)})
+
+
+def quantity_value(quantity: str) -> Decimal:
+    """A quantity that matched QUANTITY_RE as a number (`2Gi` -> 2147483648, `500m` -> 0.5)."""
+    if quantity[-2:] in _BINARY:
+        return Decimal(quantity[:-2]) * _BINARY[quantity[-2:]]
+    if quantity[-1] in _DECIMAL:
+        return Decimal(quantity[:-1]) * _DECIMAL[quantity[-1]]
+    return Decimal(quantity)
+
+
+def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """The engine's port, memory and cache, and `services[]` references (SPEC 8, ModelService)."""
+    from infra.devices import claimed_drivers, role_of  # the role rule lives with the device rules
+
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        dpath = f"deployments[{di}]"
+        for ai, value in port_args(dep.args):
+            if value == str(dep.port):
+                continue
+            shown = f"'{PORT_FLAG} {value}'" if value else f"'{PORT_FLAG}' without a value"
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.args[{ai}]",
+                    f"args set {shown} but the deployment's port is {dep.port}",
+                    f"remove it from args and set {dpath}.port"
+                    + (f": {value}" if value and value.isdigit() else "")
+                    + " (the container, probes, Service and route all follow port)",
+                )
+            )
+        try:
+            cluster = fleet.cluster_named(dep.cluster)
+            pool = next(p for p in cluster.node_pools if p.name == dep.pool)
+            role = role_of(claimed_drivers(fleet.class_named(pool.class_name)))
+        except (KeyError, StopIteration):
+            continue  # an unknown reference, reported by check_references
+        if role == "GPU" and dep.memory is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.memory",
+                    f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
+                    "set memory to what the engine holds in host RAM (weights are staged through it, plus "
+                    f"shmSize {dep.shm_size}), e.g. memory: 32Gi",
+                )
+            )
+        if dep.memory is not None and quantity_value(dep.memory) <= quantity_value(dep.shm_size):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.memory",
+                    f"memory {dep.memory} does not exceed shmSize {dep.shm_size}, which counts against it",
+                    "raise memory above shmSize plus what the engine needs",
+                )
+            )
+        cache = dep.cache
+        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and dep.replicas > 1:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.cache.volume",
+                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {dep.replicas} replicas",
+                    "use volume: NodeLocal for several replicas, or replicas: 1",
+                )
+            )
+        if (
+            cache is not None
+            and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM
+            and cache.storage_class_name is None
+            and CACHE_STORAGE_CLASS[cluster.source] is None
+        ):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.cache.storageClassName",
+                    f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
+                    "set storageClassName to a class the cluster has (install its CSI driver first), "
+                    "or use volume: NodeLocal",
+                )
+            )
+    issues.extend(_check_services(fleet, file))
+    return issues
+
+
+def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    issues = _unique_names(file, [s.name for s in fleet.services], "services[{i}].name", "service")
+    routes: dict[tuple[str, str, str], int] = {}
+    for si, svc in enumerate(fleet.services):
+        spath = f"services[{si}]"
+        matches = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
+        if not matches:
+            names = sorted({d.name for d in fleet.deployments})
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.deployment",
+                    f"no deployment '{svc.deployment}'" + (f" on cluster '{svc.cluster}'" if svc.cluster else ""),
+                    f"use one of: {', '.join(names) or '(none declared)'}",
+                )
+            )
+            continue
+        if len(matches) > 1:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.cluster",
+                    f"deployment '{svc.deployment}' runs on clusters {', '.join(d.cluster for d in matches)}",
+                    "set cluster to the one whose gateway publishes this service",
+                )
+            )
+            continue
+        if svc.tls is not None and svc.host is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.tls",
+                    "TLS needs a host to issue the certificate for",
+                    f"set {spath}.host to the DNS name clients use, or remove tls",
+                )
+            )
+        key = (matches[0].cluster, svc.host or "", svc.route_path)
+        if key in routes:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.path",
+                    f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
+                    f"on cluster '{key[0]}'",
+                    "give each service on a cluster its own host or path",
+                )
+            )
+        else:
+            routes[key] = si
     return issues
 
 

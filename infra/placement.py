@@ -10,7 +10,9 @@ applies Kubernetes' scheduling rules to every (workload, node) pair. It then che
 - `driver-on-system-pool`: no GPU or CPU driver lands on the system pool (or, on an Existing
   cluster, on the owner's nodes outside the declared pools);
 - `wildcard-toleration`: nothing outside `WILDCARD_ALLOWLIST` tolerates every taint;
-- `deployment-placement`: each model deployment can land only on its own pool.
+- `deployment-placement`: each model deployment can land only on its own pool;
+- `gateway-placement`: the proxies of a cluster's Gateway (when it publishes services) land on
+  system nodes only, never on a GPU or CPU pool, and on at least one node.
 
 It reads values; it never writes them. It models taints, node selectors and required node
 affinity, not resources, pod affinity or topology spread: it answers "can this pod be placed on
@@ -429,6 +431,7 @@ class PlacementReport:
     workloads: tuple[tuple[AgentPlacement, tuple[str, ...]], ...]  # placement, pools it lands on
     deployments: tuple[tuple[PodPlacement, tuple[str, ...]], ...]
     violations: tuple[PlacementViolation, ...]
+    gateways: tuple[tuple[PodPlacement, tuple[str, ...]], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -441,6 +444,7 @@ class PlacementReport:
         raise KeyError((release, workload))
 
     def as_json(self) -> dict[str, Any]:
+        gateways = {"gateways": [{"name": g.name, "pools": list(pools)} for g, pools in self.gateways]}
         return {
             "cluster": self.cluster,
             "ok": self.ok,
@@ -456,6 +460,8 @@ class PlacementReport:
                 for p, pools in self.workloads
             ],
             "deployments": [{"name": d.name, "pool": d.pool, "pools": list(pools)} for d, pools in self.deployments],
+            # Only on a cluster that publishes services.
+            **(gateways if self.gateways else {}),
             "violations": [v.as_json() for v in self.violations],
         }
 
@@ -472,6 +478,7 @@ def audit(
     cluster: ClusterFacts,
     releases: Mapping[str, Mapping[str, Any]],
     deployments: Sequence[PodPlacement],
+    gateways: Sequence[PodPlacement] = (),
 ) -> PlacementReport:
     """Audit one cluster: `releases` maps each installed release name to its values."""
     nodes = nodes_of(cluster)
@@ -531,7 +538,28 @@ def audit(
                     f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}",
                 )
             )
-    return PlacementReport(cluster.name, tuple(nodes), tuple(workloads), tuple(placed_deployments), tuple(violations))
+    placed_gateways: list[tuple[PodPlacement, tuple[str, ...]]] = []
+    for gw in gateways:
+        lands = tuple(n.pool for n in nodes if pod_admits(gw.node_selector, gw.affinity, gw.tolerations, n))
+        placed_gateways.append((gw, lands))
+        off = [n.pool for n in nodes if n.pool in lands and n.role != "System"]
+        if off or not lands:
+            where = ", ".join(f"'{p}'" for p in off) if off else "no node"
+            violations.append(
+                PlacementViolation(
+                    "gateway-placement",
+                    f"gateway/{gw.name}",
+                    f"the proxies of gateway {gw.name} can land on {where}; they belong on system nodes",
+                )
+            )
+    return PlacementReport(
+        cluster.name,
+        tuple(nodes),
+        tuple(workloads),
+        tuple(placed_deployments),
+        tuple(violations),
+        tuple(placed_gateways),
+    )
 
 
 def _why(placed: AgentPlacement, node: Node) -> str:
@@ -546,12 +574,14 @@ def _why(placed: AgentPlacement, node: Node) -> str:
 def placement_hook(ctx: PlanContext) -> None:
     """The plan's `placement` section; every violation is a mandatory plan violation."""
     from components.model_deployment import pod_placement
+    from components.model_service import gateway_proxy_placement, service_routes
 
     reports = []
     for facts, cluster_doc in zip(ctx.facts, ctx.doc["clusters"], strict=True):
         releases = {r["name"]: r["values"] for r in cluster_doc["releases"]}
         deployments = [pod_placement(d, facts) for d in ctx.stack.fleet.deployments if d.cluster == facts.name]
-        report = audit(facts, releases, deployments)
+        gateways = [gateway_proxy_placement(facts)] if service_routes(ctx.stack.fleet, facts.name) else []
+        report = audit(facts, releases, deployments, gateways)
         reports.append(report.as_json())
         for v in report.violations:
             ctx.doc["violations"].append(

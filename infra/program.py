@@ -20,6 +20,14 @@ from components.model_deployment import (
     namespace_resource,
     namespaces_of,
 )
+from components.model_service import (
+    ClusterGateway,
+    ClusterGatewayArgs,
+    ModelService,
+    ModelServiceArgs,
+    gateway_namespace,
+    service_routes,
+)
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
 from infra.cost import Budget
@@ -65,6 +73,7 @@ def run() -> None:
     cfg = pulumi.Config(NAMESPACE)
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}
+    endpoints: dict[str, Any] = {}
     for facts in derive_fleet(fleet):
         kubeconfig = None
         if facts.spec.existing is not None:
@@ -75,7 +84,8 @@ def run() -> None:
             ServingStackArgs(facts=facts),
             opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
         )
-        deploy_models(fleet, facts, cluster, stack)
+        models = deploy_models(fleet, facts, cluster, stack)
+        endpoints.update(publish_services(fleet, facts, cluster, stack, models))
         exported[facts.name] = {
             "source": facts.source,
             "kubeconfig": cluster.kubeconfig,
@@ -84,13 +94,17 @@ def run() -> None:
             "releases": stack.release_names,
         }
     pulumi.export("clusters", exported)
+    # Each service's endpoint: its Gateway, scheme, host, path and OpenAI base URL.
+    pulumi.export("endpoints", endpoints)
 
 
 # --------------------------------------------------------------------------------------------
 # Model deployments (SPEC 8)
 
 
-def deploy_models(fleet: Fleet, facts: ClusterFacts, cluster: ClusterComponent, stack: ServingStack) -> None:
+def deploy_models(
+    fleet: Fleet, facts: ClusterFacts, cluster: ClusterComponent, stack: ServingStack
+) -> dict[str, ModelDeployment]:
     """One ModelDeployment per `deployments[]` entry on this cluster, after its serving stack.
 
     Each waits for the ServingStack (its DRA drivers and DeviceClasses) and uses the cluster's
@@ -99,12 +113,49 @@ def deploy_models(fleet: Fleet, facts: ClusterFacts, cluster: ClusterComponent, 
     deployments = [d for d in fleet.deployments if d.cluster == facts.name]
     provider = pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider})
     namespaces = {ns: namespace_resource(facts.name, ns, provider) for ns in namespaces_of(deployments)}
+    models = {}
     for dep in deployments:
         needs: list[pulumi.Resource] = [stack]
         if dep.namespace in namespaces:
             needs.append(namespaces[dep.namespace])
-        ModelDeployment(
+        models[dep.name] = ModelDeployment(
             f"{facts.name}-{dep.name}",
             ModelDeploymentArgs(spec=dep, cluster=facts, pool=facts.pool(dep.pool)),
             opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=needs)),
         )
+    return models
+
+
+def publish_services(
+    fleet: Fleet,
+    facts: ClusterFacts,
+    cluster: ClusterComponent,
+    stack: ServingStack,
+    models: dict[str, ModelDeployment],
+) -> dict[str, Any]:
+    """The cluster's Gateway (only when a service is published on it) and one route per service.
+
+    The Gateway waits for the serving stack (Envoy Gateway's CRDs and cert-manager's); a route
+    waits for the Gateway and for the deployment whose Service it targets.
+    """
+    routes = service_routes(fleet, facts.name)
+    if not routes:
+        return {}
+    provider = pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider})
+    gateway = ClusterGateway(
+        f"{facts.name}-gateway",
+        ClusterGatewayArgs(facts=facts, routes=routes),
+        opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=[stack])),
+    )
+    namespace = gateway_namespace(facts)
+    endpoints = {}
+    for route in routes:
+        service = ModelService(
+            f"{facts.name}-modelservice-{route.name}",
+            ModelServiceArgs(route=route, gateway_namespace=namespace),
+            opts=pulumi.ResourceOptions.merge(
+                provider, pulumi.ResourceOptions(depends_on=[gateway, models[route.deployment.name]])
+            ),
+        )
+        endpoints[route.name] = service.endpoint
+    return endpoints

@@ -2,16 +2,25 @@
 cluster's Kubernetes version, checked against the official OpenAPI schema (strict: unknown fields
 are errors) with `kubernetes_validate`.
 
+Objects of CRDs (Gateway API, cert-manager) are checked with `jsonschema` against the CRD's own
+`openAPIV3Schema`, from the CRDs the serving stack's charts install (`tests/schemas/crds.json`,
+each entry naming the chart file it was taken from), made strict the same way: an object schema
+that lists properties admits no others. What a structural schema cannot express (CEL
+`x-kubernetes-validations`, `metadata`, which CRDs leave to the API server) is not checked there.
+
 Registered inputs are turned back into manifests: apiVersion from the type token, numbers that
 the engine sent as floats back to ints.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 
@@ -28,6 +37,40 @@ NOT_OBJECTS = ("kubernetes:helm.sh/", "pulumi:providers:")
 # An Existing cluster states no version; resource.k8s.io/v1 (DRA GA) needs at least 1.34.
 EXISTING_MINIMUM = "1.34"
 RECIPES = ("recipe-qwen-mi325x", "recipe-qwen-cpu-civo")
+CRD_SCHEMAS = ROOT / "tests" / "schemas" / "crds.json"
+# The Gateway API bundle in Envoy Gateway's chart (charts/gateway-helm/charts/crds): v1.5.1,
+# experimental channel, at tag v1.8.3 and unchanged on the release/v1.8 branch after it; the
+# pinned v1.8.4 is a patch release of that branch (its own tag was not checked).
+GATEWAY_API_BUNDLE = "v1.5.1"
+
+
+def strict(schema: Any) -> Any:
+    """A CRD schema in which an object that lists its properties admits no others."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {
+        k: strict(v) if k in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not") else v
+        for k, v in schema.items()
+    }
+    if "properties" in schema:
+        out["properties"] = {k: strict(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    return out
+
+
+@cache
+def crd_schemas() -> dict[str, Any]:
+    raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
+    return {key: strict(entry["openAPIV3Schema"]) for key, entry in raw.items()}
+
+
+def validate_custom(obj: dict[str, Any]) -> None:
+    """Validate an object of a CRD kind; raises jsonschema.ValidationError."""
+    schema = crd_schemas()[f"{obj['apiVersion']}/{obj['kind']}"]
+    jsonschema.Draft7Validator(schema).validate(obj)
 
 
 def kubernetes_version(cluster: InferenceCluster) -> str:
@@ -79,11 +122,18 @@ def assert_valid(result: MockRun, versions: dict[str, str]) -> list[str]:
     kinds = []
     for reg in kubernetes_objects(result):
         version = versions[cluster_of(reg, by_name, set(versions))]
-        try:
-            kubernetes_validate.validate(manifest(reg), version, strict=True)
-        except kubernetes_validate.ValidationError as err:
-            pytest.fail(f"{reg.type} {reg.name} is not a valid {version} object: {err.message} at {list(err.path)}")
-        kinds.append(manifest(reg)["kind"])
+        obj = manifest(reg)
+        if f"{obj['apiVersion']}/{obj['kind']}" in crd_schemas():
+            try:
+                validate_custom(obj)
+            except jsonschema.ValidationError as err:
+                pytest.fail(f"{reg.type} {reg.name} does not match its CRD: {err.message} at {list(err.path)}")
+        else:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                pytest.fail(f"{reg.type} {reg.name} is not a valid {version} object: {err.message} at {list(err.path)}")
+        kinds.append(obj["kind"])
     return kinds
 
 
@@ -95,6 +145,8 @@ def test_objects_of_committed_stack_validate_against_the_cluster_version(path: P
     kinds = assert_valid(result, {c.name: kubernetes_version(c) for c in loaded.fleet.clusters})
     if loaded.fleet.deployments:
         assert {"ResourceClaimTemplate", "Deployment", "Service", "Namespace"} <= set(kinds)
+    if loaded.fleet.services:
+        assert {"GatewayClass", "Gateway", "HTTPRoute"} <= set(kinds)
 
 
 def test_recipe_stacks_are_committed() -> None:
@@ -152,3 +204,76 @@ def test_cluster_versions_are_read_as_each_cloud_spells_them(spelled: str, expec
         }
     )
     assert kubernetes_version(cluster) == expected
+
+
+def test_crd_schemas_are_the_ones_envoy_gateway_and_cert_manager_ship() -> None:
+    raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
+    assert sorted(raw) == [
+        "cert-manager.io/v1/Certificate",
+        "gateway.networking.k8s.io/v1/Gateway",
+        "gateway.networking.k8s.io/v1/GatewayClass",
+        "gateway.networking.k8s.io/v1/HTTPRoute",
+    ]
+    for key, entry in raw.items():
+        if key.startswith("gateway.networking.k8s.io/"):
+            assert f"Gateway API {GATEWAY_API_BUNDLE}" in entry["source"]
+        else:
+            assert "cert-manager/blob/v1.20.2/" in entry["source"]
+
+
+def test_tls_service_and_claim_cache_objects_validate() -> None:
+    from tests.test_model_service import served_fleet
+
+    raw = served_fleet("GKE", cache={"size": "50Gi"})
+    raw["services"] = [
+        {"name": "qwen", "deployment": "qwen", "host": "qwen.example.com", "tls": {"issuerRef": {"name": "le"}}}
+    ]
+    kinds = assert_valid(run_fleet(raw), {"c": "1.35"})
+    assert {"GatewayClass", "Gateway", "HTTPRoute", "Certificate", "PersistentVolumeClaim"} <= set(kinds)
+
+
+def test_node_local_cache_and_path_route_objects_validate_on_existing() -> None:
+    from tests.test_model_service import served_fleet
+
+    raw = served_fleet("Existing", cache={"volume": "NodeLocal"}, port=9000)
+    kinds = assert_valid(run_fleet(raw), {"c": EXISTING_MINIMUM})
+    assert {"GatewayClass", "Gateway", "HTTPRoute", "Deployment", "Service"} <= set(kinds)
+
+
+@pytest.mark.parametrize(
+    ("obj", "why"),
+    [
+        (
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": {"name": "r"},
+                "spec": {"parentRefs": [{"name": "g"}], "rules": [{"backendRef": [{"name": "s", "port": 80}]}]},
+            },
+            "misspelt backendRefs",
+        ),
+        (
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "metadata": {"name": "g"},
+                "spec": {"gatewayClassName": "c", "listeners": [{"name": "http", "protocol": "HTTP", "port": 70000}]},
+            },
+            "port out of range",
+        ),
+        (
+            {
+                "apiVersion": "cert-manager.io/v1",
+                "kind": "Certificate",
+                "metadata": {"name": "c"},
+                "spec": {"dnsNames": ["a.example.com"], "issuerRef": {"name": "le"}},
+            },
+            "no secretName",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_crd_validation_rejects_bad_objects(obj: dict[str, Any], why: str) -> None:
+    """The CRD check has teeth: unknown fields, bounds and required fields fail."""
+    with pytest.raises(jsonschema.ValidationError):
+        validate_custom(obj)

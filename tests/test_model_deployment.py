@@ -56,6 +56,7 @@ def lab_fleet(**cpu_device: Any) -> dict[str, Any]:
                 "pool": "mi325x",
                 "image": "vllm/vllm-openai-rocm:v0.23.0",
                 "args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"],
+                "memory": "32Gi",
                 "devices": [{"name": "gpu", "count": 2}],
             },
             {
@@ -128,9 +129,13 @@ def test_cpu_container_requests_and_limits_exactly_the_claimed_cpus(lab: MockRun
     assert engine["resources"]["claims"] == [{"name": "devices"}]
 
 
-def test_gpu_container_claims_devices_without_cpu_quantities(lab: MockRun) -> None:
+def test_gpu_container_claims_devices_and_its_memory_without_cpu_quantities(lab: MockRun) -> None:
     [engine] = pod_spec(lab, "qwen-amd")["containers"]
-    assert engine["resources"] == {"claims": [{"name": "devices"}]}
+    assert engine["resources"] == {
+        "claims": [{"name": "devices"}],
+        "requests": {"memory": "32Gi"},
+        "limits": {"memory": "32Gi"},
+    }
 
 
 def test_two_cpu_devices_take_twice_the_capacity() -> None:
@@ -169,7 +174,7 @@ def test_engine_is_probed_on_health_and_labelled_for_telemetry(lab: MockRun) -> 
     assert dep["spec"]["selector"]["matchLabels"] == {"modelplane.ai/deployment": "qwen-amd"}
     [engine] = dep["spec"]["template"]["spec"]["containers"]
     assert engine["image"] == "vllm/vllm-openai-rocm:v0.23.0"
-    assert engine["args"] == ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]
+    assert engine["args"] == ["--model", "Qwen/Qwen2.5-0.5B-Instruct", "--port", "8000"]
     assert engine["ports"] == [{"name": "http", "containerPort": 8000.0}]
     assert engine["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
 

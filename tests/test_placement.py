@@ -55,6 +55,7 @@ def cloud_fleet(cloud: str) -> dict[str, Any]:
                 "cluster": "c",
                 "pool": "gpu",
                 "image": "vllm/vllm-openai:v0.23.0",
+                "memory": "32Gi",
                 "devices": [{"name": "gpu"}],
             },
             {
@@ -88,6 +89,7 @@ def existing_fleet(amd: bool = True) -> dict[str, Any]:
                 "cluster": "lab",
                 "pool": p["name"],
                 "image": "engine:v1",
+                "memory": "32Gi",
                 "devices": [{"name": d}],
             }
             for p, d in zip(pools, ["gpu", "cpu", "gpu"], strict=False)
@@ -312,6 +314,24 @@ def test_deployment_tolerations_alone_never_place_it() -> None:
     facts, deployments = facts_of(existing_fleet(amd=True))
     for dep in deployments:
         assert [p for _, p in audit(facts, {}, [dep]).deployments] == [(dep.pool,)]
+
+
+@pytest.mark.parametrize("source", ["Vultr", "Existing"])
+def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
+    from components.model_service import gateway_proxy_placement
+
+    facts, deployments = facts_of(cloud_fleet("Vultr") if source == "Vultr" else existing_fleet(amd=True))
+    report = audit(facts, release_values(facts), deployments, [gateway_proxy_placement(facts)])
+    assert report.ok, report.violations
+    expected = ("system",) if source == "Vultr" else ("(unpooled)",)
+    assert [pools for _, pools in report.gateways] == [expected]
+
+
+def test_gateway_proxies_that_tolerate_pool_taints_are_caught() -> None:
+    facts, deployments = facts_of(cloud_fleet("Vultr"))
+    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, deployments[0].tolerations)
+    report = audit(facts, release_values(facts), [], [loose])
+    assert ("gateway-placement", "gateway/envoy-gateway-system/modelplane") in checks(report)
 
 
 def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:

@@ -89,7 +89,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
-            deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            dep_node = deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            endpoint = d.get("endpoint")
+            if endpoint:
+                dep_node.add(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})")
     if doc.get("cost"):
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)

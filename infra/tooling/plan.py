@@ -105,11 +105,18 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
 
 
 DEPLOYMENT_TYPE = "modelplane:deploy:ModelDeployment"
+MODEL_SERVICE_TYPE = "modelplane:serve:ModelService"
 
 
 def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     """Each ModelDeployment as registered: its target, claim requests and the pod it asks for."""
     out = []
+    # A published deployment's endpoint, as its ModelService registered it.
+    endpoints = {
+        (r.inputs.get("cluster"), r.inputs.get("deployment")): plain(dict(r.inputs))
+        for r in registered
+        if r.type == MODEL_SERVICE_TYPE
+    }
     for comp in (r for r in registered if r.type == DEPLOYMENT_TYPE):
         children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in registered if r.parent == comp.name}
         claim = children.get("ResourceClaimTemplate", {})
@@ -126,6 +133,7 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
                 "nodeSelector": plain(pod.get("nodeSelector", {})),
                 "tolerations": plain(pod.get("tolerations", [])),
                 "service": (service.get("metadata") or {}).get("name"),
+                "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
             }
         )
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))

@@ -1,0 +1,286 @@
+"""ModelService: publish a model deployment through its cluster's Envoy Gateway.
+
+modelplane pairs each ModelDeployment with a ModelService that gives it an address through a
+Gateway API HTTPRoute; here a `modelplane:services[]` entry does the same on the deployment's own
+cluster. `ClusterGateway` is the cluster's entry point (a GatewayClass for Envoy Gateway, which the
+serving stack installs on every cluster, and one Gateway, with a TLS listener and a cert-manager
+Certificate per TLS host); `ModelService` is one HTTPRoute to the deployment's Service. Both exist
+only on a cluster with at least one service. `infra.config.check_serving` has already resolved each
+service to exactly one deployment and rejected clashing routes and TLS without a host.
+
+Not here: the address. Envoy Gateway writes it to the Gateway's `status.addresses` once the cloud
+gives its LoadBalancer Service one; the stack output names the Gateway and the route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import cluster_components
+from infra.config import Fleet, ModelDeploymentSpec, ModelServiceSpec
+from infra.facts import ClusterFacts
+from infra.placement import PodPlacement
+
+GATEWAY_TYPE_TOKEN = "modelplane:serve:Gateway"
+SERVICE_TYPE_TOKEN = "modelplane:serve:ModelService"
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+CERT_MANAGER_API = "cert-manager.io/v1"
+# The controller Envoy Gateway reconciles GatewayClasses for
+# (https://github.com/envoyproxy/gateway/blob/v1.8.3/examples/kubernetes/quickstart.yaml).
+ENVOY_GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+# Our own class and Gateway: a name of ours never adopts a Gateway the cluster's owner runs.
+GATEWAY_CLASS_NAME = "modelplane"
+GATEWAY_NAME = "modelplane"
+# The serving stack's Envoy Gateway row (components.catalog); the Gateway lives in its namespace.
+ENVOY_GATEWAY_COMPONENT = "envoy-gateway"
+HTTP_LISTENER = "http"
+HTTP_PORT = 80
+HTTPS_PORT = 443
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True)
+class ServiceRoute:
+    """A service resolved against its deployment: what its HTTPRoute and listener need."""
+
+    spec: ModelServiceSpec
+    deployment: ModelDeploymentSpec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def namespace(self) -> str:
+        return self.deployment.namespace
+
+    @property
+    def listener(self) -> str:
+        return f"https-{self.spec.name}" if self.spec.tls is not None else HTTP_LISTENER
+
+    @property
+    def tls_secret(self) -> str:
+        return f"{self.spec.name}-tls"
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.spec.tls is not None else "http"
+
+    def endpoint(self, gateway_namespace: str) -> dict[str, Any]:
+        """The endpoint as the stack output and the plan show it (the address is the Gateway's)."""
+        path = self.spec.route_path
+        base = path.rstrip("/")
+        return {
+            "service": self.name,
+            "cluster": self.deployment.cluster,
+            "deployment": self.deployment.name,
+            "gateway": f"{gateway_namespace}/{GATEWAY_NAME}",
+            "scheme": self.scheme,
+            "host": self.spec.host,
+            "path": path,
+            # The OpenAI-compatible base URL; without a host, {address} is the Gateway's address.
+            "url": f"{self.scheme}://{self.spec.host or '{address}'}{base}/v1",
+        }
+
+
+def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
+    """The services published on one cluster, each with its deployment (resolved by check_serving)."""
+    out = []
+    for svc in fleet.services:
+        [dep] = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
+        if dep.cluster == cluster:
+            out.append(ServiceRoute(svc, dep))
+    return out
+
+
+def gateway_namespace(facts: ClusterFacts) -> str:
+    return next(c.namespace for c in cluster_components(facts) if c.key == ENVOY_GATEWAY_COMPONENT)
+
+
+def gateway_proxy_placement(facts: ClusterFacts) -> PodPlacement:
+    """Where Envoy Gateway runs the Gateway's proxy pods: no nodeSelector, no tolerations.
+
+    Envoy Gateway's default proxy pod spec is empty (`DefaultKubernetesPod` in
+    api/v1alpha1/kubernetes_helpers.go at v1.8.3) and this program sets no EnvoyProxy, so the
+    proxies go to untainted nodes: the system pool, never a tainted GPU or CPU pool.
+    """
+    return PodPlacement(name=f"{gateway_namespace(facts)}/{GATEWAY_NAME}", pool="", node_selector={}, tolerations=())
+
+
+# --------------------------------------------------------------------------------------------
+# The cluster's Gateway
+
+
+@dataclass(frozen=True)
+class ClusterGatewayArgs:
+    facts: ClusterFacts
+    routes: Sequence[ServiceRoute]
+
+
+def listeners(routes: Sequence[ServiceRoute]) -> list[dict[str, Any]]:
+    """Plain HTTP on 80 for services without TLS; one HTTPS listener per TLS host on 443.
+
+    Routes attach only from the namespaces of the deployments they publish, so no other
+    namespace can put a route on this Gateway.
+    """
+    allowed = {
+        "namespaces": {
+            "from": "Selector",
+            "selector": {
+                "matchExpressions": [
+                    {
+                        "key": NAMESPACE_NAME_LABEL,
+                        "operator": "In",
+                        "values": sorted({r.namespace for r in routes}),
+                    }
+                ]
+            },
+        }
+    }
+    out: list[dict[str, Any]] = []
+    if any(r.spec.tls is None for r in routes):
+        out.append({"name": HTTP_LISTENER, "protocol": "HTTP", "port": HTTP_PORT, "allowedRoutes": allowed})
+    for r in routes:
+        if r.spec.tls is not None:
+            out.append(
+                {
+                    "name": r.listener,
+                    "protocol": "HTTPS",
+                    "port": HTTPS_PORT,
+                    "hostname": r.spec.host,
+                    "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": r.tls_secret}]},
+                    "allowedRoutes": allowed,
+                }
+            )
+    return out
+
+
+class ClusterGateway(pulumi.ComponentResource):
+    """The GatewayClass, Gateway and TLS certificates of one cluster's published services."""
+
+    gateway_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ClusterGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        namespace = gateway_namespace(args.facts)
+        super().__init__(
+            GATEWAY_TYPE_TOKEN,
+            name,
+            {"cluster": args.facts.name, "namespace": namespace, "services": [r.name for r in args.routes]},
+            opts,
+        )
+        child = pulumi.ResourceOptions(parent=self)
+        gateway_class = k8s.apiextensions.CustomResource(
+            f"{name}-class",
+            api_version=GATEWAY_API,
+            kind="GatewayClass",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GATEWAY_CLASS_NAME),
+            spec={"controllerName": ENVOY_GATEWAY_CONTROLLER},
+            opts=child,
+        )
+        certificates = [self._certificate(name, namespace, r) for r in args.routes if r.spec.tls is not None]
+        self.gateway = k8s.apiextensions.CustomResource(
+            f"{name}-gateway",
+            api_version=GATEWAY_API,
+            kind="Gateway",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GATEWAY_NAME, namespace=namespace),
+            spec={"gatewayClassName": GATEWAY_CLASS_NAME, "listeners": listeners(args.routes)},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway_class, *certificates]),
+        )
+        self.gateway_name = pulumi.Output.from_input(GATEWAY_NAME)
+        self.register_outputs({"gatewayName": self.gateway_name})
+
+    def _certificate(self, name: str, namespace: str, route: ServiceRoute) -> k8s.apiextensions.CustomResource:
+        """The certificate of a TLS host, in the Gateway's namespace where its listener reads it.
+
+        An explicit Certificate rather than cert-manager's Gateway annotation: the annotation
+        needs cert-manager's `config.enableGatewayAPI`, which the serving stack does not set
+        (https://cert-manager.io/docs/usage/gateway/).
+        """
+        tls = route.spec.tls
+        assert tls is not None and route.spec.host is not None, "TLS has a host (validated)"
+        return k8s.apiextensions.CustomResource(
+            f"{name}-{route.name}-certificate",
+            api_version=CERT_MANAGER_API,
+            kind="Certificate",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=route.tls_secret, namespace=namespace),
+            spec={
+                "secretName": route.tls_secret,
+                "dnsNames": [route.spec.host],
+                "issuerRef": {"group": "cert-manager.io", "kind": tls.issuer_ref.kind, "name": tls.issuer_ref.name},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# One route per service
+
+
+@dataclass(frozen=True)
+class ModelServiceArgs:
+    route: ServiceRoute
+    gateway_namespace: str
+
+
+def route_spec(route: ServiceRoute, gateway_ns: str) -> dict[str, Any]:
+    """The HTTPRoute: the service's host and path prefix to the deployment's Service port."""
+    path = route.spec.route_path
+    rule: dict[str, Any] = {
+        "matches": [{"path": {"type": "PathPrefix", "value": path}}],
+        "backendRefs": [{"name": route.deployment.name, "port": route.deployment.port}],
+        # Envoy's route timeout defaults to 15s, counted to the end of the response, which cuts long
+        # or streamed completions (Envoy RouteAction.timeout; Envoy Gateway v1.8 sets it only from
+        # the route). "0s" disables it (Gateway API HTTPRouteTimeouts); idle timeouts still apply.
+        "timeouts": {"request": "0s"},
+    }
+    if path != "/":
+        # The engine serves /v1/... at its root: strip the service's prefix on the way in
+        # (Gateway API HTTPURLRewriteFilter, ReplacePrefixMatch; Envoy Gateway "HTTP URL Rewrite").
+        rule["filters"] = [
+            {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}
+        ]
+    spec: dict[str, Any] = {
+        "parentRefs": [
+            {
+                "group": GATEWAY_GROUP,
+                "kind": "Gateway",
+                "name": GATEWAY_NAME,
+                "namespace": gateway_ns,
+                "sectionName": route.listener,
+            }
+        ],
+        "rules": [rule],
+    }
+    if route.spec.host is not None:
+        spec["hostnames"] = [route.spec.host]
+    return spec
+
+
+class ModelService(pulumi.ComponentResource):
+    """The HTTPRoute that publishes one deployment on its cluster's Gateway."""
+
+    endpoint: pulumi.Output[dict[str, Any]]
+
+    def __init__(self, name: str, args: ModelServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        route = args.route
+        endpoint = route.endpoint(args.gateway_namespace)
+        super().__init__(SERVICE_TYPE_TOKEN, name, endpoint, opts)
+        self.route = k8s.apiextensions.CustomResource(
+            f"{name}-route",
+            api_version=GATEWAY_API,
+            kind="HTTPRoute",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=route.name, namespace=route.namespace, labels={"modelplane.ai/service": route.name}
+            ),
+            spec=route_spec(route, args.gateway_namespace),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.endpoint = pulumi.Output.from_input(endpoint)
+        self.register_outputs({"endpoint": self.endpoint})
