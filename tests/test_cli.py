@@ -48,7 +48,11 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "nodeCount",
                 "minNodeCount",
                 "maxNodeCount",
+                "machineType",
+                "zones",
             }
+            assert p["machineType"] is None or isinstance(p["machineType"], str)
+            assert all(isinstance(z, str) for z in p["zones"])
             assert p["role"] in ("GPU", "CPU", "System")
             assert all(isinstance(k, str) and isinstance(v, str) for k, v in p["labels"].items())
             for t in p["taints"]:
@@ -61,7 +65,7 @@ def check_shape(doc: dict[str, Any]) -> None:
             assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
             assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
     for r in doc["resources"]:
-        assert set(r) == {"type", "name", "parent"}
+        assert set(r) == {"type", "name", "parent", "inputs"} and isinstance(r["inputs"], dict)
         assert r["parent"] is None or isinstance(r["parent"], str)
 
 
@@ -109,7 +113,8 @@ def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> 
     assert doc["errors"][0]["path"] == "clusters[0].nodePools[0].className"
     assert "Pulumi.bad.yaml" in doc["errors"][0]["message"]
     human = modelplane("plan", "--stack-file", str(path))
-    assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stdout
+    assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stderr
+    assert "clusters[0].nodePools[0].className" not in human.stdout
     assert "Traceback" not in human.stderr + human.stdout
 
 

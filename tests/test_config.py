@@ -156,7 +156,7 @@ def test_dra_device_needs_device_class_name(tmp_path: Path) -> None:
     config = good_fleet()
     del config["modelplane:classes"][0]["devices"][0]["deviceClassName"]
     [(path, problem)] = issues_of(tmp_path, config)
-    assert path == "classes[0].devices[0]"
+    assert path == "classes[0].devices[0].deviceClassName"
     assert "deviceClassName" in problem
 
 
