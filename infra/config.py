@@ -309,6 +309,12 @@ class DeploymentDevice(Model):
     count: Annotated[int, Field(ge=1, le=64)] = 1
 
 
+class SecureValue(Model):
+    """A `secure:` value inside structured config: ciphertext offline, never shown in plain."""
+
+    secure: str
+
+
 class ModelDeploymentSpec(Model):
     name: DnsLabel
     namespace: DnsLabel = "default"
@@ -318,7 +324,8 @@ class ModelDeploymentSpec(Model):
     args: list[str] = Field(default_factory=list)
     replicas: Annotated[int, Field(ge=0)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
-    env: dict[str, str] = Field(default_factory=dict)
+    # A `secure:` value (a gated model's token) reaches the pod through a Secret, never in plain.
+    env: dict[str, str | SecureValue] = Field(default_factory=dict)
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
 
