@@ -187,6 +187,20 @@ def check_fleet(fleet: Fleet) -> list[Violation]:
     return out
 
 
+def violation_path(fleet: Fleet, violation: Violation) -> str:
+    """Where a violation sits in the stack file: the pool and the class it names.
+
+    `clusters[0].nodePools[1] (class classes[2])`, the paths config errors use.
+    """
+    where = ""
+    for ki, cluster in enumerate(fleet.clusters):
+        for pi, pool in enumerate(cluster.node_pools):
+            if cluster.name == violation.cluster and pool.name == violation.pool:
+                where = f"clusters[{ki}].nodePools[{pi}]"
+    ci = next((i for i, c in enumerate(fleet.classes) if c.name == violation.class_name), None)
+    return f"{where} (class classes[{ci}])" if ci is not None else where
+
+
 def pools_without_role(fleet: Fleet) -> Sequence[tuple[int, int, str]]:
     """(cluster index, pool index, class) for pools whose class claims no compute device."""
     classes = {c.name: c for c in fleet.classes}

@@ -23,7 +23,7 @@ from components.model_deployment import (
 )
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
-from infra.devices import Violation, check_fleet
+from infra.devices import Violation, check_fleet, violation_path
 from infra.facts import ClusterFacts, derive_fleet
 
 
@@ -57,12 +57,12 @@ def guard(fleet: Fleet) -> None:
     """Stop the run, before any resource is registered, when a device rule is broken."""
     violations = check_fleet(fleet)
     if violations:
-        raise pulumi.RunError(format_violations(violations))
+        raise pulumi.RunError(format_violations(violations, fleet, f"Pulumi.{pulumi.get_stack()}.yaml"))
 
 
-def format_violations(violations: list[Violation]) -> str:
+def format_violations(violations: list[Violation], fleet: Fleet, file: str) -> str:
     lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
-    lines += [f"  [{v.policy}] {v.message}" for v in violations]
+    lines += [f"  [{v.policy}] {file}: {violation_path(fleet, v)}: {v.message}" for v in violations]
     return "\n".join(lines)
 
 

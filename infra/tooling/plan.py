@@ -20,7 +20,7 @@ from pulumi.runtime import rpc
 
 from components.catalog import Component
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
-from infra.devices import check_fleet
+from infra.devices import check_fleet, violation_path
 from infra.facts import ClusterFacts, derive_fleet
 from infra.placement import placement_hook
 from infra.program import run
@@ -188,7 +188,13 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
 
     violations = check_fleet(stack.fleet)
     doc["violations"] = [
-        {"policy": v.policy, "enforcement": "mandatory", "message": v.message, "resource": v.resource}
+        {
+            "policy": v.policy,
+            "enforcement": "mandatory",
+            # Named like a config error: the pool's path and the class's, then the file.
+            "message": f"{violation_path(stack.fleet, v)}: {v.message} (in {file})",
+            "resource": v.resource,
+        }
         for v in violations
     ]
     facts = derive_fleet(stack.fleet)
