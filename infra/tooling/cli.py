@@ -125,7 +125,7 @@ def render_verdicts(doc: dict[str, Any], err: Console) -> None:
     if doc["errors"] or doc["violations"]:
         table = Table(title="verdicts", show_lines=False)
         table.add_column("kind")
-        table.add_column("where")
+        table.add_column("where", overflow="fold")  # a path is never cut short
         table.add_column("message", overflow="fold")
         for e in doc["errors"]:
             table.add_row("[red]error[/]", e["path"] or "-", e["message"])
@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # Logs (CI, pipes) get a wide tree rather than rich's 80-column default.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 140)
     code: int = args.func(args, console, err)
     return code
 

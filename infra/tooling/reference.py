@@ -490,7 +490,9 @@ def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
             return "string"
         return "mapping"
     if "anyOf" in prop:
-        kinds = [_type_of(p, defs) for p in prop["anyOf"] if p.get("type") != "null"]
+        # `"true"`/`"false"` beside a boolean is how Pulumi stores a top-level value: still a boolean.
+        branches = [p for p in prop["anyOf"] if p.get("type") != "null" and set(p.get("enum", [])) != {"true", "false"}]
+        kinds = [_type_of(p, defs) for p in branches]
         return " or ".join(dict.fromkeys(kinds))
     if "enum" in prop:
         return "string"
