@@ -107,3 +107,17 @@ def test_modelplane_plans_the_other_projects_stacks_by_name_and_by_path(tmp_path
     assert by_path.returncode == 0, by_path.stderr
     doc = json.loads(by_path.stdout)
     assert doc["stack"] == "dev" and [c["name"] for c in doc["clusters"]] == ["mine"]
+
+
+def test_the_wheel_packages_everything_the_program_and_pack_import() -> None:
+    import tomllib
+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"][
+        "targets"
+    ]["wheel"]["packages"]
+    code = "import sys, infra.program, policies.pack, infra.tooling.cli; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ours = {name.split(".")[0] for name in out.stdout.split() if (ROOT / name.split(".")[0]).is_dir()}
+    assert ours <= set(packages), f"imported from the checkout but not in the wheel: {ours - set(packages)}"
+    assert (ROOT / "policies" / "PulumiPolicy.yaml").is_file()  # inside a packaged folder, so it ships
