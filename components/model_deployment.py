@@ -24,6 +24,7 @@ from infra.config import (
     ClaimMode,
     Device,
     ModelDeploymentSpec,
+    SecureValue,
     Source,
     claimed_cpus,
     port_args,
@@ -241,7 +242,7 @@ class ModelDeployment(pulumi.ComponentResource):
             name=CONTAINER_NAME,
             image=spec.image,
             args=engine_args(spec),
-            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in spec.env.items()] or None,
+            env=self._env(name, spec, labels) or None,
             ports=[k8s.core.v1.ContainerPortArgs(name=ENGINE_PORT_NAME, container_port=spec.port)],
             startup_probe=k8s.core.v1.ProbeArgs(
                 http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
@@ -332,6 +333,34 @@ class ModelDeployment(pulumi.ComponentResource):
             name=CACHE_VOLUME,
             persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(claim_name=claim_name),
         )
+
+    def _env(self, name: str, spec: ModelDeploymentSpec, labels: dict[str, str]) -> list[k8s.core.v1.EnvVarArgs]:
+        """Plain values inline; `secure:` values in one Secret the container reads by `secretKeyRef`.
+
+        The Secret's data is a secret Output, so the state and the plan hold it encrypted or
+        masked, and the pod spec names only the Secret and its key.
+        """
+        secured = {k: v.secure for k, v in spec.env.items() if isinstance(v, SecureValue)}
+        secret_name: pulumi.Output[str] | None = None
+        if secured:
+            secret = k8s.core.v1.Secret(
+                f"{name}-env",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{spec.name}-env", namespace=spec.namespace, labels=labels),
+                type="Opaque",
+                string_data=pulumi.Output.secret(secured),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            secret_name = secret.metadata.name
+        env = []
+        for key, value in spec.env.items():
+            if isinstance(value, SecureValue):
+                ref = k8s.core.v1.SecretKeySelectorArgs(name=secret_name, key=key)
+                env.append(
+                    k8s.core.v1.EnvVarArgs(name=key, value_from=k8s.core.v1.EnvVarSourceArgs(secret_key_ref=ref))
+                )
+            else:
+                env.append(k8s.core.v1.EnvVarArgs(name=key, value=value))
+        return env
 
 
 def _toleration_args(t: Toleration) -> k8s.core.v1.TolerationArgs:

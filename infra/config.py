@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -28,6 +29,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -55,6 +57,30 @@ class Model(BaseModel):
     """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_quoted_whole_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        """A whole number is written as a number everywhere: `"3"` is rejected, as the JSON Schema does.
+
+        pydantic alone would accept `"3"` for an integer while the schema editors check against
+        rejects it; one answer for every integer key keeps the two in agreement.
+        """
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and isinstance(v, str) and _NUMBER_RE.match(v) and _whole_number(field.annotation):
+            raise ValueError(f"{v!r} is a quoted string, not a whole number; write it without quotes")
+        return v
+
+
+_NUMBER_RE = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$")
+
+
+def _whole_number(annotation: Any) -> bool:
+    """True for `int`, `Annotated[int, ...]` and their `| None` forms."""
+    if annotation is int:
+        return True
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return get_origin(annotation) in (Annotated, Union, UnionType) and len(args) >= 1 and _whole_number(args[0])
 
 
 class ClaimMode(StrEnum):
@@ -121,19 +147,20 @@ class Device(Model):
     name: DnsLabel
     claim: ClaimMode = ClaimMode.DRA
     driver: DriverName
-    device_class_name: str | None = None
+    device_class_name: str | None = Field(default=None, validate_default=True)
     count: Annotated[int, Field(ge=1, le=64)] = 1
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _dra_needs_class(self) -> Device:
-        if self.claim is ClaimMode.DRA and not self.device_class_name:
+    @field_validator("device_class_name", mode="after")
+    @classmethod
+    def _dra_needs_class(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("claim", ClaimMode.DRA) is ClaimMode.DRA and not v:
             raise ValueError(
                 "a DRA device needs deviceClassName; set it to the DeviceClass the driver "
                 "publishes (for example gpu.nvidia.com), or set claim: Synthetic"
             )
-        return self
+        return v
 
 
 class Accelerator(Model):
@@ -325,6 +352,12 @@ class ModelCache(Model):
         return self
 
 
+class SecureValue(Model):
+    """A `secure:` value inside structured config: ciphertext offline, never shown in plain."""
+
+    secure: str
+
+
 class ModelDeploymentSpec(Model):
     name: DnsLabel
     namespace: DnsLabel = "default"
@@ -334,7 +367,8 @@ class ModelDeploymentSpec(Model):
     args: list[str] = Field(default_factory=list)
     replicas: Annotated[int, Field(ge=0)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
-    env: dict[str, str] = Field(default_factory=dict)
+    # A `secure:` value (a gated model's token) reaches the pod through a Secret, never in plain.
+    env: dict[str, str | SecureValue] = Field(default_factory=dict)
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
 
@@ -529,6 +563,10 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
     for e in err.errors():
         loc = list(prefix) + [p for p in e["loc"] if isinstance(p, str | int)]
         kind = e["type"]
+        owner_of_last = _model_at(loc[:-1]) if loc and isinstance(loc[-1], str) else None
+        if owner_of_last is not None and str(loc[-1]) in owner_of_last.model_fields:
+            # pydantic reports a validated default under the Python name; users write the alias.
+            loc[-1] = owner_of_last.model_fields[str(loc[-1])].alias or loc[-1]
         if kind == "extra_forbidden":
             parent = loc[:-1]
             key = str(loc[-1])
@@ -549,6 +587,16 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
         given = e.get("input")
         shown = "" if kind == "missing" else f" (got {given!r})" if not isinstance(given, dict | list) else ""
         fix = _TYPE_FIX.get(kind, "correct the value")
+        if kind in ("model_type", "model_attributes_type"):
+            # Name the keys the mapping takes, not the class behind it (`Accelerator`).
+            owner = _model_at(loc)
+            if owner is not None:
+                required = [f.alias or n for n, f in owner.model_fields.items() if f.is_required()]
+                keys = ", ".join(required or _fields_of(owner))
+                msg = f"'{loc[-1]}' is a mapping with keys {{{keys}}}"
+                fix = f"write it as {loc[-1]}: {{{keys}}}"
+        if kind == "string_type" and isinstance(given, int | float) and not isinstance(given, bool):
+            fix = f'quote it: "{given}" (YAML reads an unquoted {given} as a number)'
         if kind in ("enum", "literal_error"):
             expected = (e.get("ctx") or {}).get("expected", "")
             fix = f"use one of {expected}"
@@ -733,7 +781,19 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
             )
             continue
-        if pools[dep.pool].class_name not in class_names:
+        target = pools[dep.pool]
+        if dep.replicas > 0 and target.node_count == 0 and target.max_node_count is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.pool",
+                    f"pool '{dep.pool}' of cluster '{dep.cluster}' has nodeCount 0 and no autoscaling, "
+                    f"so the {dep.replicas} replica(s) can never be scheduled",
+                    f"give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[{cluster_names.index(dep.cluster)}]"
+                    f".nodePools[{list(pools).index(dep.pool)}]), or set replicas: 0",
+                )
+            )
+        if target.class_name not in class_names:
             continue
         cls = fleet.class_named(pools[dep.pool].class_name)
         devices = {d.name: d for d in cls.devices}
@@ -1098,6 +1158,10 @@ class StackConfig:
     plain: Mapping[str, Any]  # every other config key, as written (non-modelplane namespaces too)
 
 
+# What a first stack needs; docs/configuration.md lists every key.
+_FIRST_KEYS = "modelplane:classes and modelplane:clusters (every key: docs/configuration.md)"
+
+
 def stack_name_of(path: Path) -> str:
     name = path.name
     if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
@@ -1107,6 +1171,18 @@ def stack_name_of(path: Path) -> str:
 
 def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
     """Validate `modelplane:` values (keys without the namespace) into a Fleet, or raise ConfigError."""
+    if not raw.get("clusters"):
+        # A fleet without clusters registers nothing: `pulumi up` would delete whatever the stack holds.
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file,
+                    f"config.{NAMESPACE}:clusters",
+                    "no clusters are declared (modelplane:clusters is missing or empty)",
+                    f"add {_FIRST_KEYS}; to remove every cluster on purpose, run `pulumi destroy`",
+                )
+            ]
+        )
     try:
         fleet = Fleet.model_validate(dict(raw))
     except ValidationError as err:
@@ -1233,10 +1309,20 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
             [ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]
         ) from None
     if doc is None:
-        doc = {}
+        raise ConfigError(
+            [ConfigIssue(file, "", "the stack file is empty", f"start it with 'config:' and {_FIRST_KEYS}")]
+        )
     if not isinstance(doc, Mapping):
         raise ConfigError([ConfigIssue(file, "", "a stack file is a YAML mapping", "start the file with 'config:'")])
-    config = doc.get("config") or {}
+    if doc.get("config") is None:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file, "config", "the stack file has no 'config:' section", f"add 'config:' with {_FIRST_KEYS}"
+                )
+            ]
+        )
+    config = doc["config"]
     if not isinstance(config, Mapping):
         raise ConfigError(
             [
@@ -1249,6 +1335,17 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
             ]
         )
     fleet_raw, secrets, plain = split_config(config, file)
+    if not fleet_raw:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file,
+                    "config",
+                    f"'config:' has no {NAMESPACE}: keys ({', '.join(f'{NAMESPACE}:{k}' for k in FLEET_KEYS)})",
+                    f"add {_FIRST_KEYS}",
+                )
+            ]
+        )
     fleet = parse_fleet(fleet_raw, file)
     issues = check_existing_secrets(fleet, secrets, file)
     if issues:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from infra.config import (
     CPU_CLAIM_DRIVER,
@@ -454,8 +454,9 @@ def check_fleet_machines(fleet: Fleet, file: str = "") -> list[Violation]:
 
 
 def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
-    """Every device and machine rule violation of a fleet: what the program's guard evaluates."""
-    return check_fleet(fleet) + check_fleet_machines(fleet, file)
+    """Every device and machine rule violation of a fleet, located in `file`: what the guard evaluates."""
+    located = [replace(v, file=file, path=violation_path(fleet, v)) for v in check_fleet(fleet)]
+    return located + check_fleet_machines(fleet, file)
 
 
 def cpu_device_index(cls: InferenceClass) -> int:
@@ -471,6 +472,20 @@ def cluster_region(cluster: InferenceCluster) -> str | None:
     """The region (AKS: location) a provisioned cluster runs in; None for Existing."""
     block = cluster.block
     return getattr(block, "region", None) or getattr(block, "location", None)
+
+
+def violation_path(fleet: Fleet, violation: Violation) -> str:
+    """Where a violation sits in the stack file: the pool and the class it names.
+
+    `clusters[0].nodePools[1] (class classes[2])`, the paths config errors use.
+    """
+    where = ""
+    for ki, cluster in enumerate(fleet.clusters):
+        for pi, pool in enumerate(cluster.node_pools):
+            if cluster.name == violation.cluster and pool.name == violation.pool:
+                where = f"clusters[{ki}].nodePools[{pi}]"
+    ci = next((i for i, c in enumerate(fleet.classes) if c.name == violation.class_name), None)
+    return f"{where} (class classes[{ci}])" if ci is not None else where
 
 
 def pools_without_role(fleet: Fleet) -> Sequence[tuple[int, int, str]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+from pulumi.runtime.config import is_config_secret
 
 from components.base import ClusterComponent
 from components.clusters import cluster_component
@@ -43,7 +44,22 @@ def read_fleet() -> Fleet:
         value = cfg.get_object(key)
         if value is not None:
             raw[key] = value
+    if is_config_secret(f"{NAMESPACE}:deployments") and isinstance(raw.get("deployments"), list):
+        raw["deployments"] = [secure_env(d) for d in raw["deployments"]]
     return parse_fleet(raw, f"Pulumi.{pulumi.get_stack()}.yaml")
+
+
+def secure_env(deployment: Any) -> Any:
+    """Every env value of a deployment as a secure one.
+
+    A `secure:` value anywhere under `modelplane:deployments` makes the engine mark the whole key
+    secret and hand it over decrypted (pulumi/pulumi#3342), so which env value was secure is lost;
+    all of them then go through the deployment's Secret rather than one in plain text.
+    """
+    if not isinstance(deployment, dict) or not isinstance(deployment.get("env"), dict):
+        return deployment
+    env = {k: v if isinstance(v, dict) else {"secure": v} for k, v in deployment["env"].items()}
+    return {**deployment, "env": env}
 
 
 def guard(fleet: Fleet, file: str = "") -> None:

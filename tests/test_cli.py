@@ -48,7 +48,11 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "nodeCount",
                 "minNodeCount",
                 "maxNodeCount",
+                "machineType",
+                "zones",
             }
+            assert p["machineType"] is None or isinstance(p["machineType"], str)
+            assert all(isinstance(z, str) for z in p["zones"])
             assert p["role"] in ("GPU", "CPU", "System")
             assert all(isinstance(k, str) and isinstance(v, str) for k, v in p["labels"].items())
             for t in p["taints"]:
@@ -61,7 +65,7 @@ def check_shape(doc: dict[str, Any]) -> None:
             assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
             assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
     for r in doc["resources"]:
-        assert set(r) == {"type", "name", "parent"}
+        assert set(r) == {"type", "name", "parent", "inputs"} and isinstance(r["inputs"], dict)
         assert r["parent"] is None or isinstance(r["parent"], str)
 
 
@@ -112,7 +116,8 @@ def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> 
     assert doc["errors"][0]["path"] == "clusters[0].nodePools[0].className"
     assert "Pulumi.bad.yaml" in doc["errors"][0]["message"]
     human = modelplane("plan", "--stack-file", str(path))
-    assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stdout
+    assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stderr
+    assert "clusters[0].nodePools[0].className" not in human.stdout
     assert "Traceback" not in human.stderr + human.stdout
 
 
@@ -149,6 +154,9 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
         ("unsupported-devices", "mandatory"),
         ("unknown-machine-type", "advisory"),
     ]
+    message = doc["violations"][0]["message"]
+    assert "Pulumi.amd-on-vultr.yaml: cluster 'v', pool 'p', class 'amd'" in message
+    assert "(at clusters[0].nodePools[0] (class classes[0]))" in message
     assert doc["resources"] == []  # stopped before registering anything
     assert doc["errors"] == []
 
@@ -188,3 +196,56 @@ def test_recipe_plans_show_deployments_and_placement() -> None:
     [audit] = doc["placement"]
     assert audit["ok"] is True
     assert {d["name"]: d["pools"] for d in audit["deployments"]} == {"qwen": ["cpu"]}
+
+
+def test_version_prints_the_package_version() -> None:
+    out = modelplane("--version")
+    assert out.returncode == 0 and out.stdout.startswith("modelplane ")
+
+
+def test_help_lists_user_commands_only_and_maintainer_commands_still_run(tmp_path: Path) -> None:
+    out = modelplane("--help")
+    assert "plan" in out.stdout and "schema" in out.stdout
+    assert "golden" not in out.stdout and "docs" not in out.stdout
+    assert modelplane("docs", "--help").returncode == 0
+    assert modelplane("golden", "--help").returncode == 0
+
+
+def test_catalog_json_lists_components_and_drivers_per_cloud() -> None:
+    out = modelplane("catalog", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["clouds"]["EKS"]["supportedDrivers"] == ["dra.cpu", "dra.net", "gpu.nvidia.com"]
+    amd = {c["release"]: c for c in doc["clouds"]["Existing"]["components"]}["mp-gpu-operator-charts"]
+    assert (amd["version"], amd["namespace"], amd["draDrivers"]) == ("v1.5.1", "kube-amd-gpu", ["gpu.amd.com"])
+
+
+def test_schema_command_prints_the_committed_schema() -> None:
+    out = modelplane("schema")
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == json.loads((ROOT / "docs" / "stack.schema.json").read_text(encoding="utf-8"))
+
+
+def test_human_plan_prints_lists_as_lists_and_shows_machines_zones_and_versions() -> None:
+    out = modelplane("plan", "--stack", "gke-prod")
+    assert out.returncode == 0, out.stderr
+    assert "['" not in out.stdout
+    assert "draDrivers: dra.cpu, gpu.nvidia.com" in out.stdout
+    assert "region us-central1, kubernetesVersion 1.36" in out.stdout
+    assert "on g2-standard-8" in out.stdout and "zones: us-central1-a, us-central1-b" in out.stdout
+
+
+def test_silent_cases_are_errors_naming_what_is_missing(tmp_path: Path) -> None:
+    cases = {
+        "empty": ("", "", "the stack file is empty"),
+        "noconfig": ("encryptionsalt: v1:abc\n", "config", "no 'config:' section"),
+        "nofleet": ("config:\n  gcp:project: p\n", "config", "has no modelplane: keys"),
+    }
+    for name, (text, where, problem) in cases.items():
+        path = tmp_path / f"Pulumi.{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        out = modelplane("plan", "--stack-file", str(path), "--json")
+        assert out.returncode == 1, (name, out.stderr)
+        [error] = json.loads(out.stdout)["errors"]
+        assert error["path"] == where and problem in error["message"], error
+        assert "modelplane:clusters" in error["message"] and f"Pulumi.{name}.yaml" in error["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,7 @@ def test_dra_device_needs_device_class_name(tmp_path: Path) -> None:
     config = good_fleet()
     del config["modelplane:classes"][0]["devices"][0]["deviceClassName"]
     [(path, problem)] = issues_of(tmp_path, config)
-    assert path == "classes[0].devices[0]"
+    assert path == "classes[0].devices[0].deviceClassName"
     assert "deviceClassName" in problem
 
 
@@ -323,3 +324,62 @@ def test_duplicate_class_device_and_cluster_names_are_rejected(tmp_path: Path) -
         ("classes[0].devices[1].name", "device name 'gpu' is declared twice"),
         ("clusters[1].name", "cluster name 'prod' is declared twice"),
     ]
+
+
+def test_quoted_whole_number_is_rejected_like_the_schema_does(tmp_path: Path) -> None:
+    config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
+    config["modelplane:clusters"][0]["nodePools"][0]["nodeCount"] = "2"
+    config["modelplane:classes"][0]["provisioning"]["gke"]["accelerator"]["count"] = "1"
+    assert issues_of(tmp_path, config) == [
+        ("classes[0].provisioning.gke.accelerator.count", "'1' is a quoted string, not a whole number"),
+        ("clusters[0].nodePools[0].nodeCount", "'2' is a quoted string, not a whole number"),
+    ]
+
+
+def test_mapping_given_as_a_scalar_names_the_keys_it_needs(tmp_path: Path) -> None:
+    config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
+    config["modelplane:classes"][0]["provisioning"]["gke"]["accelerator"] = "nvidia-l4"
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    [issue] = err.value.issues
+    assert issue.path == "classes[0].provisioning.gke.accelerator"
+    assert issue.problem == "'accelerator' is a mapping with keys {type, count} (got 'nvidia-l4')"
+    assert "Accelerator" not in issue.problem + issue.fix
+
+
+def test_unquoted_version_is_told_to_be_quoted(tmp_path: Path) -> None:
+    config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
+    config["modelplane:clusters"][0]["gke"]["kubernetesVersion"] = 1.35
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(write(tmp_path, config))
+    assert err.value.issues[0].fix.startswith('quote it: "1.35"')
+
+
+def test_deployment_on_a_pool_that_never_has_nodes_is_rejected(tmp_path: Path) -> None:
+    config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
+    config["modelplane:clusters"][0]["nodePools"][1]["nodeCount"] = 0
+    config["modelplane:deployments"] = [
+        {
+            "name": "m",
+            "cluster": "prod",
+            "pool": "cpu",
+            "image": "vllm/vllm-openai-cpu:v0.23.0",
+            "devices": [{"name": "cpu"}],
+        }
+    ]
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "deployments[0].pool"
+    assert (
+        problem
+        == "pool 'cpu' of cluster 'prod' has nodeCount 0 and no autoscaling, so the 1 replica(s) can never be scheduled"
+    )
+    config["modelplane:clusters"][0]["nodePools"][1].update(minNodeCount=0, maxNodeCount=2)
+    assert load_stack_file(write(tmp_path, config)).fleet.deployments[0].pool == "cpu"
+
+
+def test_fleet_without_clusters_is_rejected(tmp_path: Path) -> None:
+    config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
+    config["modelplane:clusters"] = []
+    [(path, problem)] = issues_of(tmp_path, config)
+    assert path == "config.modelplane:clusters"
+    assert problem == "no clusters are declared (modelplane:clusters is missing or empty)"

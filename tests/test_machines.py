@@ -515,7 +515,7 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
     )
     assert out.returncode == 0, out.stderr
-    assert "l4 GPU 1x nvidia-l4 — 1 node(s), 0..4 — g2-standard-8, price unknown" in out.stdout
+    assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — price unknown" in out.stdout
     assert "cost: $73.00 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
     assert (
         "stack cost: $73.00 USD/month (catalog 2026-12-01) + unpriced: c3-standard-8, e2-standard-4, g2-standard-8"

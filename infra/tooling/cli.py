@@ -1,9 +1,12 @@
-"""The `modelplane` command line: the offline plan, the catalog, and generated files.
+"""The `modelplane` command line: the offline plan, the catalog, the stack-file schema, generated files.
 
     modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR]
-    modelplane catalog
-    modelplane docs      regenerate docs/ files that are generated from code
-    modelplane golden    regenerate tests/golden/ plans (review the diff)
+    modelplane catalog [--json]
+    modelplane schema    print the JSON Schema of stack files
+    modelplane --version
+
+Maintainer commands, left out of `--help`: `modelplane docs` regenerates the docs generated from
+code (and the schema), `modelplane golden` the golden plans of the example stacks (review the diff).
 
 Exit codes: 0 clean, 1 an error or a mandatory violation, 2 bad usage. Bad input is reported with
 the file, the path inside it and the fix; no traceback reaches the user for it.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ from components.telemetry import render_telemetry_doc
 from infra.cost import combine_totals
 from infra.machines import render_machines_doc
 from infra.tooling.plan import dumps, plan_stack
+from infra.tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -48,6 +53,16 @@ def stack_files() -> list[Path]:
     return sorted(stacks_dir().glob("Pulumi.*.yaml"))
 
 
+def golden_dir() -> Path:
+    return project_root() / "tests" / "golden"
+
+
+def example_stack_files() -> list[Path]:
+    """The stacks this repository ships, each with a golden plan; a stack a user adds has none."""
+    shipped = {p.stem for p in golden_dir().glob("*.json")}
+    return [p for p in stack_files() if p.name[len("Pulumi.") : -len(".yaml")] in shipped]
+
+
 def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(project_root()))
@@ -59,13 +74,27 @@ def display_path(path: Path) -> str:
 # Human output
 
 
-def render_plan(doc: dict[str, Any], console: Console) -> None:
+def listed(items: Sequence[str]) -> str:
+    """A list as a reader writes it (`dra.cpu, gpu.nvidia.com`), `none` when empty; never a repr."""
+    return ", ".join(items) if items else "none"
+
+
+def render_plan(doc: dict[str, Any], console: Console, err: Console) -> None:
     status = "[green]clean[/]" if doc["ok"] else "[red]rejected[/]"
+    if doc["clusters"]:
+        render_tree(doc, console, status)
+    else:
+        err.print(f"[bold]stack {doc['stack']}[/] — {status}")
+    render_verdicts(doc, err)
+
+
+def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
     root = Tree(f"[bold]stack {doc['stack']}[/] — {status}")
     for cluster in doc["clusters"]:
+        where = ", ".join(f"{k} {cluster[k]}" for k in ("region", "kubernetesVersion") if cluster.get(k) is not None)
         node = root.add(
-            f"[bold cyan]{cluster['name']}[/] ({cluster['source']}) "
-            f"draDrivers={cluster['draDrivers'] or '[]'} supported={cluster['supportedDrivers']}"
+            f"[bold cyan]{cluster['name']}[/] ({cluster['source']}{', ' + where if where else ''}) "
+            f"draDrivers: {listed(cluster['draDrivers'])}; supported: {listed(cluster['supportedDrivers'])}"
         )
         pools = node.add("pools")
         for p in cluster["pools"]:
@@ -73,9 +102,12 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
             size = f"{p['nodeCount']} node(s)"
             if p["minNodeCount"] is not None:
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
+            machine = f" on {p['machineType']}" if p.get("machineType") else ""
             pool = pools.add(
-                f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel} — {size}{pool_cost_text(cluster, p['name'])}"
+                f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}{pool_cost_text(cluster, p['name'])}"
             )
+            if p.get("zones"):
+                pool.add("zones: " + listed(p["zones"]))
             pool.add("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items()))
             if p["taints"]:
                 pool.add("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"]))
@@ -97,20 +129,24 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
+
+
+def render_verdicts(doc: dict[str, Any], err: Console) -> None:
+    """Errors and policy verdicts go to stderr, so the tree on stdout stays the plan alone."""
     if doc["errors"] or doc["violations"]:
         table = Table(title="verdicts", show_lines=False)
         table.add_column("kind")
-        table.add_column("where")
+        table.add_column("where", overflow="fold")  # a path is never cut short
         table.add_column("message", overflow="fold")
         for e in doc["errors"]:
             table.add_row("[red]error[/]", e["path"] or "-", e["message"])
         for v in doc["violations"]:
             color = "red" if v["enforcement"] == "mandatory" else "yellow"
             table.add_row(f"[{color}]{v['policy']}[/] ({v['enforcement']})", v["resource"], v["message"])
-        console.print(table)
+        err.print(table)
     placement = doc.get("placement")
     if isinstance(placement, dict) and placement.get("violations"):
-        console.print(f"[red]placement: {len(placement['violations'])} violation(s)[/]")
+        err.print(f"[red]placement: {len(placement['violations'])} violation(s)[/]")
 
 
 def usd(value: float | None) -> str:
@@ -118,15 +154,18 @@ def usd(value: float | None) -> str:
 
 
 def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
-    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown` otherwise."""
+    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown` otherwise.
+
+    The machine itself is on the pool's line already (`on <machine>`).
+    """
     costs = {c["name"]: c for c in (cluster.get("cost") or {}).get("pools", [])}
     cost = costs.get(pool)
     if not cost:
         return ""
     if cost["monthly"] is None:
-        return f" — {cost['machine']}, price unknown"
+        return " — price unknown"
     at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
-    return f" — {cost['machine']} {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
+    return f" — {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
 
 
 def cost_text(cost: dict[str, Any], label: str) -> str:
@@ -227,7 +266,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
         sys.stdout.write(dumps({"stacks": docs, "cost": total} if args.all else docs[0]))
     else:
         for d in docs:
-            render_plan(d, console)
+            render_plan(d, console, err)
         if total is not None:
             console.print(cost_text(total, f"all {len(docs)} stacks"))
     return EXIT_OK if all(d["ok"] for d in docs) else EXIT_FAIL
@@ -249,6 +288,8 @@ GENERATED_DOCS = {
     "docs/supported-devices.md": catalog_markdown,
     "docs/telemetry.md": render_telemetry_doc,
     "docs/machines.md": render_machines_doc,
+    "docs/configuration.md": configuration_markdown,
+    SCHEMA_PATH: schema_json,
 }
 
 
@@ -278,13 +319,58 @@ def cmd_golden(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 
 def cmd_catalog(args: argparse.Namespace, console: Console, err: Console) -> int:
-    render_catalog(console)
+    if args.json:
+        sys.stdout.write(dumps(catalog_json()))
+    else:
+        render_catalog(console)
     return EXIT_OK
+
+
+def catalog_json() -> dict[str, Any]:
+    """`{"clouds": {cloud: {"supportedDrivers": [...], "components": [...]}}}`, per cloud in catalog order."""
+    return {
+        "clouds": {
+            cloud: {
+                "supportedDrivers": supported_drivers(cloud),
+                "components": [
+                    {
+                        "key": c.key,
+                        "release": c.release,
+                        "chart": c.chart,
+                        "repo": c.repo,
+                        "version": c.version,
+                        "namespace": c.namespace,
+                        "draDrivers": sorted(c.dra_drivers),
+                        "dependsOn": list(c.depends_on),
+                    }
+                    for c in CATALOG[cloud]
+                ],
+            }
+            for cloud in CLOUDS
+        }
+    }
+
+
+def cmd_schema(args: argparse.Namespace, console: Console, err: Console) -> int:
+    sys.stdout.write(schema_json())
+    return EXIT_OK
+
+
+def package_version() -> str:
+    try:
+        return version("modelplane-infra")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+# Commands for maintainers of this repository; they work but stay out of the user's `--help`.
+MAINTAINER_COMMANDS = ("docs", "golden")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="modelplane", description="Offline tools for modelplane-infra stacks.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{plan,catalog,schema}")
     plan = sub.add_parser("plan", help="run the program offline under Pulumi's mock runtime and report")
     which = plan.add_mutually_exclusive_group(required=True)
     which.add_argument("--stack", help="plan stacks/Pulumi.<NAME>.yaml")
@@ -293,11 +379,13 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     plan.add_argument("--out", metavar="DIR", help="write each release's values to DIR/<stack>/<cluster>/")
     plan.set_defaults(func=cmd_plan)
-    sub.add_parser("catalog", help="print the component-by-cloud matrix and supported drivers").set_defaults(
-        func=cmd_catalog
-    )
-    sub.add_parser("docs", help="regenerate the docs generated from code").set_defaults(func=cmd_docs)
-    sub.add_parser("golden", help="regenerate tests/golden plans from stacks/").set_defaults(func=cmd_golden)
+    catalog = sub.add_parser("catalog", help="print the component-by-cloud matrix and supported drivers")
+    catalog.add_argument("--json", action="store_true", help="print the catalog as one JSON document")
+    catalog.set_defaults(func=cmd_catalog)
+    sub.add_parser("schema", help="print the JSON Schema of stack files").set_defaults(func=cmd_schema)
+    # No `help=`: argparse then lists neither command under the usage's subcommands.
+    sub.add_parser("docs").set_defaults(func=cmd_docs)
+    sub.add_parser("golden").set_defaults(func=cmd_golden)
     return p
 
 
@@ -305,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # Logs (CI, pipes) get a wide tree rather than rich's 80-column default.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 140)
     code: int = args.func(args, console, err)
     return code
 

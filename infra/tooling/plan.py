@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+from pulumi.output import Unknown
+from pulumi.runtime import rpc
 
 from components.catalog import Component, cluster_components
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
@@ -93,12 +95,16 @@ def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list
 
 
 def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dict[str, Any]:
+    block = facts.spec.block
     return {
         "name": facts.name,
         "source": facts.source,
+        # Where the cluster runs (AKS calls its region a location); None on Existing.
+        "region": getattr(block, "region", None) or getattr(block, "location", None),
+        "kubernetesVersion": getattr(block, "kubernetes_version", None),
         "draDrivers": list(facts.dra_drivers),
         "supportedDrivers": list(facts.supported_drivers),
-        "pools": [p.as_json() for p in facts.pools],
+        "pools": [{**p.as_json(), "machineType": p.machine, "zones": list(p.zones)} for p in facts.pools],
         "releases": releases_of(facts, registered),
         "schedulablePools": plain(facts.schedulable_pools()),
     }
@@ -139,9 +145,35 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
 
 
+SECRET, UNKNOWN = "[secret]", "[unknown]"
+
+
+def engine_view(value: Any) -> Any:
+    """An input as the engine sees it: a secret is `[secret]`, a value not known before create `[unknown]`.
+
+    The monitor hands secrets over wrapped (`rpc.wrap_rpc_secret`) and unknowns as `Unknown`
+    (`pulumi.output.Unknown`) or the `rpc.UNKNOWN` sentinel, whatever the value underneath; nothing under a secret is shown.
+    """
+    if isinstance(value, Mapping):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
+        return {str(k): engine_view(v) for k, v in value.items()}
+    if isinstance(value, Unknown) or (isinstance(value, str) and value == rpc.UNKNOWN):
+        return UNKNOWN
+    if isinstance(value, list | tuple):
+        return [engine_view(v) for v in value]
+    if isinstance(value, pulumi.Resource):
+        return f"[resource {type(value).__name__}]"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     # Registration order depends on when outputs resolve; sort so plans compare and diff stably.
-    rows = [{"type": r.type, "name": r.name, "parent": r.parent} for r in registered]
+    rows = [
+        {"type": r.type, "name": r.name, "parent": r.parent, "inputs": engine_view(dict(r.inputs))} for r in registered
+    ]
     return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
 

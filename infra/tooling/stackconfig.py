@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from infra.config import NAMESPACE, StackConfig
+from infra.config import NAMESPACE, SecureValue, StackConfig
 from infra.tooling.mockrun import OPAQUE_SECRET
 
 
@@ -32,4 +32,14 @@ def runtime_config(
 
 def config_of(stack: StackConfig) -> tuple[dict[str, str], list[str]]:
     fleet = stack.fleet.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return runtime_config(fleet, stack.secrets, stack.plain)
+    config, secret_keys = runtime_config(fleet, stack.secrets, stack.plain)
+    if any(isinstance(v, SecureValue) for d in stack.fleet.deployments for v in d.env.values()):
+        # The engine hands a key holding a nested `secure:` value to the program as a secret key,
+        # its leaves decrypted (pulumi/pulumi#3342); offline the leaves stay opaque.
+        for dep in fleet["deployments"]:
+            for name, value in dep.get("env", {}).items():
+                if isinstance(value, dict):
+                    dep["env"][name] = {"secure": OPAQUE_SECRET}
+        config[f"{NAMESPACE}:deployments"] = json.dumps(fleet["deployments"])
+        secret_keys.append(f"{NAMESPACE}:deployments")
+    return config, secret_keys

@@ -1,0 +1,728 @@
+"""The configuration reference and the stack-file JSON Schema, both generated from `infra.config`.
+
+Types, defaults, bounds and allowed values come from the pydantic models (their JSON Schema);
+this module adds, per key, what it means, which rule or component reads it, and an example.
+`modelplane schema` prints the schema; `modelplane docs` writes it and `docs/configuration.md`,
+and a test fails when either is stale or when a key of the model has no entry here.
+
+The schema checks shape (types, bounds, patterns, which block a `source` or `provider` needs).
+Rules across keys (references between classes, clusters and deployments, unique names,
+`minNodeCount <= nodeCount <= maxNodeCount`, the device rules) are checked by the loader and
+the plan, never by an editor.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from infra.config import (
+    FLEET_KEYS,
+    MIN_KUBERNETES,
+    NAMESPACE,
+    Fleet,
+    Provider,
+    Source,
+)
+
+SCHEMA_PATH = "docs/stack.schema.json"
+
+
+@dataclass(frozen=True)
+class Key:
+    meaning: str
+    used_by: str  # the rule or component that reads it
+    example: str  # a YAML fragment
+
+
+# (model, key as written in YAML) -> what it is for. Every field of every model needs one.
+KEYS: dict[tuple[str, str], Key] = {
+    ("Fleet", "classes"): Key(
+        "Hardware classes: the devices a node offers and, on provisioned clouds, the machine that has them.",
+        "pools name a class (`clusters[].nodePools[].className`); device rules in `infra/devices.py`",
+        "modelplane:classes: [{name: l4-gke, devices: [...], provisioning: {...}}]",
+    ),
+    ("Fleet", "clusters"): Key(
+        "Clusters, each on one cloud or an Existing cluster you run. At least one is required.",
+        "one cluster component per entry (`components/clusters.py`)",
+        "modelplane:clusters: [{name: gke-prod, source: GKE, gke: {...}, nodePools: [...]}]",
+    ),
+    ("Fleet", "deployments"): Key(
+        "Model servers placed on a pool of a cluster.",
+        "`ModelDeployment` (`components/model_deployment.py`)",
+        "modelplane:deployments: [{name: qwen, cluster: gke-prod, pool: gpu, image: ..., devices: [...]}]",
+    ),
+    ("Fleet", "services"): Key(
+        "Publish a deployment through its cluster's Envoy Gateway: a Gateway per cluster with a service, "
+        "an HTTPRoute per service, the endpoint as the stack output `endpoints` (docs/serving.md).",
+        "`ModelService` and `ClusterGateway` (`components/model_service.py`); `infra.config.check_serving`",
+        "modelplane:services: [{name: qwen, deployment: qwen, path: /qwen}]",
+    ),
+    ("Fleet", "budget"): Key(
+        "What the stack may cost a month, in USD, with autoscaled pools at `maxNodeCount` (docs/machines.md).",
+        "policy `cost-over-budget` (`infra/cost.py`); advisory unless the pack config makes it mandatory",
+        "modelplane:budget: {monthlyUsd: 5000}",
+    ),
+    ("Fleet", "protect"): Key(
+        "Protect clusters, node pools and networks: `pulumi destroy` and `pulumi up` refuse to delete them. "
+        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted.',
+        "policy `protect-clusters`; each cloud component's `protect` option",
+        "modelplane:protect: true",
+    ),
+    # Classes
+    ("InferenceClass", "name"): Key(
+        "The class name pools refer to.", "`clusters[].nodePools[].className`", "name: l4-gke"
+    ),
+    ("InferenceClass", "description"): Key(
+        "Free text for readers.", "not read by any rule", "description: One L4 per node."
+    ),
+    ("InferenceClass", "devices"): Key(
+        "What one node of the class offers, as DRA devices (claimed) or Synthetic ones (described only).",
+        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`)",
+        "devices: [{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com}]",
+    ),
+    ("InferenceClass", "provisioning"): Key(
+        "The machine for one provider. Omit it for a class used only on Existing clusters.",
+        "`class-provider-mismatch`: a provisioned cluster's pool needs a class whose provider is its source",
+        "provisioning: {provider: GKE, gke: {machineType: g2-standard-8}}",
+    ),
+    ("Device", "name"): Key(
+        "The device's name; deployments claim it by this name.", "`deployments[].devices[].name`", "name: gpu"
+    ),
+    ("Device", "claim"): Key(
+        "`DRA`: claimed through a ResourceClaim. `Synthetic`: describes the node, never claimed, installs nothing.",
+        "claimed drivers (only `DRA` devices count)",
+        "claim: DRA",
+    ),
+    ("Device", "driver"): Key(
+        "The DRA driver that publishes the device (`gpu.nvidia.com`, `gpu.amd.com`, `dra.cpu`, `dra.net`).",
+        "`unsupported-devices`, pool role, which serving-stack components install (`docs/supported-devices.md`)",
+        "driver: gpu.nvidia.com",
+    ),
+    ("Device", "deviceClassName"): Key(
+        "The DeviceClass a claim asks for; required when `claim` is `DRA`.",
+        "the deployment's ResourceClaimTemplate",
+        "deviceClassName: gpu.nvidia.com",
+    ),
+    ("Device", "count"): Key(
+        "How many of the device one node has.",
+        "`accelerator-driver-mismatch` (GPU count = `accelerator.count`); upper bound of a deployment's request",
+        "count: 1",
+    ),
+    ("Device", "attributes"): Key(
+        "Device attributes as the driver publishes them, each holding exactly one of string, version, bool or int.",
+        "described for readers and the plan",
+        "attributes: {productName: {string: NVIDIA L4}}",
+    ),
+    ("Device", "capacity"): Key(
+        "Device capacities as Kubernetes quantities. `dra.cpu/cpu` on a `dra.cpu` device is the CPUs one claim takes.",
+        "`cpu-claim-resources` (requests = limits = claimed CPUs); Kubernetes 1.36+ when a claim consumes capacity",
+        'capacity: {dra.cpu/cpu: {value: "6"}}',
+    ),
+    ("AttributeValue", "string"): Key("A string attribute.", "as `attributes`", "string: NVIDIA L4"),
+    ("AttributeValue", "version"): Key("A semantic-version attribute.", "as `attributes`", 'version: "1.0.0"'),
+    ("AttributeValue", "bool"): Key("A boolean attribute.", "as `attributes`", "bool: true"),
+    ("AttributeValue", "int"): Key("An integer attribute.", "as `attributes`", "int: 80"),
+    ("CapacityValue", "value"): Key(
+        "A Kubernetes quantity (`6`, `500m`, `262128Mi`).", "as `capacity`", "value: 23034Mi"
+    ),
+    ("Provisioning", "provider"): Key(
+        "The cloud this machine is on; the block of the same name (lowercase) must be set, and only it.",
+        "`class-provider-mismatch`",
+        "provider: GKE",
+    ),
+    **{
+        ("Provisioning", p.lower()): Key(
+            f"The {p} machine; set when `provider` is `{p}`.", "the cloud's node pool", f"{p.lower()}: {{...}}"
+        )
+        for p in Provider
+    },
+    ("Accelerator", "type"): Key(
+        "The accelerator on the machine, vendor first (`nvidia-l4`, `nvidia-h100-80gb`, `amd-mi325x`).",
+        "`accelerator-driver-mismatch` (vendor matches the GPU driver); the `modelplane.ai/gpu` label",
+        "type: nvidia-l4",
+    ),
+    ("Accelerator", "count"): Key(
+        "Accelerators per machine.", "`accelerator-driver-mismatch` (equals the GPU device count)", "count: 1"
+    ),
+    ("GkeMachine", "machineType"): Key(
+        "Compute Engine machine type.", "GKE node pool `machineType`", "machineType: g2-standard-8"
+    ),
+    ("EksMachine", "instanceType"): Key(
+        "EC2 instance type.", "EKS node group `instanceTypes`", "instanceType: g6.xlarge"
+    ),
+    ("AksMachine", "vmSize"): Key("Azure VM size.", "AKS agent pool `vmSize`", "vmSize: Standard_NC24ads_A100_v4"),
+    ("CivoMachine", "size"): Key("Civo node size.", "Civo node pool `size`", "size: g4p.kube.medium"),
+    ("VultrMachine", "plan"): Key("Vultr plan.", "Vultr node pool `plan`", "plan: vcg-l40s-16c-180g-48vram"),
+    **{
+        (m, "diskSizeGb"): Key("Boot disk size in GB.", "the cloud's node pool disk", "diskSizeGb: 200")
+        for m in ("GkeMachine", "EksMachine", "AksMachine")
+    },
+    **{
+        (m, "accelerator"): Key(
+            "The GPU on the machine. Omit it for a CPU pool: standard image, `modelplane.ai/cpu` label and taint.",
+            "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
+            "accelerator: {type: nvidia-l4, count: 1}",
+        )
+        for m in ("GkeMachine", "EksMachine", "AksMachine", "CivoMachine", "VultrMachine")
+    },
+    # Clusters
+    ("InferenceCluster", "name"): Key(
+        "The cluster name; resource names and `deployments[].cluster` use it.",
+        "every resource of the cluster",
+        "name: gke-prod",
+    ),
+    ("InferenceCluster", "labels"): Key("Labels for readers and tooling.", "the plan", "labels: {team: ml}"),
+    ("InferenceCluster", "source"): Key(
+        "Where the cluster comes from; the block of the same name (lowercase) must be set, and only it.",
+        "the cluster component (`components/<cloud>.py`), supported drivers",
+        "source: GKE",
+    ),
+    ("InferenceCluster", "gke"): Key(
+        "GKE cluster settings; set when `source` is `GKE`.",
+        "`components/gke.py`",
+        'gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}',
+    ),
+    ("InferenceCluster", "eks"): Key(
+        "EKS cluster settings; set when `source` is `EKS`.",
+        "`components/eks.py`",
+        'eks: {region: us-east-1, kubernetesVersion: "1.35"}',
+    ),
+    ("InferenceCluster", "aks"): Key(
+        "AKS cluster settings; set when `source` is `AKS`.",
+        "`components/aks.py`",
+        'aks: {location: eastus, kubernetesVersion: "1.35"}',
+    ),
+    ("InferenceCluster", "civo"): Key(
+        "Civo cluster settings; set when `source` is `Civo`.",
+        "`components/civo.py`",
+        'civo: {region: LON1, kubernetesVersion: "1.34.1-k3s1"}',
+    ),
+    ("InferenceCluster", "vultr"): Key(
+        "Vultr cluster settings; set when `source` is `Vultr`.",
+        "`components/vultr.py`",
+        'vultr: {region: ewr, kubernetesVersion: "v1.36.1+3"}',
+    ),
+    ("InferenceCluster", "existing"): Key(
+        "A cluster you run; set when `source` is `Existing`. Nothing is provisioned.",
+        "`components/existing.py`",
+        "existing: {kubeconfigKey: kubeconfig}",
+    ),
+    ("InferenceCluster", "nodePools"): Key(
+        "Node pools, besides the `system` pool every provisioned cluster gets.",
+        "one node pool per entry; `schedulablePools`",
+        "nodePools: [{name: gpu, className: l4-gke, nodeCount: 1}]",
+    ),
+    ("InferenceCluster", "taints"): Key(
+        "Taints every node of the cluster carries; model deployments tolerate them.",
+        "deployments' tolerations",
+        "taints: [{key: dedicated, value: ml, effect: NoSchedule}]",
+    ),
+    **{
+        (m, "region"): Key("The cloud region.", "the cluster's provider", f"region: {r}")
+        for m, r in (
+            ("GkeCluster", "us-central1"),
+            ("EksCluster", "us-east-1"),
+            ("CivoCluster", "LON1"),
+            ("VultrCluster", "ewr"),
+        )
+    },
+    ("GkeCluster", "project"): Key("The Google Cloud project.", "the cluster's GCP provider", "project: my-project"),
+    ("AksCluster", "location"): Key("The Azure location.", "the cluster's Azure provider", "location: eastus"),
+    **{
+        (m, "kubernetesVersion"): Key(
+            "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
+            f"{'.'.join(map(str, MIN_KUBERNETES))} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
+            "the cluster resource; the version floor in `infra/config.py`",
+            f'kubernetesVersion: "{v}"',
+        )
+        for m, v in (
+            ("GkeCluster", "1.35"),
+            ("EksCluster", "1.35"),
+            ("AksCluster", "1.35"),
+            ("CivoCluster", "1.34.1-k3s1"),
+            ("VultrCluster", "v1.36.1+3"),
+        )
+    },
+    ("ExistingCluster", "kubeconfigKey"): Key(
+        "The `modelplane:` config key that holds the kubeconfig, set with `pulumi config set --secret`.",
+        "the cluster's Kubernetes provider",
+        "kubeconfigKey: kubeconfig",
+    ),
+    ("ExistingCluster", "context"): Key(
+        "The kubeconfig context to use.", "the cluster's Kubernetes provider", "context: prod"
+    ),
+    ("Taint", "key"): Key("Taint key.", "as `taints`", "key: dedicated"),
+    ("Taint", "value"): Key("Taint value.", "as `taints`", "value: ml"),
+    ("Taint", "effect"): Key("Taint effect, in Kubernetes spelling.", "as `taints`", "effect: NoSchedule"),
+    ("NodePool", "name"): Key(
+        "Pool name, unique in the cluster; `system` is reserved. Nodes get `modelplane.ai/pool=<name>`.",
+        "`pool-role-marking`; `deployments[].pool`",
+        "name: gpu",
+    ),
+    ("NodePool", "className"): Key("The class of the pool's nodes.", "device rules, pool role", "className: l4-gke"),
+    ("NodePool", "nodeCount"): Key(
+        "Nodes to start with. GKE counts it per zone of a regional cluster.",
+        "the cloud's node pool; a deployment needs a pool that can have nodes",
+        "nodeCount: 1",
+    ),
+    ("NodePool", "minNodeCount"): Key(
+        "Autoscaling lower bound; set with `maxNodeCount`, `minNodeCount <= nodeCount <= maxNodeCount`.",
+        "the cloud's autoscaler",
+        "minNodeCount: 0",
+    ),
+    ("NodePool", "maxNodeCount"): Key(
+        "Autoscaling upper bound; set with `minNodeCount`.", "the cloud's autoscaler", "maxNodeCount: 4"
+    ),
+    ("NodePool", "zones"): Key(
+        "Zones for the pool's nodes; empty lets the cloud choose.",
+        "the cloud's node pool locations",
+        "zones: [us-central1-a]",
+    ),
+    # Deployments
+    ("ModelDeploymentSpec", "name"): Key("Deployment and Service name.", "`ModelDeployment`", "name: qwen"),
+    ("ModelDeploymentSpec", "namespace"): Key(
+        "Kubernetes namespace, created when missing.", "`ModelDeployment`", "namespace: ml-team"
+    ),
+    ("ModelDeploymentSpec", "cluster"): Key(
+        "The cluster to run on (a `clusters[].name`).", "placement", "cluster: gke-prod"
+    ),
+    ("ModelDeploymentSpec", "pool"): Key(
+        "The pool to run on; it must be able to have nodes (`nodeCount` >= 1 or autoscaling).",
+        "nodeSelector `modelplane.ai/pool`; the pool's tolerations",
+        "pool: gpu",
+    ),
+    ("ModelDeploymentSpec", "image"): Key(
+        "Container image, pinned by tag or digest (never `latest`).",
+        "`pinned-versions`",
+        "image: vllm/vllm-openai:v0.23.0",
+    ),
+    ("ModelDeploymentSpec", "args"): Key(
+        "Container arguments; quote numbers.", "the container", 'args: [--max-model-len, "8192"]'
+    ),
+    ("ModelDeploymentSpec", "replicas"): Key("Pod replicas.", "the Deployment", "replicas: 1"),
+    ("ModelDeploymentSpec", "devices"): Key(
+        "Devices of the pool's class each pod claims.",
+        "the ResourceClaimTemplate; `cpu-claim-resources`",
+        "devices: [{name: gpu, count: 1}]",
+    ),
+    ("ModelDeploymentSpec", "env"): Key(
+        "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
+        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`.",
+        "the container's env",
+        'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
+    ),
+    ("ModelDeploymentSpec", "shmSize"): Key(
+        "Size of the memory-backed `/dev/shm`; counts against the pod's memory.", "the pod's volumes", "shmSize: 2Gi"
+    ),
+    ("ModelDeploymentSpec", "port"): Key(
+        "The engine's one port: passed as `--port`, and used by the container, the probes, the Service and the "
+        "route. An `args` entry that sets another port is an error.",
+        "`ModelDeployment`; `infra.config.check_serving`",
+        "port: 8000",
+    ),
+    ("ModelDeploymentSpec", "memory"): Key(
+        "Memory request and limit of the engine container (one value: the engine is not burstable). "
+        "Required on GPU pools; must exceed `shmSize`.",
+        "the container's resources; `infra.config.check_serving`",
+        "memory: 24Gi",
+    ),
+    ("ModelDeploymentSpec", "cache"): Key(
+        "Keep downloaded weights across restarts, mounted at vLLM's Hugging Face cache.",
+        "`ModelDeployment` (a PersistentVolumeClaim or a node directory)",
+        "cache: {volume: PersistentVolumeClaim, size: 50Gi}",
+    ),
+    ("ModelDeploymentSpec", "startupSeconds"): Key(
+        "How long a first start (download and load) may take before the startup probe gives up.",
+        "the container's startup probe",
+        "startupSeconds: 1800",
+    ),
+    ("ModelCache", "volume"): Key(
+        "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
+        "`ModelDeployment`",
+        "volume: NodeLocal",
+    ),
+    ("ModelCache", "size"): Key(
+        "Size of the claim; more than the model's weights. Required for a claim.", "the claim", "size: 50Gi"
+    ),
+    ("ModelCache", "storageClassName"): Key(
+        "StorageClass of the claim; default: the cloud's (none on EKS, where it is required).",
+        "the claim",
+        "storageClassName: premium-rwo",
+    ),
+    ("ModelServiceSpec", "name"): Key(
+        "Service name; the route and the endpoint's key.", "`ModelService`", "name: qwen"
+    ),
+    ("ModelServiceSpec", "deployment"): Key(
+        "The deployment it publishes (`deployments[].name`).", "`ModelService`", "deployment: qwen"
+    ),
+    ("ModelServiceSpec", "cluster"): Key(
+        "The deployment's cluster; needed only when deployments of that name run on several clusters.",
+        "`infra.config.check_serving`",
+        "cluster: civo-cpu",
+    ),
+    ("ModelServiceSpec", "host"): Key(
+        "Host name the route matches (and the certificate names, with `tls`).",
+        "the HTTPRoute",
+        "host: qwen.example.com",
+    ),
+    ("ModelServiceSpec", "path"): Key(
+        "Path prefix the route matches, stripped before the engine; default `/<name>`, or `/` with a host.",
+        "the HTTPRoute",
+        "path: /qwen",
+    ),
+    ("ModelServiceSpec", "tls"): Key(
+        "HTTPS on the Gateway for `host`, with a certificate from a cert-manager issuer.",
+        "the Gateway listener and its Certificate",
+        "tls: {issuerRef: {name: letsencrypt}}",
+    ),
+    ("ServiceTls", "issuerRef"): Key("The cert-manager issuer.", "the Certificate", "issuerRef: {name: letsencrypt}"),
+    ("IssuerRef", "name"): Key("Issuer name.", "the Certificate", "name: letsencrypt"),
+    ("IssuerRef", "kind"): Key("`ClusterIssuer` (default) or `Issuer`.", "the Certificate", "kind: ClusterIssuer"),
+    ("Budget", "monthlyUsd"): Key("The monthly budget in USD.", "policy `cost-over-budget`", "monthlyUsd: 5000"),
+    ("ExistingCluster", "ownerGpuOperator"): Key(
+        "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
+        "(docs/existing-clusters.md).",
+        "`components.catalog.join_components`; policy `device-stack-filtered`",
+        "ownerGpuOperator: true",
+    ),
+    ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
+    ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
+}
+
+# Where each model appears in a stack file, in reading order.
+SECTIONS: list[tuple[str, str]] = [
+    ("Fleet", "config"),
+    ("InferenceClass", "modelplane:classes[]"),
+    ("Device", "modelplane:classes[].devices[]"),
+    ("AttributeValue", "modelplane:classes[].devices[].attributes.<name>"),
+    ("CapacityValue", "modelplane:classes[].devices[].capacity.<name>"),
+    ("Provisioning", "modelplane:classes[].provisioning"),
+    ("GkeMachine", "modelplane:classes[].provisioning.gke"),
+    ("EksMachine", "modelplane:classes[].provisioning.eks"),
+    ("AksMachine", "modelplane:classes[].provisioning.aks"),
+    ("CivoMachine", "modelplane:classes[].provisioning.civo"),
+    ("VultrMachine", "modelplane:classes[].provisioning.vultr"),
+    ("Accelerator", "modelplane:classes[].provisioning.<provider>.accelerator"),
+    ("InferenceCluster", "modelplane:clusters[]"),
+    ("GkeCluster", "modelplane:clusters[].gke"),
+    ("EksCluster", "modelplane:clusters[].eks"),
+    ("AksCluster", "modelplane:clusters[].aks"),
+    ("CivoCluster", "modelplane:clusters[].civo"),
+    ("VultrCluster", "modelplane:clusters[].vultr"),
+    ("ExistingCluster", "modelplane:clusters[].existing"),
+    ("NodePool", "modelplane:clusters[].nodePools[]"),
+    ("Taint", "modelplane:clusters[].taints[]"),
+    ("ModelDeploymentSpec", "modelplane:deployments[]"),
+    ("DeploymentDevice", "modelplane:deployments[].devices[]"),
+    ("ModelCache", "modelplane:deployments[].cache"),
+    ("ModelServiceSpec", "modelplane:services[]"),
+    ("ServiceTls", "modelplane:services[].tls"),
+    ("IssuerRef", "modelplane:services[].tls.issuerRef"),
+    ("Budget", "modelplane:budget"),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# The schema
+
+
+def _kubernetes_version_pattern() -> str:
+    """major.minor at or above MIN_KUBERNETES, then anything the cloud appends (`.1-k3s1`, `+3`)."""
+    major, minor = MIN_KUBERNETES
+    assert major == 1 and 30 <= minor <= 39, "rewrite the pattern for the new floor"
+    newer_minor = f"3[{minor - 30}-9]|[4-9][0-9]|[1-9][0-9]{{2,}}"
+    return rf"^v?(1\.({newer_minor})|([2-9]|[1-9][0-9]+)\.[0-9]+)([.+-].*)?$"
+
+
+SECURE = {
+    "type": "object",
+    "properties": {"secure": {"type": "string", "description": "ciphertext written by `pulumi config set --secret`"}},
+    "required": ["secure"],
+    "additionalProperties": False,
+}
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _one_block(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
+    """`<discriminator>: X` requires the block `x` and forbids the others."""
+    rules = []
+    for choice in choices:
+        block = choice.lower()
+        # `{"not": {}}` rather than `false`: jsonschema reports a false subschema at the parent.
+        others: dict[str, Any] = {c.lower(): {"not": {}} for c in choices if c != choice}
+        rules.append(
+            {
+                "if": {"properties": {discriminator: {"const": choice}}, "required": [discriminator]},
+                "then": {"required": [block], "properties": others},
+            }
+        )
+    return rules
+
+
+def fleet_defs() -> dict[str, Any]:
+    schema = _strip_titles(Fleet.model_json_schema(by_alias=True))
+    defs: dict[str, Any] = schema["$defs"]
+    defs["Fleet"] = {k: v for k, v in schema.items() if k != "$defs"}
+    for name, node in defs.items():
+        for key, prop in node.get("properties", {}).items():
+            doc = KEYS.get((name, key))
+            if doc is not None:
+                prop["description"] = f"{doc.meaning} Used by: {doc.used_by}."
+                prop["markdownDescription"] = f"{doc.meaning}\n\nUsed by: {doc.used_by}.\n\n`{doc.example}`"
+    # Cross-key shape the model checks in code, written the way a schema can say it.
+    defs["InferenceCluster"]["allOf"] = _one_block("source", [s.value for s in Source])
+    defs["Provisioning"]["allOf"] = _one_block("provider", [p.value for p in Provider])
+    defs["Device"]["if"] = {"properties": {"claim": {"const": "Synthetic"}}, "required": ["claim"]}
+    defs["Device"]["else"] = {"required": ["deviceClassName"]}
+    defs["AttributeValue"]["minProperties"] = 1
+    defs["AttributeValue"]["maxProperties"] = 1
+    defs["NodePool"]["dependentRequired"] = {"minNodeCount": ["maxNodeCount"], "maxNodeCount": ["minNodeCount"]}
+    defs["NodePool"]["properties"]["name"]["not"] = {"const": "system"}
+    from infra.config import QUANTITY_RE
+
+    quantity = {"anyOf": [{"type": "string", "pattern": QUANTITY_RE.pattern}, {"type": "number"}]}
+    defs["CapacityValue"]["properties"]["value"] = {**defs["CapacityValue"]["properties"]["value"], **quantity}
+    defs["CapacityValue"]["properties"]["value"].pop("type", None)
+    shm = defs["ModelDeploymentSpec"]["properties"]["shmSize"]
+    shm.pop("type", None)
+    shm.update(quantity)
+    for cloud in ("GkeCluster", "EksCluster", "AksCluster", "CivoCluster", "VultrCluster"):
+        defs[cloud]["properties"]["kubernetesVersion"]["pattern"] = _kubernetes_version_pattern()
+    # `pulumi config set modelplane:protect true` stores the string "true".
+    protect = defs["Fleet"]["properties"]["protect"]
+    protect.pop("type", None)
+    protect["anyOf"] = [{"type": "boolean"}, {"enum": ["true", "false"]}]
+    env = defs["ModelDeploymentSpec"]["properties"]["env"]
+    env["additionalProperties"] = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Secure"}]}
+    defs["Secure"] = copy.deepcopy(SECURE)
+    return defs
+
+
+def stack_schema() -> dict[str, Any]:
+    """JSON Schema (2020-12) of a `Pulumi.<stack>.yaml` file holding a modelplane fleet."""
+    defs = fleet_defs()
+    fleet = defs["Fleet"]
+    config_props = {f"{NAMESPACE}:{key}": fleet["properties"][key] for key in FLEET_KEYS}
+    # Every other modelplane key is a secret another key names (an Existing cluster's kubeconfig).
+    others = "|".join(FLEET_KEYS)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "modelplane stack file (Pulumi.<stack>.yaml)",
+        "description": "Generated by `modelplane schema` from infra/config.py; every key: docs/configuration.md.",
+        "type": "object",
+        "required": ["config"],
+        "properties": {
+            "config": {
+                "type": "object",
+                "required": [f"{NAMESPACE}:clusters"],
+                "properties": config_props,
+                "patternProperties": {
+                    rf"^{NAMESPACE}:(?!({others})$)": {
+                        **SECURE,
+                        "description": "A secret another key names (an Existing cluster's kubeconfigKey).",
+                    }
+                },
+            },
+            "secretsprovider": {"type": "string"},
+            "encryptedkey": {"type": "string"},
+            "encryptionsalt": {"type": "string"},
+            "environment": {},
+        },
+        "$defs": {k: v for k, v in sorted(defs.items()) if k != "Fleet"},
+    }
+
+
+def schema_json() -> str:
+    return json.dumps(stack_schema(), indent=2) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The reference
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    import infra.config as config
+
+    return {name: getattr(config, name) for name, _ in SECTIONS}
+
+
+def undocumented() -> list[str]:
+    """`Model.key` for every field of the model that has no entry in KEYS."""
+    missing = []
+    for name, model in _models().items():
+        for field_name, field in model.model_fields.items():
+            key = field.alias or field_name
+            if (name, key) not in KEYS:
+                missing.append(f"{name}.{key}")
+    return missing
+
+
+def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in prop:
+        target = prop["$ref"].rsplit("/", 1)[-1]
+        node = defs[target]
+        if "enum" in node:
+            return "string"
+        return "mapping"
+    if "anyOf" in prop:
+        # `"true"`/`"false"` beside a boolean is how Pulumi stores a top-level value: still a boolean.
+        branches = [p for p in prop["anyOf"] if p.get("type") != "null" and set(p.get("enum", [])) != {"true", "false"}]
+        kinds = [_type_of(p, defs) for p in branches]
+        return " or ".join(dict.fromkeys(kinds))
+    if "enum" in prop:
+        return "string"
+    kind = prop.get("type", "any")
+    if kind == "array":
+        return f"list of {_type_of(prop.get('items', {}), defs)}"
+    if kind == "object":
+        inner = prop.get("additionalProperties")
+        return f"map of {_type_of(inner, defs)}" if isinstance(inner, dict) else "mapping"
+    return {"integer": "whole number", "boolean": "true or false"}.get(kind, str(kind))
+
+
+def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in prop:
+        node = defs[prop["$ref"].rsplit("/", 1)[-1]]
+        return _allowed(node, defs) if "enum" in node else ""
+    if "anyOf" in prop:
+        return "; ".join(a for a in (_allowed(p, defs) for p in prop["anyOf"]) if a)
+    parts = []
+    if "enum" in prop:
+        parts.append(", ".join(f"`{v}`" for v in prop["enum"]))
+    if "minimum" in prop or "maximum" in prop:
+        parts.append(f"{prop.get('minimum', '')}..{prop.get('maximum', '')}")
+    if "minItems" in prop or "maxItems" in prop:
+        parts.append(f"{prop.get('minItems', 0)}..{prop.get('maxItems', '')} items")
+    if "maxLength" in prop:
+        parts.append(f"at most {prop['maxLength']} characters")
+    if "pattern" in prop:
+        parts.append(_PATTERNS.get(prop["pattern"], f"pattern `{prop['pattern']}`"))
+    if "not" in prop and "const" in prop["not"]:
+        parts.append(f"not `{prop['not']['const']}`")
+    return "; ".join(parts)
+
+
+def _pattern_names() -> dict[str, str]:
+    from infra.config import QUANTITY_RE
+
+    floor = ".".join(map(str, MIN_KUBERNETES))
+    return {
+        QUANTITY_RE.pattern: "a Kubernetes quantity (`6`, `500m`, `262128Mi`)",
+        _kubernetes_version_pattern(): f"{floor} or newer, as the cloud spells it",
+        r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS label: lowercase letters, digits, `-`",
+        r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": "a DNS subdomain (`gpu.nvidia.com`)",
+    }
+
+
+_PATTERNS = _pattern_names()
+
+
+def _default(name: str, key: str, prop: dict[str, Any], required: set[str]) -> str:
+    if key in required:
+        return "required"
+    if name == "Fleet" and key == "clusters":
+        return "required (at least one)"
+    if name == "Device" and key == "deviceClassName":
+        return "required when `claim` is `DRA`"
+    if "default" in prop:
+        value = prop["default"]
+        return f"`{json.dumps(value)}`" if value is not None else "unset"
+    return "empty"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def configuration_markdown() -> str:
+    defs = fleet_defs()
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated by `modelplane docs` from `infra/config.py`; do not edit by hand.",
+        "",
+        "A stack file is ordinary Pulumi stack config (`stacks/Pulumi.<stack>.yaml`, or any path given",
+        "to `modelplane plan --stack-file`). The fleet lives under the `modelplane:` namespace; keys are",
+        "camelCase and unknown keys are rejected. Whole numbers are written without quotes (`nodeCount: 3`);",
+        'versions and quantities that look like numbers are quoted (`kubernetesVersion: "1.35"`).',
+        "",
+        f"Editors check and complete stack files against the JSON Schema `{SCHEMA_PATH}`",
+        "(`modelplane schema` prints it). With the YAML language server (VS Code's YAML extension,",
+        "neovim, Helix), the first line of a stack file names it, relative to the file; the example",
+        "stacks in `stacks/` start with:",
+        "",
+        "```yaml",
+        "# yaml-language-server: $schema=../docs/stack.schema.json",
+        "```",
+        "",
+        "In your own repository, write the schema next to your stacks with",
+        "`uv run modelplane schema > stack.schema.json` and point the comment at it.",
+        "",
+        "The schema checks shape. The loader (`infra/config.py`) also checks what a schema cannot:",
+        "references (a pool's `className`, a deployment's `cluster`, `pool` and `devices`), unique names,",
+        "`minNodeCount <= nodeCount <= maxNodeCount`, an Existing cluster's kubeconfig secret, pinned",
+        "images; the device rules (`infra/devices.py`, `docs/policies.md`) run next. Every error names",
+        "the file, the path inside it (`clusters[0].nodePools[1].className`) and the fix.",
+        "",
+        "## A minimal stack",
+        "",
+        "```yaml",
+        "config:",
+        "  modelplane:classes:",
+        "    - name: l4-gke",
+        "      devices:",
+        "        - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 1}",
+        "      provisioning:",
+        "        provider: GKE",
+        "        gke: {machineType: g2-standard-8, accelerator: {type: nvidia-l4, count: 1}}",
+        "  modelplane:clusters:",
+        "    - name: gke-dev",
+        "      source: GKE",
+        '      gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}',
+        "      nodePools:",
+        "        - {name: gpu, className: l4-gke, nodeCount: 1, zones: [us-central1-a]}",
+        "```",
+        "",
+        "`stacks/` holds one example per cloud and the recipes (`docs/recipes/`).",
+        "",
+    ]
+    for name, where in SECTIONS:
+        node = defs[name]
+        required = set(node.get("required", []))
+        heading = "Top-level keys" if name == "Fleet" else f"`{where}`"
+        lines += [f"## {heading}", ""]
+        if name == "Fleet":
+            lines += ["Keys under `config:`, each written `modelplane:<key>`.", ""]
+        lines += ["| key | type | default | allowed | meaning | used by | example |", "|---|---|---|---|---|---|---|"]
+        for key, prop in node.get("properties", {}).items():
+            doc = KEYS.get((name, key), Key("(undocumented)", "", ""))
+            shown = f"modelplane:{key}" if name == "Fleet" else key
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        f"`{shown}`",
+                        _cell(_type_of(prop, defs)),
+                        _cell(_default(name, key, prop, required)),
+                        _cell(_allowed(prop, defs)),
+                        _cell(doc.meaning),
+                        _cell(doc.used_by),
+                        f"`{_cell(doc.example)}`" if doc.example else "",
+                    ]
+                )
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""A deployment's `secure:` env values become a Kubernetes Secret read by `secretKeyRef`, never plain."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi.runtime import rpc
+
+from infra.program import run
+from infra.tooling.mockrun import run_under_mocks
+from infra.tooling.plan import plan_stack
+from infra.tooling.stackconfig import runtime_config
+from tests.conftest import CLUSTER_BLOCKS, cpu_class
+
+CIPHERTEXT = "v1:AAABAJyMhKwTHgEXAMPLE"
+TOKEN = "hf_plaintext_token_value"
+
+
+def fleet(token: Any) -> dict[str, Any]:
+    return {
+        "classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})],
+        "clusters": [
+            {
+                "name": "civo",
+                "source": "Civo",
+                "civo": CLUSTER_BLOCKS["Civo"],
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": [
+            {
+                "name": "qwen",
+                "cluster": "civo",
+                "pool": "cpu",
+                "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
+                "env": {"HF_TOKEN": token, "VLLM_CPU_KVCACHE_SPACE": "4"},
+                "devices": [{"name": "cpu"}],
+            }
+        ],
+    }
+
+
+def test_plan_puts_a_secure_env_value_in_a_secret_and_never_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    config = {f"modelplane:{k}": v for k, v in fleet({"secure": CIPHERTEXT}).items()}
+    path.write_text(yaml.safe_dump({"config": config}), encoding="utf-8")
+    doc = plan_stack(path)
+    assert doc["ok"], (doc["errors"], doc["violations"])
+    assert CIPHERTEXT not in json.dumps(doc)
+    resources = {r["name"]: r for r in doc["resources"]}
+    secret = resources["civo-qwen-env"]
+    assert secret["type"] == "kubernetes:core/v1:Secret"
+    assert secret["inputs"]["stringData"] == "[secret]"
+    [engine] = resources["civo-qwen-deployment"]["inputs"]["spec"]["template"]["spec"]["containers"]
+    by_name = {e["name"]: e for e in engine["env"]}
+    assert by_name["HF_TOKEN"] == {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "qwen-env", "key": "HF_TOKEN"}},
+    }
+
+
+def test_under_the_engine_a_decrypted_env_value_stays_out_of_the_pod_spec() -> None:
+    # The engine hands `modelplane:deployments` over decrypted and marks the key secret.
+    config, secret_keys = runtime_config(fleet(TOKEN))
+    result = run_under_mocks(run, "dev", config, [*secret_keys, "modelplane:deployments"])
+    assert result.error is None, result.error
+    [deployment] = [r for r in result.resources if r.type == "kubernetes:apps/v1:Deployment"]
+    assert TOKEN not in json.dumps(deployment.inputs, default=str)
+    [secret] = [r for r in result.resources if r.type == "kubernetes:core/v1:Secret"]
+    # Every value of the key goes through the Secret: which one was `secure:` is lost in decryption.
+    assert rpc.is_rpc_secret(secret.inputs["stringData"])
+    assert secret.inputs["stringData"]["value"] == {"HF_TOKEN": TOKEN, "VLLM_CPU_KVCACHE_SPACE": "4"}
+
+
+def test_plain_env_values_stay_inline_when_nothing_is_secure() -> None:
+    config, secret_keys = runtime_config(fleet("not-a-secret"))
+    result = run_under_mocks(run, "dev", config, secret_keys)
+    assert result.error is None, result.error
+    assert not [r for r in result.resources if r.type == "kubernetes:core/v1:Secret"]
+    [deployment] = [r for r in result.resources if r.type == "kubernetes:apps/v1:Deployment"]
+    [engine] = deployment.inputs["spec"]["template"]["spec"]["containers"]
+    assert {"name": "HF_TOKEN", "value": "not-a-secret"} in engine["env"]
