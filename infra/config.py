@@ -16,7 +16,6 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,8 +32,25 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from infra.formats import image_problem, parse_quantity
+
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
+# Rejected values are echoed up to this many characters, so one long value cannot bury the error.
+SHOWN_MAX = 80
+
+
+def shown(value: Any) -> str:
+    """A rejected value as an error message quotes it: its repr, cut to SHOWN_MAX characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"a {value.bit_length()}-bit integer"  # repr of a 4,301-digit int raises
+    return cut(repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__)
+
+
+def cut(text: str) -> str:
+    """`text` up to SHOWN_MAX characters, saying how long it was when cut."""
+    return text if len(text) <= SHOWN_MAX else f"{text[: SHOWN_MAX - 1]}… ({len(text)} characters)"
+
 
 DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
@@ -43,8 +59,6 @@ DriverName = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=63),
 ]
-# Kubernetes resource quantity (`6`, `262128Mi`, `500m`, `1.5Gi`).
-QUANTITY_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkKMGTPE]|[KMGTPE]i)?$")
 
 
 class Model(BaseModel):
@@ -108,8 +122,8 @@ class CapacityValue(Model):
     @classmethod
     def _quantity(cls, v: Any) -> str:
         text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-        if not isinstance(text, str) or not QUANTITY_RE.match(text):
-            raise ValueError(f"{v!r} is not a Kubernetes quantity such as 6, 500m or 262128Mi")
+        if not isinstance(text, str) or parse_quantity(text) is None:
+            raise ValueError(f"{shown(v)} is not a Kubernetes quantity such as 6, 500m or 262128Mi")
         return text
 
 
@@ -431,9 +445,13 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
             known = _fields_of(owner) if owner else []
             close = difflib.get_close_matches(key, known, n=1)
             hint = (
-                f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}" if known else "remove it"
+                f"did you mean '{close[0]}'? Remove or rename it"
+                if close
+                else f"remove or rename it (known keys: {', '.join(known)})"
+                if known
+                else "remove it"
             )
-            issues.append(ConfigIssue(file, format_path(loc), f"unknown key '{key}'", f"{hint} Remove or rename it"))
+            issues.append(ConfigIssue(file, format_path(loc), f"unknown key {shown(key)}", hint))
             continue
         msg = e["msg"]
         if msg.startswith("Value error, "):
@@ -442,14 +460,14 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
             issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
             continue
         given = e.get("input")
-        shown = "" if kind == "missing" else f" (got {given!r})" if not isinstance(given, dict | list) else ""
+        got = "" if kind == "missing" else f" (got {shown(given)})" if not isinstance(given, dict | list) else ""
         fix = _TYPE_FIX.get(kind, "correct the value")
         if kind in ("enum", "literal_error"):
             expected = (e.get("ctx") or {}).get("expected", "")
             fix = f"use one of {expected}"
         if kind == "missing":
             fix = f"add '{loc[-1]}'"
-        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{shown}", fix))
+        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{got}", fix))
     return issues
 
 
@@ -674,40 +692,31 @@ def claimed_cpus(device: Device) -> int | None:
     cap = device.capacity.get(CPU_CLAIM_CAPACITY)
     if cap is None:
         return None
-    try:
-        cpus = Decimal(cap.value)
-    except InvalidOperation:
-        return None  # a suffixed quantity such as 500m or 1k is not a CPU count
-    if cpus <= 0 or cpus != cpus.to_integral_value():
+    cpus = parse_quantity(cap.value)
+    # 500m is half a CPU: a claim takes whole CPUs.
+    if cpus is None or cpus <= 0 or cpus != cpus.to_integral_value():
         return None
     return int(cpus)
 
 
-def image_tag(image: str) -> str | None:
-    """The tag of an image reference (`repo:tag`, `repo:tag@sha256:...`); None when untagged."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.rsplit(":", 1)[1] if ":" in last else None
-
-
 def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    """Deployment images are pinned: a digest, or a tag other than `latest`.
+    """Deployment images are pinned: a digest, or a tag that does not float (`infra.formats`).
 
     An untagged image means `latest`, and a floating tag lets a node pull an engine nobody
     reviewed the next time a pod restarts.
     """
     issues = []
     for di, dep in enumerate(fleet.deployments):
-        digest = "@sha256:" in dep.image
-        tag = image_tag(dep.image)
-        if digest or (tag is not None and tag != "latest" and not tag.startswith("latest-")):
-            continue
-        problem = f"image '{dep.image}' is not pinned ({'untagged' if tag is None else f'tag {tag!r} floats'})"
-        issues.append(
-            ConfigIssue(
-                file, f"deployments[{di}].image", problem, "pin an exact version tag, e.g. vllm/vllm-openai:v0.23.0"
+        problem = image_problem(dep.image)
+        if problem is not None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].image",
+                    f"image {shown(dep.image)} {problem}",
+                    "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0",
+                )
             )
-        )
     return issues
 
 
@@ -835,13 +844,11 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
             continue
         close = difflib.get_close_matches(key, list(FLEET_KEYS) + sorted(kube_keys), n=1)
         hint = (
-            f"did you mean 'modelplane:{close[0]}'?"
+            f"did you mean 'modelplane:{close[0]}'? Remove or rename it"
             if close
-            else f"known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)}"
+            else f"remove or rename it (known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)})"
         )
-        issues.append(
-            ConfigIssue(file, f"config.{full}", f"unknown config key '{full}'", f"{hint} Remove or rename it")
-        )
+        issues.append(ConfigIssue(file, f"config.{cut(full)}", f"unknown config key {shown(full)}", hint))
     for key in secrets:
         if key in FLEET_KEYS:
             issues.append(

@@ -20,6 +20,7 @@ from components.catalog import Component
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
+from infra.formats import plain
 from infra.placement import placement_hook
 from infra.program import run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
@@ -39,17 +40,6 @@ class PlanContext:
     facts: list[ClusterFacts]
     run: MockRun
     doc: dict[str, Any]
-
-
-def plain(value: Any) -> Any:
-    """Registered inputs as JSON: integral floats (the engine's numbers) back to ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def empty_doc(stack: str) -> dict[str, Any]:
