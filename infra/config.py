@@ -810,13 +810,23 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
     secrets: dict[str, str] = {}
     plain: dict[str, Any] = {}
     issues: list[ConfigIssue] = []
+    seen: set[str] = set()
     for full_key, value in config.items():
         ns, sep, key = str(full_key).partition(":")
         if not sep:
+            # Pulumi reads a key without a namespace as the project's (`modelplane`).
             ns, key = NAMESPACE, str(full_key)
-            if ns != NAMESPACE:
-                plain[full_key] = value
-                continue
+        if f"{ns}:{key}" in seen:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{cut(str(full_key))}",
+                    f"'{cut(f'{ns}:{key}')}' is set twice (with and without the '{ns}:' namespace)",
+                    "keep one of them",
+                )
+            )
+            continue
+        seen.add(f"{ns}:{key}")
         if ns != NAMESPACE:
             plain[str(full_key)] = value
             continue
@@ -892,20 +902,189 @@ def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) 
     return issues
 
 
+# Bounds on a stack file, far beyond any fleet, so a hostile or broken file cannot exhaust the
+# machine: YAML aliases can make a few hundred bytes expand to gigabytes once the value is
+# encoded (every config value reaches the program JSON-encoded), and deep nesting overflows the
+# parser's recursion.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_EXPANDED_SIZE = 8 * 1024 * 1024  # characters of scalars plus one per node, aliases expanded
+MAX_DEPTH = 64
+# Python refuses to read integers of more than 4,300 digits; no field takes more than 20.
+MAX_INT_CHARS = 100
+
+
+class StackFileError(yaml.MarkedYAMLError):
+    """A stack file the loader refuses: what is wrong, where (a mark), and the fix."""
+
+    def __init__(self, problem: str, mark: Any, fix: str) -> None:
+        super().__init__(None, None, problem, mark)
+        self.fix = fix
+
+
+class _StackLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with duplicate keys, huge integers and deep nesting refused.
+
+    Dates stay strings: Pulumi's config has no date type, and a date value would not JSON-encode.
+    """
+
+    yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML reads it as a class attribute
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise StackFileError(
+                    f"values nest deeper than {MAX_DEPTH} levels", mark, "flatten the value or remove it"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # A repeated key would silently override the line above it (a second `protect: false`).
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=False)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # unhashable: the base class reports it
+            if duplicate:
+                raise StackFileError(
+                    f"key {shown(key)} appears twice in one mapping",
+                    key_node.start_mark,
+                    "keep one of them (the YAML loader would silently use the last)",
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_INT_CHARS:
+            raise StackFileError(
+                f"an integer of {len(node.value)} characters is larger than any field takes",
+                node.start_mark,
+                "write the number the field needs",
+            )
+        return super().construct_yaml_int(node)
+
+
+_StackLoader.add_constructor("tag:yaml.org,2002:int", _StackLoader.construct_yaml_int)
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Refuse the document when a value, with every alias expanded, passes MAX_EXPANDED_SIZE."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise StackFileError(
+                "an alias refers to a value that contains it", node.start_mark, "write the value out instead"
+            )
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.ScalarNode):
+            total += len(node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        if total > MAX_EXPANDED_SIZE:
+            # The innermost value past the bound: a child that passed it raised already.
+            raise StackFileError(
+                f"this value expands to more than {MAX_EXPANDED_SIZE} characters once its YAML aliases are expanded",
+                node.start_mark,
+                "write the values out instead of repeating aliases",
+            )
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _line_and_column(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def read_yaml(path: Path, file: str) -> Any:
+    """The YAML document in `path`, or ConfigError naming the line and column of what is wrong."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            [ConfigIssue(file, "", f"the file has {len(data)} bytes, more than {MAX_FILE_BYTES}", "shorten the file")]
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file,
+                    f"line {line}, column {column}",
+                    f"byte 0x{data[err.start]:02x} is not UTF-8",
+                    "save the file as UTF-8",
+                )
+            ]
+        ) from None
+    loader: _StackLoader | None = None
+    try:
+        loader = _StackLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return loader.construct_document(node)
+    except yaml.reader.ReaderError as err:
+        where = _line_and_column(text, err.position)
+        problem = (
+            f"character #x{err.character:04x} is not allowed in YAML" if isinstance(err.character, int) else str(err)
+        )
+        raise ConfigError([ConfigIssue(file, where, problem, "remove the character")]) from None
+    except StackFileError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([ConfigIssue(file, where, str(err.problem), err.fix)]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = cut(str(getattr(err, "problem", None) or err))
+        raise ConfigError([ConfigIssue(file, where, f"not valid YAML ({problem})", "fix the YAML syntax")]) from None
+    except RecursionError:
+        # A safety net behind MAX_DEPTH: no input may end in a traceback.
+        raise ConfigError(
+            [ConfigIssue(file, "", "values nest too deeply to read", "flatten the nested values")]
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
 def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
     """Read and validate one Pulumi.<stack>.yaml; raise ConfigError naming every problem."""
     file = display or str(path)
     stack = stack_name_of(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(
-            [ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]
-        ) from None
+    doc = read_yaml(path, file)
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
