@@ -176,8 +176,6 @@ class EksCluster(ClusterComponent):
         facts = args.facts
         block = source_block(name, facts.spec.eks, "eks")
         declared = declared_zones(facts.pools)
-        if len(declared) > MAX_ZONES:
-            raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")
         region = block.region
         tags = dict(facts.spec.labels)
 

@@ -833,7 +833,8 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         if isinstance(value, Mapping) and set(value) == {"secure"}:
             secrets[key] = str(value["secure"])
         elif key in FLEET_KEYS:
-            fleet_raw[key] = value
+            if value is not None:  # `key:` with no value is the key left out
+                fleet_raw[key] = value
         else:
             plain[f"{NAMESPACE}:{key}"] = value
     # Existing clusters name the secret key that holds their kubeconfig; any other modelplane key is unknown.

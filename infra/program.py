@@ -1,19 +1,25 @@
 """The Pulumi program: stack config -> fleet -> rules -> one cluster component and serving stack each.
 
 `run()` is what `__main__.py` calls under the Pulumi CLI, and what `modelplane plan` runs under
-Pulumi's mock runtime; it never knows which. It reads config once, stops with `pulumi.RunError`
-before registering anything when the config is bad or a device rule is broken (a program that
-registered fewer resources would make `pulumi up` delete the rest), then builds the fleet.
+Pulumi's mock runtime; it never knows which. It reads config and every kubeconfig secret once,
+stops with `pulumi.RunError` before registering anything when the config is bad, a device rule
+or a cloud's rule is broken, or the fleet is empty (a program that registered fewer resources
+would make `pulumi up` delete the rest), then builds the fleet.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
+from pulumi.runtime.config import is_config_secret
 
+from components.aks import agent_pool_name
 from components.base import ClusterComponent
 from components.clusters import cluster_component
+from components.eks import MAX_ZONES as EKS_MAX_ZONES
+from components.eks import declared_zones
 from components.model_deployment import (
     ModelDeployment,
     ModelDeploymentArgs,
@@ -21,59 +27,182 @@ from components.model_deployment import (
     namespaces_of,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
-from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
+from infra.config import (
+    FLEET_KEYS,
+    NAMESPACE,
+    ConfigError,
+    ConfigIssue,
+    Fleet,
+    Source,
+    check_existing_secrets,
+    parse_fleet,
+)
 from infra.devices import Violation, check_fleet
 from infra.facts import ClusterFacts, derive_fleet
 
 
-def read_fleet() -> Fleet:
-    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan."""
+def stack_file() -> str:
+    """The stack file the CLI read this run's config from (`stackConfigDir: stacks` in Pulumi.yaml)."""
+    return f"Pulumi.{pulumi.get_stack()}.yaml"
+
+
+def read_fleet(file: str) -> Fleet:
+    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan.
+
+    Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
+    text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
+    put the decrypted text into its `ConfigTypeError` when it is not JSON.
+    """
     cfg = pulumi.Config(NAMESPACE)
     raw: dict[str, Any] = {}
+    issues: list[ConfigIssue] = []
     for key in FLEET_KEYS:
-        value = cfg.get_object(key)
-        if value is not None:
+        if is_config_secret(cfg.full_key(key)):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{NAMESPACE}:{key}",
+                    f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
+                    f"store it as plain config: pulumi config set --path {NAMESPACE}:{key} ... (without --secret)",
+                )
+            )
+            continue
+        text = cfg.get(key)
+        if text is None:
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text  # a scalar: the parser says what the key takes
+        if value is not None:  # `key:` with no value is the key left out, as in the plan
             raw[key] = value
-    return parse_fleet(raw, f"Pulumi.{pulumi.get_stack()}.yaml")
+    if issues:
+        raise ConfigError(issues)
+    return parse_fleet(raw, file)
 
 
-def guard(fleet: Fleet) -> None:
-    """Stop the run, before any resource is registered, when a device rule is broken."""
+def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
+    """Every Existing cluster's kubeconfig secret, by cluster name, read before anything registers."""
+    cfg = pulumi.Config(NAMESPACE)
+    present: dict[str, str] = {}
+    found: dict[str, pulumi.Output[str]] = {}
+    for cluster in fleet.clusters:
+        if cluster.existing is None:
+            continue
+        key = cluster.existing.kubeconfig_key
+        secret = cfg.get_secret(key)
+        if secret is not None:
+            present[key] = ""
+            found[cluster.name] = secret
+    issues = check_existing_secrets(fleet, present, file)
+    if issues:
+        raise ConfigError(issues)
+    return found
+
+
+def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
+    """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
+
+    The cloud modules own the values (EKS's subnet plan, AKS's pool-name form); the rule is stated
+    here so it runs before the first registration of the whole program, never inside a component
+    after other clusters registered.
+    """
+    issues: list[ConfigIssue] = []
+    if not fleet.clusters:
+        issues.append(
+            ConfigIssue(
+                file,
+                "clusters",
+                "no clusters are declared, so `pulumi up` would delete every resource of this stack",
+                "declare the fleet under modelplane:clusters; to remove everything, run `pulumi destroy`",
+            )
+        )
+    for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
+        base = f"clusters[{ki}]"
+        pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
+        if cluster.source is Source.EKS:
+            zones = declared_zones(cf.pools)
+            if len(zones) > EKS_MAX_ZONES:
+                over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:EKS_MAX_ZONES]))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.nodePools[{pool_index[over.name]}].zones",
+                        f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the EKS network has "
+                        f"subnets for at most {EKS_MAX_ZONES}",
+                        f"name at most {EKS_MAX_ZONES} distinct zones across the cluster's pools",
+                    )
+                )
+        if cluster.source is Source.AKS:
+            seen: dict[str, str] = {}
+            for pool in cf.pools:
+                aks_name = agent_pool_name(pool.name)
+                if aks_name in seen and pool.name in pool_index:
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"{base}.nodePools[{pool_index[pool.name]}].name",
+                            f"pool '{pool.name}' gets the AKS agent pool name '{aks_name}', as pool "
+                            f"'{seen[aks_name]}' does",
+                            "rename the pool: AKS names are 1-12 lowercase letters and digits, so longer "
+                            "names are shortened",
+                        )
+                    )
+                seen.setdefault(aks_name, pool.name)
+    return issues
+
+
+def guard(fleet: Fleet, file: str | None = None) -> list[ClusterFacts]:
+    """Stop the run, before any resource is registered, when a device or cloud rule is broken."""
+    file = file or stack_file()
     violations = check_fleet(fleet)
     if violations:
-        raise pulumi.RunError(format_violations(violations))
+        raise pulumi.RunError(format_violations(fleet, violations, file))
+    facts = derive_fleet(fleet)
+    issues = fleet_issues(fleet, facts, file)
+    if issues:
+        raise ConfigError(issues)
+    return facts
 
 
-def format_violations(violations: list[Violation]) -> str:
+def violation_path(fleet: Fleet, violation: Violation) -> str:
+    """Where in the stack file the violating pool names its class."""
+    for ki, cluster in enumerate(fleet.clusters):
+        if cluster.name == violation.cluster:
+            for pi, pool in enumerate(cluster.node_pools):
+                if pool.name == violation.pool:
+                    return f"clusters[{ki}].nodePools[{pi}].className"
+    return "clusters"
+
+
+def format_violations(fleet: Fleet, violations: list[Violation], file: str) -> str:
     lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
-    lines += [f"  [{v.policy}] {v.message}" for v in violations]
+    lines += [f"  {file}: {violation_path(fleet, v)}: [{v.policy}] {v.message}" for v in violations]
     return "\n".join(lines)
 
 
 def run() -> None:
+    file = stack_file()
     try:
-        fleet = read_fleet()
+        fleet = read_fleet(file)
+        facts = guard(fleet, file)
+        kubeconfigs = read_kubeconfigs(fleet, file)
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
-    guard(fleet)
-    cfg = pulumi.Config(NAMESPACE)
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}
-    for facts in derive_fleet(fleet):
-        kubeconfig = None
-        if facts.spec.existing is not None:
-            kubeconfig = cfg.require_secret(facts.spec.existing.kubeconfig_key)
-        cluster = cluster_component(facts, class_specs, fleet.protect, kubeconfig)
+    for cluster_facts in facts:
+        cluster = cluster_component(cluster_facts, class_specs, fleet.protect, kubeconfigs.get(cluster_facts.name))
         stack = ServingStack(
-            f"{facts.name}-stack",
-            ServingStackArgs(facts=facts),
+            f"{cluster_facts.name}-stack",
+            ServingStackArgs(facts=cluster_facts),
             opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
         )
-        deploy_models(fleet, facts, cluster, stack)
-        exported[facts.name] = {
-            "source": facts.source,
+        deploy_models(fleet, cluster_facts, cluster, stack)
+        exported[cluster_facts.name] = {
+            "source": cluster_facts.source,
             "kubeconfig": cluster.kubeconfig,
-            "draDrivers": list(facts.dra_drivers),
+            "draDrivers": list(cluster_facts.dra_drivers),
             "schedulablePools": cluster.schedulable_pools,
             "releases": stack.release_names,
         }

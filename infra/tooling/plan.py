@@ -22,7 +22,7 @@ from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
 from infra.formats import plain
 from infra.placement import placement_hook
-from infra.program import run
+from infra.program import fleet_issues, run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.stackconfig import config_of
@@ -145,11 +145,17 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
         return doc
 
     violations = check_fleet(stack.fleet)
+    facts = derive_fleet(stack.fleet)
+    # The program's guard refuses these before it registers anything; report them where they are.
+    guard_issues = [] if violations else fleet_issues(stack.fleet, facts, file)
+    if guard_issues:
+        doc["ok"] = False
+        doc["errors"] = [{"path": i.path, "message": i.message} for i in guard_issues]
+        return doc
     doc["violations"] = [
         {"policy": v.policy, "enforcement": "mandatory", "message": v.message, "resource": v.resource}
         for v in violations
     ]
-    facts = derive_fleet(stack.fleet)
     config, secret_keys = config_of(stack)
     result = run_under_mocks(run, stack.stack, config, secret_keys)
     verdicts: list[PackViolation] = []
