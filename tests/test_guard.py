@@ -78,8 +78,7 @@ def test_aks_pools_whose_short_names_collide_register_nothing(tmp_path: Path) ->
     raw = fleet_with(aks, gpu_class("aks-gpu", "AKS", GPU_BLOCKS["AKS"]))
     message = refused(raw)
     assert (
-        "clusters[1].nodePools[1].name: pool 'gpua6f44f' gets the AKS agent pool name 'gpua6f44f', "
-        "as pool 'gpu-a' does"
+        "clusters[1].nodePools[1].name: pool 'gpua6f44f' gets the AKS agent pool name 'gpua6f44f', as pool 'gpu-a' does"
     ) in message
     assert [e["path"] for e in plan_errors(tmp_path, raw)] == ["clusters[1].nodePools[1].name"]
 
@@ -130,7 +129,7 @@ def test_null_clusters_refuse_to_run() -> None:
 
 def test_a_fleet_key_stored_as_a_secret_is_refused_without_echoing_it() -> None:
     decrypted = "not-json-but-a-password-hunter2"
-    config, secret_keys = runtime_config({}, plain={"modelplane:clusters": decrypted})
+    config, _ = runtime_config({}, plain={"modelplane:clusters": decrypted})
     result = run_under_mocks(run, "test", config, ["modelplane:clusters"])
     assert isinstance(result.error, pulumi.RunError) and result.resources == []
     assert decrypted not in str(result.error)
