@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from infra.formats import image_problem, parse_quantity
+from infra.formats import image_problem, parse_image, parse_quantity
 
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "protect")
@@ -59,6 +59,51 @@ DriverName = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=63),
 ]
+
+
+# Kubernetes object-name and label rules, from the API machinery's validators
+# (k8s.io/apimachinery/pkg/util/validation/validation.go, v0.34) as
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/names/ and
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set state them.
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+DNS1123_SUBDOMAIN_MAX = 253
+# A Service's name is an RFC 1035 label: it starts with a letter.
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_MAX = 63
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is no label value: at most 63 characters, alphanumeric at both ends, `-_.` inside."""
+    if len(value) > LABEL_MAX:
+        return f"{shown(value)} is longer than the {LABEL_MAX} characters a label value holds"
+    if not LABEL_VALUE.match(value):
+        return f"{shown(value)} is not a label value (letters, digits, '-', '_', '.'; alphanumeric at both ends)"
+    return None
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is no label or taint key: `[prefix/]name`, prefix a DNS subdomain, name as a label value."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.match(prefix)):
+        return f"the prefix of {shown(key)} is not a DNS subdomain (lowercase letters, digits, '-' and '.')"
+    if not name or len(name) > LABEL_MAX or not _QUALIFIED_NAME.match(name):
+        return (
+            f"{shown(key)} is not a qualified name ([prefix/]name, the name 1-{LABEL_MAX} letters, digits, "
+            "'-', '_', '.', alphanumeric at both ends)"
+        )
+    return None
+
+
+# Devices of one kind on a node (SPEC: a device's count is 1..64).
+MAX_DEVICES_PER_NODE = 64
+# Kubernetes supports clusters of up to 5,000 nodes
+# (https://kubernetes.io/docs/setup/best-practices/cluster-large/); no pool is larger.
+MAX_POOL_NODES = 5000
+# `replicas` is an int32 in apps/v1 DeploymentSpec.
+MAX_REPLICAS = 2**31 - 1
 
 
 class Model(BaseModel):
@@ -123,7 +168,7 @@ class CapacityValue(Model):
     def _quantity(cls, v: Any) -> str:
         text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
         if not isinstance(text, str) or parse_quantity(text) is None:
-            raise ValueError(f"{shown(v)} is not a Kubernetes quantity such as 6, 500m or 262128Mi")
+            raise ValueError(f"{shown(v)} is not a Kubernetes quantity; write one such as 6, 500m or 262128Mi")
         return text
 
 
@@ -131,10 +176,21 @@ class Device(Model):
     name: DnsLabel
     claim: ClaimMode = ClaimMode.DRA
     driver: DriverName
+    # A DeviceClass is a cluster object, so its name is a DNS subdomain.
     device_class_name: str | None = None
-    count: Annotated[int, Field(ge=1, le=64)] = 1
+    count: Annotated[int, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
+
+    @field_validator("device_class_name")
+    @classmethod
+    def _class_name(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.match(v)):
+            raise ValueError(
+                f"{shown(v)} is not a DeviceClass name; write a DNS subdomain (lowercase letters, digits, '-' "
+                f"and '.', at most {DNS1123_SUBDOMAIN_MAX} characters), such as gpu.nvidia.com"
+            )
+        return v
 
     @model_validator(mode="after")
     def _dra_needs_class(self) -> Device:
@@ -147,8 +203,18 @@ class Device(Model):
 
 
 class Accelerator(Model):
+    # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
     type: Annotated[str, StringConstraints(min_length=1)]
-    count: Annotated[int, Field(ge=1, le=16)]
+    # The same bound as a device's count: on Existing the accelerator is derived from that count.
+    count: Annotated[int, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+
+    @field_validator("type")
+    @classmethod
+    def _label_value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write the type as the cloud names it, such as nvidia-l4")
+        return v
 
     @property
     def vendor(self) -> str:
@@ -253,17 +319,35 @@ class ExistingCluster(Model):
 
 
 class Taint(Model):
+    # Kubernetes validates a taint's key as a qualified name and its value as a label value
+    # (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/).
     key: str
     value: str = ""
     effect: TaintEffect
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        problem = qualified_name_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write a key such as example.com/dedicated")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; shorten or correct the value")
+        return v
 
 
 class NodePool(Model):
     name: PoolName
     class_name: str
-    node_count: Annotated[int, Field(ge=0)] = 1
-    min_node_count: Annotated[int, Field(ge=0)] | None = None
-    max_node_count: Annotated[int, Field(ge=1)] | None = None
+    node_count: Annotated[int, Field(ge=0, le=MAX_POOL_NODES)] = 1
+    min_node_count: Annotated[int, Field(ge=0, le=MAX_POOL_NODES)] | None = None
+    max_node_count: Annotated[int, Field(ge=1, le=MAX_POOL_NODES)] | None = None
     zones: list[str] = Field(default_factory=list)
 
 
@@ -297,22 +381,51 @@ class DeploymentDevice(Model):
 
 
 class ModelDeploymentSpec(Model):
+    # The name is also the Service's name, and a Service's name is an RFC 1035 label
+    # (https://kubernetes.io/docs/concepts/services-networking/service/): it starts with a letter.
     name: DnsLabel
     namespace: DnsLabel = "default"
     cluster: str
     pool: str
     image: str
     args: list[str] = Field(default_factory=list)
-    replicas: Annotated[int, Field(ge=0)] = 1
+    replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
+    # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
+    # Kubernetes 1.32, the floor here is 1.34), and not empty.
     env: dict[str, str] = Field(default_factory=dict)
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
 
+    @field_validator("name")
+    @classmethod
+    def _service_name(cls, v: str) -> str:
+        if not DNS1035_LABEL.match(v):
+            raise ValueError(
+                f"{shown(v)} also names the deployment's Service, which must start with a letter; "
+                "start the name with a lowercase letter"
+            )
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not name or "=" in name or not all(" " <= ch <= "~" for ch in name):
+                raise ValueError(
+                    f"{shown(name)} is not an environment variable name; use printable ASCII characters "
+                    "other than '=', such as VLLM_LOGGING_LEVEL"
+                )
+        return v
+
     @field_validator("shm_size", mode="before")
     @classmethod
     def _shm_quantity(cls, v: Any) -> str:
-        return CapacityValue(value=v).value
+        text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+        size = parse_quantity(text) if isinstance(text, str) else None
+        if size is None or size <= 0:
+            raise ValueError(f"{shown(v)} is not a positive size; write a quantity of memory such as 2Gi or 512Mi")
+        return str(text)
 
 
 class Fleet(Model):
@@ -456,7 +569,7 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-            problem, _, fix = msg.partition("; ")
+            problem, _, fix = msg.rpartition("; ") if "; " in msg else (msg, "", "")
             issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
             continue
         given = e.get("input")
@@ -553,6 +666,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
         block = getattr(cluster, wanted)
         if cluster.provisioned and block is not None:
             issues.extend(_check_version(file, f"{base}.{wanted}.kubernetesVersion", block.kubernetes_version))
+        issues.extend(_check_cloud_names(file, base, cluster))
         pool_names = [p.name for p in cluster.node_pools]
         for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
             idx = [i for i, n in enumerate(pool_names) if n == name]
@@ -709,11 +823,12 @@ def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
     for di, dep in enumerate(fleet.deployments):
         problem = image_problem(dep.image)
         if problem is not None:
+            pin = "" if parse_image(dep.image) is None else "is not pinned: it "
             issues.append(
                 ConfigIssue(
                     file,
                     f"deployments[{di}].image",
-                    f"image {shown(dep.image)} {problem}",
+                    f"image {shown(dep.image)} {pin}{problem}",
                     "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0",
                 )
             )
@@ -745,6 +860,95 @@ def _check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
             )
         ]
     return []
+
+
+# GKE names clusters and node pools with a lowercase letter first, then lowercase letters, digits
+# and '-' (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster
+# `name`, and `NodePool.name` likewise).
+GKE_NAME = re.compile(r"^[a-z]")
+# AKS uses the cluster's name as its dnsPrefix, which holds 1-54 characters
+# (https://learn.microsoft.com/rest/api/aks/managed-clusters/create-or-update, `dnsPrefix`).
+AKS_DNS_PREFIX_MAX = 54
+# EKS takes `major.minor` only (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
+EKS_VERSION = re.compile(r"^\d+\.\d+$")
+# EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the `aws:`
+# prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+AWS_TAG_KEY_MAX = 128
+AWS_TAG_VALUE_MAX = 256
+
+
+def _check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """The names and values a cluster's cloud API refuses, checked where the fleet declares them."""
+    issues: list[ConfigIssue] = []
+    if cluster.source is Source.GKE:
+        if not GKE_NAME.match(cluster.name):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.name",
+                    f"GKE cluster names start with a letter, not {shown(cluster.name)}",
+                    "start the name with a lowercase letter",
+                )
+            )
+        for pi, pool in enumerate(cluster.node_pools):
+            if not GKE_NAME.match(pool.name):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.nodePools[{pi}].name",
+                        f"GKE node pool names start with a letter, not {shown(pool.name)}",
+                        "start the name with a lowercase letter",
+                    )
+                )
+    if cluster.source is Source.AKS and len(cluster.name) > AKS_DNS_PREFIX_MAX:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{base}.name",
+                f"the name is the AKS dnsPrefix, which holds at most {AKS_DNS_PREFIX_MAX} characters, not {len(cluster.name)}",
+                f"shorten the name to {AKS_DNS_PREFIX_MAX} characters",
+            )
+        )
+    if cluster.source is Source.EKS:
+        if cluster.eks is not None and not EKS_VERSION.match(cluster.eks.kubernetes_version):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.eks.kubernetesVersion",
+                    f"EKS takes a major.minor version, not {shown(cluster.eks.kubernetes_version)}",
+                    "write it as EKS lists it, e.g. 1.34",
+                )
+            )
+        for key, value in cluster.labels.items():
+            where = f"{base}.labels.{cut(key)}"
+            if key.lower().startswith("aws:"):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"the tag key {shown(key)} uses the prefix 'aws:' that AWS reserves",
+                        "rename the label",
+                    )
+                )
+            elif not 1 <= len(key) <= AWS_TAG_KEY_MAX:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an AWS tag key holds 1-{AWS_TAG_KEY_MAX} characters, not {len(key)}",
+                        "shorten the key",
+                    )
+                )
+            if len(value) > AWS_TAG_VALUE_MAX:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an AWS tag value holds at most {AWS_TAG_VALUE_MAX} characters, not {len(value)}",
+                        "shorten the value",
+                    )
+                )
+    return issues
 
 
 def _block_keys(block: str) -> str:
