@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -57,33 +58,38 @@ def display_path(path: Path) -> str:
 # Human output
 
 
+def esc(value: object) -> str:
+    """User text (names, paths, messages) as rich prints it literally: `[/x]` is text, not markup."""
+    return escape(str(value))
+
+
 def render_plan(doc: dict[str, Any], console: Console) -> None:
     status = "[green]clean[/]" if doc["ok"] else "[red]rejected[/]"
-    root = Tree(f"[bold]stack {doc['stack']}[/] — {status}")
+    root = Tree(f"[bold]stack {esc(doc['stack'])}[/] — {status}")
     for cluster in doc["clusters"]:
         node = root.add(
-            f"[bold cyan]{cluster['name']}[/] ({cluster['source']}) "
-            f"draDrivers={cluster['draDrivers'] or '[]'} supported={cluster['supportedDrivers']}"
+            f"[bold cyan]{esc(cluster['name'])}[/] ({esc(cluster['source'])}) "
+            f"draDrivers={esc(cluster['draDrivers'] or '[]')} supported={esc(cluster['supportedDrivers'])}"
         )
         pools = node.add("pools")
         for p in cluster["pools"]:
-            accel = f" {p['accelerator']['count']}x {p['accelerator']['type']}" if p["accelerator"] else ""
+            accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
             size = f"{p['nodeCount']} node(s)"
             if p["minNodeCount"] is not None:
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
-            pool = pools.add(f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel} — {size}")
-            pool.add("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items()))
+            pool = pools.add(f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel} — {size}")
+            pool.add(esc("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items())))
             if p["taints"]:
-                pool.add("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"]))
+                pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
         releases = node.add(f"releases ({len(cluster['releases'])})")
         for r in cluster["releases"]:
-            tags = f" [yellow]{','.join(r['draDrivers'])}[/]" if r["draDrivers"] else ""
-            deps = f" after {', '.join(r['dependsOn'])}" if r["dependsOn"] else ""
-            releases.add(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}{tags}{deps}")
+            tags = f" [yellow]{esc(','.join(r['draDrivers']))}[/]" if r["draDrivers"] else ""
+            deps = esc(f" after {', '.join(r['dependsOn'])}") if r["dependsOn"] else ""
+            releases.add(esc(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}") + tags + deps)
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
-            deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            deps_node.add(esc(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}"))
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
     if doc["errors"] or doc["violations"]:
@@ -92,10 +98,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         table.add_column("where")
         table.add_column("message", overflow="fold")
         for e in doc["errors"]:
-            table.add_row("[red]error[/]", e["path"] or "-", e["message"])
+            table.add_row("[red]error[/]", esc(e["path"] or "-"), esc(e["message"]))
         for v in doc["violations"]:
             color = "red" if v["enforcement"] == "mandatory" else "yellow"
-            table.add_row(f"[{color}]{v['policy']}[/] ({v['enforcement']})", v["resource"], v["message"])
+            table.add_row(f"[{color}]{esc(v['policy'])}[/] ({v['enforcement']})", esc(v["resource"]), esc(v["message"]))
         console.print(table)
     placement = doc.get("placement")
     if isinstance(placement, dict) and placement.get("violations"):
