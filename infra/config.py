@@ -1293,7 +1293,9 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
-        raise ConfigError([ConfigIssue(file, "", "a stack file is a YAML mapping", "start the file with 'config:'")])
+        raise ConfigError(
+            [ConfigIssue(file, "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'")]
+        )
     config = doc.get("config") or {}
     if not isinstance(config, Mapping):
         raise ConfigError(
