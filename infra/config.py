@@ -25,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -107,7 +108,10 @@ MAX_REPLICAS = 2**31 - 1
 
 
 class Model(BaseModel):
-    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected."""
+    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected.
+
+    Whole numbers are `StrictInt`: pydantic would otherwise read `count: true` as 1 and `2.0` as 2.
+    """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
@@ -144,7 +148,7 @@ class AttributeValue(Model):
     string: str | None = None
     version: str | None = None
     bool_: bool | None = Field(default=None, alias="bool")
-    int_: int | None = Field(default=None, alias="int")
+    int_: StrictInt | None = Field(default=None, alias="int")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AttributeValue:
@@ -178,7 +182,7 @@ class Device(Model):
     driver: DriverName
     # A DeviceClass is a cluster object, so its name is a DNS subdomain.
     device_class_name: str | None = None
-    count: Annotated[int, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
 
@@ -206,7 +210,7 @@ class Accelerator(Model):
     # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
     type: Annotated[str, StringConstraints(min_length=1)]
     # The same bound as a device's count: on Existing the accelerator is derived from that count.
-    count: Annotated[int, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
 
     @field_validator("type")
     @classmethod
@@ -224,19 +228,19 @@ class Accelerator(Model):
 
 class GkeMachine(Model):
     machine_type: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
 class EksMachine(Model):
     instance_type: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
 class AksMachine(Model):
     vm_size: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
@@ -345,9 +349,9 @@ class Taint(Model):
 class NodePool(Model):
     name: PoolName
     class_name: str
-    node_count: Annotated[int, Field(ge=0, le=MAX_POOL_NODES)] = 1
-    min_node_count: Annotated[int, Field(ge=0, le=MAX_POOL_NODES)] | None = None
-    max_node_count: Annotated[int, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] = 1
+    min_node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] | None = None
+    max_node_count: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
     zones: list[str] = Field(default_factory=list)
 
 
@@ -377,7 +381,7 @@ class InferenceCluster(Model):
 
 class DeploymentDevice(Model):
     name: str
-    count: Annotated[int, Field(ge=1, le=64)] = 1
+    count: Annotated[StrictInt, Field(ge=1, le=64)] = 1
 
 
 class ModelDeploymentSpec(Model):
@@ -389,7 +393,7 @@ class ModelDeploymentSpec(Model):
     pool: str
     image: str
     args: list[str] = Field(default_factory=list)
-    replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)] = 1
+    replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
     # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
     # Kubernetes 1.32, the floor here is 1.34), and not empty.

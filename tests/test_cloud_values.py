@@ -148,3 +148,8 @@ def test_unknown_key_fix_reads_once(tmp_path: Path) -> None:
     assert [(i.path, i.fix) for i in err.value.issues] == [
         ("clusters[0].nodePool", "did you mean 'nodePools'? Remove or rename it")
     ]
+
+
+def test_a_boolean_is_not_a_count() -> None:
+    raw = set_at("classes[0].devices[0].count", True)
+    assert rejected_paths(raw) == ["classes[0].devices[0].count"]
