@@ -73,7 +73,14 @@ def read_fleet(file: str) -> Fleet:
         try:
             value = json.loads(text)
         except ValueError:
-            value = text  # a scalar: the parser says what the key takes
+            value = text  # a scalar (or a number Python will not read): the parser says what the key takes
+        except RecursionError:
+            issues.append(
+                ConfigIssue(
+                    file, f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value"
+                )
+            )
+            continue
         if value is not None:  # `key:` with no value is the key left out, as in the plan
             raw[key] = value
     if issues:

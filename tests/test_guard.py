@@ -147,3 +147,10 @@ def test_device_rule_violations_name_the_file_and_the_pool_path() -> None:
     amd["provisioning"]["vultr"]["accelerator"]["type"] = "amd-mi325x"
     message = refused(fleet_with(vultr, amd))
     assert "Pulumi.test.yaml: clusters[1].nodePools[0].className: [unsupported-devices]" in message
+
+
+def test_a_huge_or_deep_json_value_from_the_cli_is_an_error_not_a_traceback() -> None:
+    for text in ("[" + "1" * 4301 + "]", "[" * 100_000 + "]" * 100_000):
+        result = run_under_mocks(run, "test", {"modelplane:clusters": text}, [])
+        assert isinstance(result.error, pulumi.RunError) and result.resources == []
+        assert "Pulumi.test.yaml: " in str(result.error) and len(str(result.error)) < 1000
