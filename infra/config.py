@@ -67,13 +67,13 @@ DriverName = Annotated[
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/names/ and
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set state them.
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*\Z")
 DNS1123_SUBDOMAIN_MAX = 253
 # A Service's name is an RFC 1035 label: it starts with a letter.
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 LABEL_MAX = 63
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 
 
 def label_value_problem(value: str) -> str | None:
@@ -98,7 +98,7 @@ def qualified_name_problem(key: str) -> str | None:
     return None
 
 
-# Devices of one kind on a node (SPEC: a device's count is 1..64).
+# Devices of one kind on a node: a device's count and an accelerator's count share this bound.
 MAX_DEVICES_PER_NODE = 64
 # Kubernetes supports clusters of up to 5,000 nodes
 # (https://kubernetes.io/docs/setup/best-practices/cluster-large/); no pool is larger.
@@ -874,7 +874,7 @@ GKE_NAME = re.compile(r"^[a-z]")
 # (https://learn.microsoft.com/rest/api/aks/managed-clusters/create-or-update, `dnsPrefix`).
 AKS_DNS_PREFIX_MAX = 54
 # EKS takes `major.minor` only (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
-EKS_VERSION = re.compile(r"^\d+\.\d+$")
+EKS_VERSION = re.compile(r"^\d+\.\d+\Z")
 # EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the `aws:`
 # prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
 AWS_TAG_KEY_MAX = 128

@@ -32,7 +32,7 @@ _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
 _NAME = rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
-_REFERENCE = re.compile(rf"^(?P<name>{_NAME})(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$", re.ASCII)
+_REFERENCE = re.compile(rf"^(?P<name>{_NAME})(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?\Z", re.ASCII)
 NAME_MAX_LENGTH = 255
 SHA256_HEX_LENGTH = 64
 
@@ -108,7 +108,7 @@ def tag_problem(tag: Any, digest: Any) -> str | None:
 #   <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 # The same file caps a quantity at 2^63-1 in magnitude; we reject beyond it rather than cap.
 _QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?$",
+    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?\Z",
     re.ASCII,
 )
 _SCALE: dict[str | None, Decimal] = {
@@ -137,7 +137,7 @@ def parse_quantity(value: Any) -> Decimal | None:
         value = repr(value) if isinstance(value, float) else str(value)
     if not isinstance(value, str) or len(value) > _QUANTITY_MAX_LENGTH:
         return None
-    m = _QUANTITY.match(value.strip())
+    m = _QUANTITY.match(value)
     if m is None:
         return None
     try:

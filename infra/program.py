@@ -42,7 +42,7 @@ from infra.facts import ClusterFacts, derive_fleet
 
 
 def stack_file() -> str:
-    """The stack file the CLI read this run's config from (`stackConfigDir: stacks` in Pulumi.yaml)."""
+    """The name of the stack file this run's config comes from, as errors name it."""
     return f"Pulumi.{pulumi.get_stack()}.yaml"
 
 
@@ -63,7 +63,7 @@ def read_fleet(file: str) -> Fleet:
                     file,
                     f"config.{NAMESPACE}:{key}",
                     f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
-                    f"store it as plain config: pulumi config set --path {NAMESPACE}:{key} ... (without --secret)",
+                    "store it as plain config (set it without --secret)",
                 )
             )
             continue

@@ -36,6 +36,7 @@ IMAGES = [
     (" vllm/vllm-openai:v0.23.0", False),
     ("vllm/vllm openai:v0.23.0", False),
     ("vllm/VLLM:v1", False),
+    ("vllm/vllm-openai:v0.23.0\n", False),
 ]
 
 
@@ -116,6 +117,8 @@ QUANTITIES: list[tuple[Any, Decimal | None]] = [
     ("500m", Decimal("0.5")),
     ("1K", None),  # Kubernetes spells kilo `k`; `K` is no suffix
     ("six", None),
+    (" 6", None),
+    ("6\n", None),
     ("1Gb", None),
     ("", None),
     (True, None),
