@@ -866,12 +866,12 @@ def _check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
     return []
 
 
-# GKE names clusters and node pools with a lowercase letter first, then lowercase letters, digits
-# and '-' (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster
-# `name`, and `NodePool.name` likewise).
+# A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
+# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
+# `name`); the API holds node pool names to the same form.
 GKE_NAME = re.compile(r"^[a-z]")
-# AKS uses the cluster's name as its dnsPrefix, which holds 1-54 characters
-# (https://learn.microsoft.com/rest/api/aks/managed-clusters/create-or-update, `dnsPrefix`).
+# AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-', alphanumeric at
+# both ends (AKS's naming restrictions, https://github.com/MicrosoftDocs/azure-docs/issues/47952).
 AKS_DNS_PREFIX_MAX = 54
 # EKS takes `major.minor` only (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
 EKS_VERSION = re.compile(r"^\d+\.\d+\Z")
