@@ -352,7 +352,19 @@ class NodePool(Model):
     node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] = 1
     min_node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] | None = None
     max_node_count: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    # Nodes carry their zone as the value of the `topology.kubernetes.io/zone` label
+    # (https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone),
+    # so a zone's name is a non-empty label value.
     zones: list[str] = Field(default_factory=list)
+
+    @field_validator("zones")
+    @classmethod
+    def _zone_names(cls, v: list[str]) -> list[str]:
+        for zone in v:
+            problem = label_value_problem(zone) if zone else "a zone name is empty"
+            if problem:
+                raise ValueError(f"{problem}; write the zone as the cloud names it, such as us-central1-a")
+        return v
 
 
 class InferenceCluster(Model):

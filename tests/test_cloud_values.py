@@ -86,6 +86,7 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("EKS", "clusters[0].eks.kubernetesVersion", "1.35.2", "clusters[0].eks.kubernetesVersion"),
     ("GKE", "clusters[0].nodePools[0].nodeCount", 2**64, "clusters[0].nodePools[0].nodeCount"),
     ("GKE", "deployments[0].replicas", 10**12, "deployments[0].replicas"),
+    ("GKE", "clusters[0].nodePools[0].zones", [" "], "clusters[0].nodePools[0].zones"),
 ]
 
 
