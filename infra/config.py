@@ -1057,11 +1057,25 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
                 fleet_raw[key] = value
         else:
             plain[f"{NAMESPACE}:{key}"] = value
-    # Existing clusters name the secret key that holds their kubeconfig; any other modelplane key is unknown.
-    kube_keys = _kubeconfig_keys(fleet_raw)
-    for full in list(plain):
-        ns, _, key = full.partition(":")
-        if ns != NAMESPACE:
+    plain_keys = [full.partition(":")[2] for full in plain if full.partition(":")[0] == NAMESPACE]
+    issues += namespace_key_issues(file, plain_keys, list(secrets), _kubeconfig_keys(fleet_raw))
+    if issues:
+        raise ConfigError(issues)
+    return fleet_raw, secrets, plain
+
+
+def namespace_key_issues(
+    file: str, plain_keys: Sequence[str], secret_keys: Sequence[str], kube_keys: set[str]
+) -> list[ConfigIssue]:
+    """`modelplane:` keys (without the namespace) that are unknown, or plain or secret where they must not be.
+
+    Existing clusters name the secret key that holds their kubeconfig; any other key that is not a
+    fleet key is unknown (a typo such as `modelplane:protcet` would otherwise leave the fleet unprotected).
+    """
+    issues: list[ConfigIssue] = []
+    for key in plain_keys:
+        full = f"{NAMESPACE}:{key}"
+        if key in FLEET_KEYS:
             continue
         if key in kube_keys:
             issues.append(
@@ -1080,19 +1094,17 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
             else f"remove or rename it (known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)})"
         )
         issues.append(ConfigIssue(file, f"config.{cut(full)}", f"unknown config key {shown(full)}", hint))
-    for key in secrets:
+    for key in secret_keys:
         if key in FLEET_KEYS:
             issues.append(
                 ConfigIssue(
                     file,
                     f"config.{NAMESPACE}:{key}",
                     f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
-                    "store it as plain config",
+                    "store it as plain config (set it without --secret)",
                 )
             )
-    if issues:
-        raise ConfigError(issues)
-    return fleet_raw, secrets, plain
+    return issues
 
 
 def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import is_config_secret
+from pulumi.runtime import config as runtime_config
 
 from components.aks import agent_pool_name
 from components.base import ClusterComponent
@@ -35,6 +35,7 @@ from infra.config import (
     Fleet,
     Source,
     check_existing_secrets,
+    namespace_key_issues,
     parse_fleet,
 )
 from infra.devices import Violation, check_fleet
@@ -46,26 +47,35 @@ def stack_file() -> str:
     return f"Pulumi.{pulumi.get_stack()}.yaml"
 
 
+def config_keys() -> tuple[list[str], list[str]]:
+    """(plain, secret) `modelplane:` keys of this run, without the namespace.
+
+    The language host hands config over through `set_all_config` or the `PULUMI_CONFIG`
+    environment (both read by `pulumi.runtime.config.get_config`), so both are listed.
+    """
+    full = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    secret = set(runtime_config.get_config_secret_keys_env())
+    keys = sorted(k.partition(":")[2] for k in full if k.partition(":")[0] == NAMESPACE)
+    is_secret = [runtime_config.is_config_secret(f"{NAMESPACE}:{k}") or f"{NAMESPACE}:{k}" in secret for k in keys]
+    return [k for k, s in zip(keys, is_secret, strict=True) if not s], [
+        k for k, s in zip(keys, is_secret, strict=True) if s
+    ]
+
+
 def read_fleet(file: str) -> Fleet:
     """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan.
 
     Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
     text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
-    put the decrypted text into its `ConfigTypeError` when it is not JSON.
+    put the decrypted text into its `ConfigTypeError` when it is not JSON. Other `modelplane:`
+    keys are checked by the same rule as the plan's.
     """
     cfg = pulumi.Config(NAMESPACE)
+    plain_keys, secret_keys = config_keys()
+    issues = namespace_key_issues(file, [], secret_keys, set())
     raw: dict[str, Any] = {}
-    issues: list[ConfigIssue] = []
     for key in FLEET_KEYS:
-        if is_config_secret(cfg.full_key(key)):
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"config.{NAMESPACE}:{key}",
-                    f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
-                    "store it as plain config (set it without --secret)",
-                )
-            )
+        if key in secret_keys:
             continue
         text = cfg.get(key)
         if text is None:
@@ -85,7 +95,12 @@ def read_fleet(file: str) -> Fleet:
             raw[key] = value
     if issues:
         raise ConfigError(issues)
-    return parse_fleet(raw, file)
+    fleet = parse_fleet(raw, file)
+    kube_keys = {c.existing.kubeconfig_key for c in fleet.clusters if c.existing is not None}
+    issues = namespace_key_issues(file, plain_keys, [], kube_keys)
+    if issues:
+        raise ConfigError(issues)
+    return fleet
 
 
 def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:

@@ -154,3 +154,28 @@ def test_a_huge_or_deep_json_value_from_the_cli_is_an_error_not_a_traceback() ->
         result = run_under_mocks(run, "test", {"modelplane:clusters": text}, [])
         assert isinstance(result.error, pulumi.RunError) and result.resources == []
         assert "Pulumi.test.yaml: " in str(result.error) and len(str(result.error)) < 1000
+
+
+def test_a_misspelt_modelplane_key_stops_the_program_as_it_stops_the_plan() -> None:
+    raw = fleet_with(civo_cluster("second"))
+    config, secret_keys = runtime_config(raw, plain={"modelplane:protcet": "true"})
+    result = run_under_mocks(run, "test", config, secret_keys)
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert (
+        "Pulumi.test.yaml: config.modelplane:protcet: unknown config key 'modelplane:protcet'. "
+        "Fix: did you mean 'modelplane:protect'? Remove or rename it"
+    ) in str(result.error)
+
+
+def test_a_kubeconfig_stored_as_plain_text_stops_the_program() -> None:
+    existing = {
+        "name": "byo",
+        "source": "Existing",
+        "existing": {},
+        "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
+    }
+    raw = fleet_with(existing, cpu_class("byo-cpu", None))
+    config, _ = runtime_config(raw, plain={"modelplane:kubeconfig": "apiVersion: v1"})
+    result = run_under_mocks(run, "test", config, [])
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert "config.modelplane:kubeconfig: the kubeconfig key 'kubeconfig' holds a plain value" in str(result.error)
