@@ -3,7 +3,8 @@
 Every mutation of every `stacks/Pulumi.*.yaml` ends in one of three ways, never a traceback:
 rejected by the loader with a path or a line, rejected by a device or cloud rule, or accepted.
 Whatever the program's guard rejects registers no resource under the mock runtime, fed the
-config as the Pulumi CLI would hand it over (structured values JSON-encoded, secrets opaque).
+config as the Pulumi CLI would hand it over (structured values JSON-encoded, secrets opaque), and
+the program rejects exactly what the plan rejects.
 
 `python -m tests.test_stack_mutations N` runs N seeded mutations and prints the class counts.
 """
@@ -191,6 +192,8 @@ def classify(data: bytes, tmp: Path, stack: str) -> str:
             assert f"Pulumi.{stack}.yaml: " in message and ".yaml: : " not in message, message
         elif verdict == "accepted":
             assert result.resources
+        # The program stops whatever the plan rejects: the same rules run in both.
+        assert (result.error is None) == (verdict == "accepted"), (verdict, result.error)
     return verdict
 
 
