@@ -43,7 +43,7 @@ def agent_pool_name(pool: str) -> str:
     """The AKS name of a pool: the pool's own name when AKS accepts it, else a stable short form.
 
     The short form keeps the first letters and adds a digest of the full name, so pools sharing a
-    prefix still differ (the cluster checks it) and a pool keeps its AKS name across runs
+    prefix still differ (the program checks it) and a pool keeps its AKS name across runs
     (renaming an agent pool replaces it).
     """
     if AGENT_POOL_NAME.match(pool):
@@ -105,9 +105,6 @@ class AksCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
         block = source_block(name, facts.spec.aks, "aks")
-        pool_names = [agent_pool_name(p.name) for p in facts.pools]
-        if len(set(pool_names)) != len(pool_names):
-            raise ValueError(f"cluster {name!r}: pools {[p.name for p in facts.pools]} share an AKS agent pool name")
         super().__init__(name, args, opts)
         self.azure_provider = AzureProvider(
             f"{name}-azure", location=block.location, opts=pulumi.ResourceOptions(parent=self)

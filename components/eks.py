@@ -237,8 +237,6 @@ class EksCluster(ClusterComponent):
         facts = args.facts
         block = source_block(name, facts.spec.eks, "eks")
         declared = declared_zones(facts.pools)
-        if len(declared) > MAX_ZONES:
-            raise ValueError(f"cluster {name!r}: pools name {len(declared)} zones; at most {MAX_ZONES} are supported")
         self.region = block.region
         self.tags = dict(facts.spec.labels)
         self.aws_provider = aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))

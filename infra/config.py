@@ -16,7 +16,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 from types import UnionType
@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     StringConstraints,
     ValidationError,
     ValidationInfo,
@@ -36,11 +37,30 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from infra import vocabulary as vocab
+from infra.formats import image_problem, parse_image, parse_quantity
 from infra.profiles import profile
 from infra.vocabulary import CPU_DRIVER
 
 NAMESPACE = "modelplane"
 FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budget")
+# A `secure:` env value makes the engine mark the whole `modelplane:deployments` key secret and hand
+# the program its decrypted text (pulumi/pulumi#3342); no other fleet key may be a secret.
+SECRET_FLEET_KEYS = ("deployments",)
+# Rejected values are echoed up to this many characters, so one long value cannot bury the error.
+SHOWN_MAX = 80
+
+
+def shown(value: Any) -> str:
+    """A rejected value as an error message quotes it: its repr, cut to SHOWN_MAX characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"a {value.bit_length()}-bit integer"  # repr of a 4,301-digit int raises
+    return cut(repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__)
+
+
+def cut(text: str) -> str:
+    """`text` up to SHOWN_MAX characters, saying how long it was when cut."""
+    return text if len(text) <= SHOWN_MAX else f"{text[: SHOWN_MAX - 1]}… ({len(text)} characters)"
+
 
 DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 PoolName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
@@ -49,12 +69,58 @@ DriverName = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=63),
 ]
-# Kubernetes resource quantity (`6`, `262128Mi`, `500m`, `1.5Gi`).
-QUANTITY_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkKMGTPE]|[KMGTPE]i)?$")
+
+
+# Kubernetes object-name and label rules, from the API machinery's validators
+# (k8s.io/apimachinery/pkg/util/validation/validation.go, v0.34) as
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/names/ and
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set state them.
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*\Z")
+DNS1123_SUBDOMAIN_MAX = 253
+# A Service's name is an RFC 1035 label: it starts with a letter.
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+LABEL_MAX = 63
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is no label value: at most 63 characters, alphanumeric at both ends, `-_.` inside."""
+    if len(value) > LABEL_MAX:
+        return f"{shown(value)} is longer than the {LABEL_MAX} characters a label value holds"
+    if not LABEL_VALUE.match(value):
+        return f"{shown(value)} is not a label value (letters, digits, '-', '_', '.'; alphanumeric at both ends)"
+    return None
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is no label or taint key: `[prefix/]name`, prefix a DNS subdomain, name as a label value."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (len(prefix) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.match(prefix)):
+        return f"the prefix of {shown(key)} is not a DNS subdomain (lowercase letters, digits, '-' and '.')"
+    if not name or len(name) > LABEL_MAX or not _QUALIFIED_NAME.match(name):
+        return (
+            f"{shown(key)} is not a qualified name ([prefix/]name, the name 1-{LABEL_MAX} letters, digits, "
+            "'-', '_', '.', alphanumeric at both ends)"
+        )
+    return None
+
+
+# Devices of one kind on a node: a device's count and an accelerator's count share this bound.
+MAX_DEVICES_PER_NODE = 64
+# Kubernetes supports clusters of up to 5,000 nodes
+# (https://kubernetes.io/docs/setup/best-practices/cluster-large/); no pool is larger.
+MAX_POOL_NODES = 5000
+# `replicas` is an int32 in apps/v1 DeploymentSpec.
+MAX_REPLICAS = 2**31 - 1
 
 
 class Model(BaseModel):
-    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected."""
+    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected.
+
+    Whole numbers are `StrictInt`: pydantic would otherwise read `count: true` as 1 and `2.0` as 2.
+    """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
@@ -115,7 +181,7 @@ class AttributeValue(Model):
     string: str | None = None
     version: str | None = None
     bool_: bool | None = Field(default=None, alias="bool")
-    int_: int | None = Field(default=None, alias="int")
+    int_: StrictInt | None = Field(default=None, alias="int")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> AttributeValue:
@@ -138,8 +204,8 @@ class CapacityValue(Model):
     @classmethod
     def _quantity(cls, v: Any) -> str:
         text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-        if not isinstance(text, str) or not QUANTITY_RE.match(text):
-            raise ValueError(f"{v!r} is not a Kubernetes quantity such as 6, 500m or 262128Mi")
+        if not isinstance(text, str) or parse_quantity(text) is None:
+            raise ValueError(f"{shown(v)} is not a Kubernetes quantity; write one such as 6, 500m or 262128Mi")
         return text
 
 
@@ -147,14 +213,20 @@ class Device(Model):
     name: DnsLabel
     claim: ClaimMode = ClaimMode.DRA
     driver: DriverName
+    # A DeviceClass is a cluster object, so its name is a DNS subdomain.
     device_class_name: str | None = Field(default=None, validate_default=True)
-    count: Annotated[int, Field(ge=1, le=64)] = 1
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
 
     @field_validator("device_class_name", mode="after")
     @classmethod
     def _dra_needs_class(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and (len(v) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.match(v)):
+            raise ValueError(
+                f"{shown(v)} is not a DeviceClass name; write a DNS subdomain (lowercase letters, digits, '-' "
+                f"and '.', at most {DNS1123_SUBDOMAIN_MAX} characters), such as gpu.nvidia.com"
+            )
         if info.data.get("claim", ClaimMode.DRA) is ClaimMode.DRA and not v:
             raise ValueError(
                 "a DRA device needs deviceClassName; set it to the DeviceClass the driver "
@@ -164,8 +236,18 @@ class Device(Model):
 
 
 class Accelerator(Model):
+    # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
     type: Annotated[str, StringConstraints(min_length=1)]
-    count: Annotated[int, Field(ge=1, le=16)]
+    # The same bound as a device's count: on Existing the accelerator is derived from that count.
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+
+    @field_validator("type")
+    @classmethod
+    def _label_value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write the type as the cloud names it, such as nvidia-l4")
+        return v
 
     @property
     def vendor(self) -> str:
@@ -175,19 +257,19 @@ class Accelerator(Model):
 
 class GkeMachine(Model):
     machine_type: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
 class EksMachine(Model):
     instance_type: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
 class AksMachine(Model):
     vm_size: str
-    disk_size_gb: Annotated[int, Field(ge=10)] = 100
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
     accelerator: Accelerator | None = None
 
 
@@ -273,18 +355,48 @@ class ExistingCluster(Model):
 
 
 class Taint(Model):
+    # Kubernetes validates a taint's key as a qualified name and its value as a label value
+    # (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/).
     key: str
     value: str = ""
     effect: TaintEffect
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        problem = qualified_name_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write a key such as example.com/dedicated")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; shorten or correct the value")
+        return v
 
 
 class NodePool(Model):
     name: PoolName
     class_name: str
-    node_count: Annotated[int, Field(ge=0)] = 1
-    min_node_count: Annotated[int, Field(ge=0)] | None = None
-    max_node_count: Annotated[int, Field(ge=1)] | None = None
+    node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] = 1
+    min_node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] | None = None
+    max_node_count: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    # Nodes carry their zone as the value of the `topology.kubernetes.io/zone` label
+    # (https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone),
+    # so a zone's name is a non-empty label value.
     zones: list[str] = Field(default_factory=list)
+
+    @field_validator("zones")
+    @classmethod
+    def _zone_names(cls, v: list[str]) -> list[str]:
+        for zone in v:
+            problem = label_value_problem(zone) if zone else "a zone name is empty"
+            if problem:
+                raise ValueError(f"{problem}; write the zone as the cloud names it, such as us-central1-a")
+        return v
 
 
 class InferenceCluster(Model):
@@ -313,7 +425,7 @@ class InferenceCluster(Model):
 
 class DeploymentDevice(Model):
     name: str
-    count: Annotated[int, Field(ge=1, le=64)] = 1
+    count: Annotated[StrictInt, Field(ge=1, le=64)] = 1
 
 
 class CacheVolume(StrEnum):
@@ -359,15 +471,19 @@ class SecureValue(Model):
 
 
 class ModelDeploymentSpec(Model):
+    # The name is also the Service's name, and a Service's name is an RFC 1035 label
+    # (https://kubernetes.io/docs/concepts/services-networking/service/): it starts with a letter.
     name: DnsLabel
     namespace: DnsLabel = "default"
     cluster: str
     pool: str
     image: str
     args: list[str] = Field(default_factory=list)
-    replicas: Annotated[int, Field(ge=0)] = 1
+    replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
     devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
-    # A `secure:` value (a gated model's token) reaches the pod through a Secret, never in plain.
+    # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
+    # Kubernetes 1.32, the floor here is 1.34), and not empty. A `secure:` value (a gated model's
+    # token) reaches the pod through a Secret, never in plain.
     env: dict[str, str | SecureValue] = Field(default_factory=dict)
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
@@ -382,10 +498,37 @@ class ModelDeploymentSpec(Model):
     # How long a first start may take (download and load) before the startup probe gives up.
     startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
 
+    @field_validator("name")
+    @classmethod
+    def _service_name(cls, v: str) -> str:
+        if not DNS1035_LABEL.match(v):
+            raise ValueError(
+                f"{shown(v)} also names the deployment's Service, which must start with a letter; "
+                "start the name with a lowercase letter"
+            )
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str | SecureValue]) -> dict[str, str | SecureValue]:
+        for name in v:
+            if not name or "=" in name or not all(" " <= ch <= "~" for ch in name):
+                raise ValueError(
+                    f"{shown(name)} is not an environment variable name; use printable ASCII characters "
+                    "other than '=', such as VLLM_LOGGING_LEVEL"
+                )
+        return v
+
     @field_validator("shm_size", "memory", mode="before")
     @classmethod
-    def _shm_quantity(cls, v: Any) -> str | None:
-        return None if v is None else CapacityValue(value=v).value
+    def _positive_size(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+        size = parse_quantity(text) if isinstance(text, str) else None
+        if size is None or size <= 0:
+            raise ValueError(f"{shown(v)} is not a positive size; write a quantity of memory such as 2Gi or 512Mi")
+        return str(text)
 
 
 # Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
@@ -574,18 +717,22 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
             known = _fields_of(owner) if owner else []
             close = difflib.get_close_matches(key, known, n=1)
             hint = (
-                f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}" if known else "remove it"
+                f"did you mean '{close[0]}'? Remove or rename it"
+                if close
+                else f"remove or rename it (known keys: {', '.join(known)})"
+                if known
+                else "remove it"
             )
-            issues.append(ConfigIssue(file, format_path(loc), f"unknown key '{key}'", f"{hint} Remove or rename it"))
+            issues.append(ConfigIssue(file, format_path(loc), f"unknown key {shown(key)}", hint))
             continue
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-            problem, _, fix = msg.partition("; ")
+            problem, _, fix = msg.rpartition("; ") if "; " in msg else (msg, "", "")
             issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
             continue
         given = e.get("input")
-        shown = "" if kind == "missing" else f" (got {given!r})" if not isinstance(given, dict | list) else ""
+        got = "" if kind == "missing" else f" (got {shown(given)})" if not isinstance(given, dict | list) else ""
         fix = _TYPE_FIX.get(kind, "correct the value")
         if kind in ("model_type", "model_attributes_type"):
             # Name the keys the mapping takes, not the class behind it (`Accelerator`).
@@ -602,7 +749,7 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
             fix = f"use one of {expected}"
         if kind == "missing":
             fix = f"add '{loc[-1]}'"
-        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{shown}", fix))
+        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{got}", fix))
     return issues
 
 
@@ -692,6 +839,7 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 _check_version(file, version_path, block.kubernetes_version)
                 or _check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
             )
+        issues.extend(_check_cloud_names(file, base, cluster))
         pool_names = [p.name for p in cluster.node_pools]
         for name in _duplicates(pool_names) | ({"system"} & set(pool_names)):
             idx = [i for i, n in enumerate(pool_names) if n == name]
@@ -854,40 +1002,32 @@ def claimed_cpus(device: Device) -> int | None:
     cap = device.capacity.get(CPU_CLAIM_CAPACITY)
     if cap is None:
         return None
-    try:
-        cpus = Decimal(cap.value)
-    except InvalidOperation:
-        return None  # a suffixed quantity such as 500m or 1k is not a CPU count
-    if cpus <= 0 or cpus != cpus.to_integral_value():
+    cpus = parse_quantity(cap.value)
+    # 500m is half a CPU: a claim takes whole CPUs.
+    if cpus is None or cpus <= 0 or cpus != cpus.to_integral_value():
         return None
     return int(cpus)
 
 
-def image_tag(image: str) -> str | None:
-    """The tag of an image reference (`repo:tag`, `repo:tag@sha256:...`); None when untagged."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.rsplit(":", 1)[1] if ":" in last else None
-
-
 def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    """Deployment images are pinned: a digest, or a tag other than `latest`.
+    """Deployment images are pinned: a digest, or a tag that does not float (`infra.formats`).
 
     An untagged image means `latest`, and a floating tag lets a node pull an engine nobody
     reviewed the next time a pod restarts.
     """
     issues = []
     for di, dep in enumerate(fleet.deployments):
-        digest = "@sha256:" in dep.image
-        tag = image_tag(dep.image)
-        if digest or (tag is not None and tag != "latest" and not tag.startswith("latest-")):
-            continue
-        problem = f"image '{dep.image}' is not pinned ({'untagged' if tag is None else f'tag {tag!r} floats'})"
-        issues.append(
-            ConfigIssue(
-                file, f"deployments[{di}].image", problem, "pin an exact version tag, e.g. vllm/vllm-openai:v0.23.0"
+        problem = image_problem(dep.image)
+        if problem is not None:
+            pin = "" if parse_image(dep.image) is None else "is not pinned: it "
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].image",
+                    f"image {shown(dep.image)} {pin}{problem}",
+                    "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0",
+                )
             )
-        )
     return issues
 
 
@@ -924,20 +1064,6 @@ def port_args(args: Sequence[str]) -> list[tuple[int, str | None]]:
         elif arg.startswith(PORT_FLAG + "="):
             found.append((i, arg.split("=", 1)[1] or None))
     return found
-
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3)}
-_DECIMAL.update({s: Decimal(10 ** (3 * i)) for i, s in enumerate("KMGTPE", start=1)})
-
-
-def quantity_value(quantity: str) -> Decimal:
-    """A quantity that matched QUANTITY_RE as a number (`2Gi` -> 2147483648, `500m` -> 0.5)."""
-    if quantity[-2:] in _BINARY:
-        return Decimal(quantity[:-2]) * _BINARY[quantity[-2:]]
-    if quantity[-1] in _DECIMAL:
-        return Decimal(quantity[:-1]) * _DECIMAL[quantity[-1]]
-    return Decimal(quantity)
 
 
 def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
@@ -977,7 +1103,7 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     f"shmSize {dep.shm_size}), e.g. memory: 32Gi",
                 )
             )
-        if dep.memory is not None and quantity_value(dep.memory) <= quantity_value(dep.shm_size):
+        if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
             issues.append(
                 ConfigIssue(
                     file,
@@ -1131,6 +1257,95 @@ def _check_capacity_claims(
     ]
 
 
+# A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
+# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
+# `name`); the API holds node pool names to the same form.
+GKE_NAME = re.compile(r"^[a-z]")
+# AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-', alphanumeric at
+# both ends (AKS's naming restrictions, https://github.com/MicrosoftDocs/azure-docs/issues/47952).
+AKS_DNS_PREFIX_MAX = 54
+# EKS takes `major.minor` only (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
+EKS_VERSION = re.compile(r"^\d+\.\d+\Z")
+# EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the `aws:`
+# prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+AWS_TAG_KEY_MAX = 128
+AWS_TAG_VALUE_MAX = 256
+
+
+def _check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """The names and values a cluster's cloud API refuses, checked where the fleet declares them."""
+    issues: list[ConfigIssue] = []
+    if cluster.source is Source.GKE:
+        if not GKE_NAME.match(cluster.name):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.name",
+                    f"GKE cluster names start with a letter, not {shown(cluster.name)}",
+                    "start the name with a lowercase letter",
+                )
+            )
+        for pi, pool in enumerate(cluster.node_pools):
+            if not GKE_NAME.match(pool.name):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.nodePools[{pi}].name",
+                        f"GKE node pool names start with a letter, not {shown(pool.name)}",
+                        "start the name with a lowercase letter",
+                    )
+                )
+    if cluster.source is Source.AKS and len(cluster.name) > AKS_DNS_PREFIX_MAX:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{base}.name",
+                f"the name is the AKS dnsPrefix, which holds at most {AKS_DNS_PREFIX_MAX} characters, not {len(cluster.name)}",
+                f"shorten the name to {AKS_DNS_PREFIX_MAX} characters",
+            )
+        )
+    if cluster.source is Source.EKS:
+        if cluster.eks is not None and not EKS_VERSION.match(cluster.eks.kubernetes_version):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.eks.kubernetesVersion",
+                    f"EKS takes a major.minor version, not {shown(cluster.eks.kubernetes_version)}",
+                    "write it as EKS lists it, e.g. 1.34",
+                )
+            )
+        for key, value in cluster.labels.items():
+            where = f"{base}.labels.{cut(key)}"
+            if key.lower().startswith("aws:"):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"the tag key {shown(key)} uses the prefix 'aws:' that AWS reserves",
+                        "rename the label",
+                    )
+                )
+            elif not 1 <= len(key) <= AWS_TAG_KEY_MAX:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an AWS tag key holds 1-{AWS_TAG_KEY_MAX} characters, not {len(key)}",
+                        "shorten the key",
+                    )
+                )
+            if len(value) > AWS_TAG_VALUE_MAX:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an AWS tag value holds at most {AWS_TAG_VALUE_MAX} characters, not {len(value)}",
+                        "shorten the value",
+                    )
+                )
+    return issues
+
+
 def _block_keys(block: str) -> str:
     blocks: dict[str, type[BaseModel]] = {
         "gke": GkeCluster,
@@ -1210,27 +1425,52 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
     secrets: dict[str, str] = {}
     plain: dict[str, Any] = {}
     issues: list[ConfigIssue] = []
+    seen: set[str] = set()
     for full_key, value in config.items():
         ns, sep, key = str(full_key).partition(":")
         if not sep:
+            # Pulumi reads a key without a namespace as the project's (`modelplane`).
             ns, key = NAMESPACE, str(full_key)
-            if ns != NAMESPACE:
-                plain[full_key] = value
-                continue
+        if f"{ns}:{key}" in seen:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{cut(str(full_key))}",
+                    f"'{cut(f'{ns}:{key}')}' is set twice (with and without the '{ns}:' namespace)",
+                    "keep one of them",
+                )
+            )
+            continue
+        seen.add(f"{ns}:{key}")
         if ns != NAMESPACE:
             plain[str(full_key)] = value
             continue
         if isinstance(value, Mapping) and set(value) == {"secure"}:
             secrets[key] = str(value["secure"])
         elif key in FLEET_KEYS:
-            fleet_raw[key] = value
+            if value is not None:  # `key:` with no value is the key left out
+                fleet_raw[key] = value
         else:
             plain[f"{NAMESPACE}:{key}"] = value
-    # Existing clusters name the secret key that holds their kubeconfig; any other modelplane key is unknown.
-    kube_keys = _kubeconfig_keys(fleet_raw)
-    for full in list(plain):
-        ns, _, key = full.partition(":")
-        if ns != NAMESPACE:
+    plain_keys = [full.partition(":")[2] for full in plain if full.partition(":")[0] == NAMESPACE]
+    issues += namespace_key_issues(file, plain_keys, list(secrets), _kubeconfig_keys(fleet_raw))
+    if issues:
+        raise ConfigError(issues)
+    return fleet_raw, secrets, plain
+
+
+def namespace_key_issues(
+    file: str, plain_keys: Sequence[str], secret_keys: Sequence[str], kube_keys: set[str]
+) -> list[ConfigIssue]:
+    """`modelplane:` keys (without the namespace) that are unknown, or plain or secret where they must not be.
+
+    Existing clusters name the secret key that holds their kubeconfig; any other key that is not a
+    fleet key is unknown (a typo such as `modelplane:protcet` would otherwise leave the fleet unprotected).
+    """
+    issues: list[ConfigIssue] = []
+    for key in plain_keys:
+        full = f"{NAMESPACE}:{key}"
+        if key in FLEET_KEYS:
             continue
         if key in kube_keys:
             issues.append(
@@ -1244,26 +1484,22 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
             continue
         close = difflib.get_close_matches(key, list(FLEET_KEYS) + sorted(kube_keys), n=1)
         hint = (
-            f"did you mean 'modelplane:{close[0]}'?"
+            f"did you mean 'modelplane:{close[0]}'? Remove or rename it"
             if close
-            else f"known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)}"
+            else f"remove or rename it (known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)})"
         )
-        issues.append(
-            ConfigIssue(file, f"config.{full}", f"unknown config key '{full}'", f"{hint} Remove or rename it")
-        )
-    for key in secrets:
-        if key in FLEET_KEYS:
+        issues.append(ConfigIssue(file, f"config.{cut(full)}", f"unknown config key {shown(full)}", hint))
+    for key in secret_keys:
+        if key in FLEET_KEYS and key not in SECRET_FLEET_KEYS:
             issues.append(
                 ConfigIssue(
                     file,
                     f"config.{NAMESPACE}:{key}",
                     f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
-                    "store it as plain config",
+                    "store it as plain config (set it without --secret)",
                 )
             )
-    if issues:
-        raise ConfigError(issues)
-    return fleet_raw, secrets, plain
+    return issues
 
 
 def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
@@ -1294,26 +1530,201 @@ def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) 
     return issues
 
 
+# Bounds on a stack file, far beyond any fleet, so a hostile or broken file cannot exhaust the
+# machine: YAML aliases can make a few hundred bytes expand to gigabytes once the value is
+# encoded (every config value reaches the program JSON-encoded), and deep nesting overflows the
+# parser's recursion.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_EXPANDED_SIZE = 8 * 1024 * 1024  # characters of scalars plus one per node, aliases expanded
+MAX_DEPTH = 64
+# Python refuses to read integers of more than 4,300 digits; no field takes more than 20.
+MAX_INT_CHARS = 100
+
+
+class StackFileError(yaml.MarkedYAMLError):
+    """A stack file the loader refuses: what is wrong, where (a mark), and the fix."""
+
+    def __init__(self, problem: str, mark: Any, fix: str) -> None:
+        super().__init__(None, None, problem, mark)
+        self.fix = fix
+
+
+class _StackLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with duplicate keys, huge integers and deep nesting refused.
+
+    Dates stay strings: Pulumi's config has no date type, and a date value would not JSON-encode.
+    """
+
+    yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML reads it as a class attribute
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise StackFileError(
+                    f"values nest deeper than {MAX_DEPTH} levels", mark, "flatten the value or remove it"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # A repeated key would silently override the line above it (a second `protect: false`).
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=False)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # unhashable: the base class reports it
+            if duplicate:
+                raise StackFileError(
+                    f"key {shown(key)} appears twice in one mapping",
+                    key_node.start_mark,
+                    "keep one of them (the YAML loader would silently use the last)",
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_INT_CHARS:
+            raise StackFileError(
+                f"an integer of {len(node.value)} characters is larger than any field takes",
+                node.start_mark,
+                "write the number the field needs",
+            )
+        return super().construct_yaml_int(node)
+
+
+_StackLoader.add_constructor("tag:yaml.org,2002:int", _StackLoader.construct_yaml_int)
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Refuse the document when a value, with every alias expanded, passes MAX_EXPANDED_SIZE."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise StackFileError(
+                "an alias refers to a value that contains it", node.start_mark, "write the value out instead"
+            )
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.ScalarNode):
+            total += len(node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        if total > MAX_EXPANDED_SIZE:
+            # The innermost value past the bound: a child that passed it raised already.
+            raise StackFileError(
+                f"this value expands to more than {MAX_EXPANDED_SIZE} characters once its YAML aliases are expanded",
+                node.start_mark,
+                "write the values out instead of repeating aliases",
+            )
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _line_and_column(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def read_yaml(path: Path, file: str) -> Any:
+    """The YAML document in `path`, or ConfigError naming the line and column of what is wrong."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            [ConfigIssue(file, "", f"the file has {len(data)} bytes, more than {MAX_FILE_BYTES}", "shorten the file")]
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    file,
+                    f"line {line}, column {column}",
+                    f"byte 0x{data[err.start]:02x} is not UTF-8",
+                    "save the file as UTF-8",
+                )
+            ]
+        ) from None
+    loader: _StackLoader | None = None
+    try:
+        loader = _StackLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expanded_size(node)
+        return loader.construct_document(node)
+    except yaml.reader.ReaderError as err:
+        where = _line_and_column(text, err.position)
+        problem = (
+            f"character #x{err.character:04x} is not allowed in YAML" if isinstance(err.character, int) else str(err)
+        )
+        raise ConfigError([ConfigIssue(file, where, problem, "remove the character")]) from None
+    except StackFileError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([ConfigIssue(file, where, str(err.problem), err.fix)]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = cut(str(getattr(err, "problem", None) or err))
+        raise ConfigError([ConfigIssue(file, where, f"not valid YAML ({problem})", "fix the YAML syntax")]) from None
+    except RecursionError:
+        # A safety net behind MAX_DEPTH: no input may end in a traceback.
+        raise ConfigError(
+            [ConfigIssue(file, "", "values nest too deeply to read", "flatten the nested values")]
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
 def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
     """Read and validate one Pulumi.<stack>.yaml; raise ConfigError naming every problem."""
     file = display or str(path)
     stack = stack_name_of(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(
-            [ConfigIssue(file, where, f"not valid YAML ({getattr(err, 'problem', err)})", "fix the YAML syntax")]
-        ) from None
+    doc = read_yaml(path, file)
     if doc is None:
         raise ConfigError(
-            [ConfigIssue(file, "", "the stack file is empty", f"start it with 'config:' and {_FIRST_KEYS}")]
+            [
+                ConfigIssue(
+                    file, "line 1, column 1", "the stack file is empty", f"start it with 'config:' and {_FIRST_KEYS}"
+                )
+            ]
         )
     if not isinstance(doc, Mapping):
-        raise ConfigError([ConfigIssue(file, "", "a stack file is a YAML mapping", "start the file with 'config:'")])
+        raise ConfigError(
+            [ConfigIssue(file, "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'")]
+        )
     if doc.get("config") is None:
         raise ConfigError(
             [

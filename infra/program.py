@@ -1,20 +1,25 @@
 """The Pulumi program: stack config -> fleet -> rules -> one cluster component and serving stack each.
 
 `run()` is what `__main__.py` calls under the Pulumi CLI, and what `modelplane plan` runs under
-Pulumi's mock runtime; it never knows which. It reads config once, stops with `pulumi.RunError`
-before registering anything when the config is bad or a device rule is broken (a program that
-registered fewer resources would make `pulumi up` delete the rest), then builds the fleet.
+Pulumi's mock runtime; it never knows which. It reads config and every kubeconfig secret once,
+stops with `pulumi.RunError` before registering anything when the config is bad, a device rule
+or a cloud's rule is broken, or the fleet is empty (a program that registered fewer resources
+would make `pulumi up` delete the rest), then builds the fleet.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import is_config_secret
+from pulumi.runtime import config as runtime_config
 
+from components.aks import agent_pool_name
 from components.base import ClusterComponent
 from components.clusters import cluster_component
+from components.eks import MAX_ZONES as EKS_MAX_ZONES
+from components.eks import declared_zones
 from components.model_deployment import (
     ModelDeployment,
     ModelDeploymentArgs,
@@ -30,23 +35,97 @@ from components.model_service import (
     service_routes,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
-from infra.config import FLEET_KEYS, NAMESPACE, ConfigError, Fleet, parse_fleet
+from infra.config import (
+    FLEET_KEYS,
+    NAMESPACE,
+    SECRET_FLEET_KEYS,
+    ConfigError,
+    ConfigIssue,
+    Fleet,
+    Source,
+    check_existing_secrets,
+    namespace_key_issues,
+    parse_fleet,
+)
 from infra.cost import Budget
 from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
 
 
-def read_fleet() -> Fleet:
-    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan."""
+def stack_file() -> str:
+    """The name of the stack file this run's config comes from, as errors name it."""
+    return f"Pulumi.{pulumi.get_stack()}.yaml"
+
+
+def config_keys() -> tuple[list[str], list[str]]:
+    """(plain, secret) `modelplane:` keys of this run, without the namespace.
+
+    The language host hands config over through `set_all_config` or the `PULUMI_CONFIG`
+    environment (both read by `pulumi.runtime.config.get_config`), so both are listed.
+    """
+    full = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    secret = set(runtime_config.get_config_secret_keys_env())
+    keys = sorted(k.partition(":")[2] for k in full if k.partition(":")[0] == NAMESPACE)
+    is_secret = [runtime_config.is_config_secret(f"{NAMESPACE}:{k}") or f"{NAMESPACE}:{k}" in secret for k in keys]
+    return [k for k, s in zip(keys, is_secret, strict=True) if not s], [
+        k for k, s in zip(keys, is_secret, strict=True) if s
+    ]
+
+
+def read_fleet(file: str) -> Fleet:
+    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan.
+
+    Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
+    text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
+    put the decrypted text into its `ConfigTypeError` when it is not JSON. Other `modelplane:`
+    keys are checked by the same rule as the plan's.
+    """
     cfg = pulumi.Config(NAMESPACE)
+    plain_keys, secret_keys = config_keys()
+    issues = namespace_key_issues(file, [], secret_keys, set())
     raw: dict[str, Any] = {}
     for key in FLEET_KEYS:
-        value = cfg.get_object(key)
-        if value is not None:
+        secret = key in secret_keys
+        if secret and key not in SECRET_FLEET_KEYS:
+            continue
+        # A secret is read as the raw config text, never through `Config.get_object`, whose error
+        # would echo the decrypted value.
+        text = runtime_config.get_config(f"{NAMESPACE}:{key}") if secret else cfg.get(key)
+        if text is None:
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            if secret:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"config.{NAMESPACE}:{key}",
+                        "the secret value is not the list this key takes (its text is not shown)",
+                        "write the list in the stack file and mark only the values that are secret with `secure:`",
+                    )
+                )
+                continue
+            value = text  # a scalar (or a number Python will not read): the parser says what the key takes
+        except RecursionError:
+            issues.append(
+                ConfigIssue(
+                    file, f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value"
+                )
+            )
+            continue
+        if secret and key == "deployments" and isinstance(value, list):
+            value = [secure_env(d) for d in value]
+        if value is not None:  # `key:` with no value is the key left out, as in the plan
             raw[key] = value
-    if is_config_secret(f"{NAMESPACE}:deployments") and isinstance(raw.get("deployments"), list):
-        raw["deployments"] = [secure_env(d) for d in raw["deployments"]]
-    return parse_fleet(raw, f"Pulumi.{pulumi.get_stack()}.yaml")
+    if issues:
+        raise ConfigError(issues)
+    fleet = parse_fleet(raw, file)
+    kube_keys = {c.existing.kubeconfig_key for c in fleet.clusters if c.existing is not None}
+    issues = namespace_key_issues(file, plain_keys, [], kube_keys)
+    if issues:
+        raise ConfigError(issues)
+    return fleet
 
 
 def secure_env(deployment: Any) -> Any:
@@ -62,14 +141,82 @@ def secure_env(deployment: Any) -> Any:
     return {**deployment, "env": env}
 
 
-def guard(fleet: Fleet, file: str = "") -> None:
-    """Stop the run, before any resource is registered, when a mandatory device rule is broken.
+def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
+    """Every Existing cluster's kubeconfig secret, by cluster name, read before anything registers."""
+    cfg = pulumi.Config(NAMESPACE)
+    present: dict[str, str] = {}
+    found: dict[str, pulumi.Output[str]] = {}
+    for cluster in fleet.clusters:
+        if cluster.existing is None:
+            continue
+        key = cluster.existing.kubeconfig_key
+        secret = cfg.get_secret(key)
+        if secret is not None:
+            present[key] = ""
+            found[cluster.name] = secret
+    issues = check_existing_secrets(fleet, present, file)
+    if issues:
+        raise ConfigError(issues)
+    return found
+
+
+def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
+    """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
+
+    The cloud modules own the values (EKS's subnet plan, AKS's pool-name form); the rule is stated
+    here so it runs before the first registration of the whole program, never inside a component
+    after other clusters registered.
+    """
+    issues: list[ConfigIssue] = []
+    for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
+        base = f"clusters[{ki}]"
+        pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
+        if cluster.source is Source.EKS:
+            zones = declared_zones(cf.pools)
+            if len(zones) > EKS_MAX_ZONES:
+                over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:EKS_MAX_ZONES]))
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.nodePools[{pool_index[over.name]}].zones",
+                        f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the EKS network has "
+                        f"subnets for at most {EKS_MAX_ZONES}",
+                        f"name at most {EKS_MAX_ZONES} distinct zones across the cluster's pools",
+                    )
+                )
+        if cluster.source is Source.AKS:
+            seen: dict[str, str] = {}
+            for pool in cf.pools:
+                aks_name = agent_pool_name(pool.name)
+                if aks_name in seen and pool.name in pool_index:
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"{base}.nodePools[{pool_index[pool.name]}].name",
+                            f"pool '{pool.name}' gets the AKS agent pool name '{aks_name}', as pool "
+                            f"'{seen[aks_name]}' does",
+                            "rename the pool: AKS names are 1-12 lowercase letters and digits, so longer "
+                            "names are shortened",
+                        )
+                    )
+                seen.setdefault(aks_name, pool.name)
+    return issues
+
+
+def guard(fleet: Fleet, file: str | None = None) -> list[ClusterFacts]:
+    """Stop the run, before any resource is registered, when a device or cloud rule is broken.
 
     Advisory rules (`unknown-machine-type`) never stop a run; the policy pack reports them.
     """
+    file = file or stack_file()
     violations = [v for v in fleet_violations(fleet, file) if v.mandatory]
     if violations:
         raise pulumi.RunError(format_violations(violations))
+    facts = derive_fleet(fleet)
+    issues = fleet_issues(fleet, facts, file)
+    if issues:
+        raise ConfigError(issues)
+    return facts
 
 
 def format_violations(violations: list[Violation]) -> str:
@@ -79,33 +226,31 @@ def format_violations(violations: list[Violation]) -> str:
 
 
 def run() -> None:
+    file = stack_file()
     try:
-        fleet = read_fleet()
+        fleet = read_fleet(file)
+        facts = guard(fleet, file)
+        kubeconfigs = read_kubeconfigs(fleet, file)
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
-    guard(fleet, f"Pulumi.{pulumi.get_stack()}.yaml")
     if fleet.budget is not None:
-        Budget("budget", fleet.budget.monthly_usd, f"Pulumi.{pulumi.get_stack()}.yaml")
-    cfg = pulumi.Config(NAMESPACE)
+        Budget("budget", fleet.budget.monthly_usd, file)
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}
     endpoints: dict[str, Any] = {}
-    for facts in derive_fleet(fleet):
-        kubeconfig = None
-        if facts.spec.existing is not None:
-            kubeconfig = cfg.require_secret(facts.spec.existing.kubeconfig_key)
-        cluster = cluster_component(facts, class_specs, fleet.protect, kubeconfig)
+    for cluster_facts in facts:
+        cluster = cluster_component(cluster_facts, class_specs, fleet.protect, kubeconfigs.get(cluster_facts.name))
         stack = ServingStack(
-            f"{facts.name}-stack",
-            ServingStackArgs(facts=facts),
+            f"{cluster_facts.name}-stack",
+            ServingStackArgs(facts=cluster_facts),
             opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
         )
-        models = deploy_models(fleet, facts, cluster, stack)
-        endpoints.update(publish_services(fleet, facts, cluster, stack, models))
-        exported[facts.name] = {
-            "source": facts.source,
+        models = deploy_models(fleet, cluster_facts, cluster, stack)
+        endpoints.update(publish_services(fleet, cluster_facts, cluster, stack, models))
+        exported[cluster_facts.name] = {
+            "source": cluster_facts.source,
             "kubeconfig": cluster.kubeconfig,
-            "draDrivers": list(facts.dra_drivers),
+            "draDrivers": list(cluster_facts.dra_drivers),
             "schedulablePools": cluster.schedulable_pools,
             "releases": stack.release_names,
         }

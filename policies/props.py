@@ -12,16 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from infra.formats import plain
 
-def plain(value: Any) -> Any:
-    """A plain copy of proxied props: dicts, lists, and whole floats back to ints (`1.0` -> `1`)."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(value[k]) for k in value}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [plain(value[i]) for i in range(len(value))]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+__all__ = ["get", "mappings", "plain", "strings"]
 
 
 def get(props: Any, *path: str) -> Any:

@@ -32,6 +32,7 @@ from infra.facts import (
     Taint,
     gpu_taint,
 )
+from infra.formats import image_problem, tag_problem
 from policies import tokens
 from policies.props import get, mappings, plain, strings
 
@@ -165,29 +166,6 @@ pool_role_marking = ResourceValidationPolicy(
 EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 
-def _floating_tag(tag: str) -> bool:
-    # `labeller-latest` and the like float exactly as `latest` does.
-    return tag == "latest" or tag.endswith("-latest")
-
-
-def _reference_problem(reference: str) -> str | None:
-    if "@" in reference:  # pinned by digest
-        return None
-    last = reference.rsplit("/", 1)[-1]
-    if ":" not in last:
-        return "is untagged"
-    tag = last.split(":", 1)[1]
-    return f"floats on tag '{tag}'" if _floating_tag(tag) else None
-
-
-def _tag_problem(tag: Any, digest: Any) -> str | None:
-    if digest:
-        return None
-    if tag is None or str(tag) == "":
-        return "is untagged"
-    return f"floats on tag '{tag}'" if _floating_tag(str(tag)) else None
-
-
 def _is_image_key(key: str) -> bool:
     return key == "image" or key.endswith("Image")
 
@@ -203,11 +181,11 @@ def image_problems(values: Any, path: str = "values", image_context: bool = Fals
     if isinstance(values, dict):
         repository = values.get("repository")
         if isinstance(repository, str) and isinstance(values.get("image"), str) and "version" in values:
-            problem = _tag_problem(values.get("version"), values.get("digest"))
+            problem = tag_problem(values.get("version"), values.get("digest"))
             if problem:
                 found.append(f"{path}: image {repository}/{values['image']} {problem}")
         elif isinstance(repository, str) and (image_context or "tag" in values):
-            problem = _tag_problem(values.get("tag"), values.get("digest"))
+            problem = tag_problem(values.get("tag"), values.get("digest"))
             if problem:
                 found.append(f"{path}: image {repository} {problem}")
         nvidia_shape = isinstance(repository, str) and "version" in values
@@ -215,7 +193,7 @@ def image_problems(values: Any, path: str = "values", image_context: bool = Fals
             here = f"{path}.{key}"
             if _is_image_key(key) and isinstance(value, str):
                 if value and not nvidia_shape:
-                    problem = _reference_problem(value)
+                    problem = image_problem(value)
                     if problem:
                         found.append(f"{here}: image {value} {problem}")
                 continue

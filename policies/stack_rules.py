@@ -7,10 +7,8 @@ under and that stack by the cluster component above it. The join of drivers to c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
-from typing import Any
+from decimal import Decimal
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -34,6 +32,7 @@ from infra.cost import (
     over_budget,
 )
 from infra.devices import CPU_DRIVER, claimed_drivers
+from infra.formats import parse_quantity
 from policies import tokens
 from policies.config_rules import is_cluster_component
 from policies.props import get, mappings, plain
@@ -128,36 +127,6 @@ device_stack_filtered = StackValidationPolicy(
 # cpu-claim-resources
 
 CPU_CAPACITY = f"{CPU_DRIVER}/cpu"
-_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
-_SCALE: dict[str | None, Decimal] = {
-    None: Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-}
-
-
-def quantity(value: Any) -> Decimal | None:
-    """A Kubernetes quantity as a number (`6`, `6.0`, `6000m` -> 6), or None when it is not one."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
-        return None
-    scale: Decimal = _SCALE[match.group(2)]
-    try:
-        return Decimal(match.group(1)) * scale
-    except InvalidOperation:
-        return None
 
 
 def _key(resource: PolicyResource) -> tuple[str, str]:
@@ -173,7 +142,7 @@ def claimed_cpus(template: PolicyResource) -> Decimal | None:
         capacity = get(exactly, "capacity", "requests") or {}
         if CPU_CAPACITY not in capacity:
             continue
-        cpus = quantity(capacity[CPU_CAPACITY]) or Decimal(0)
+        cpus = parse_quantity(capacity[CPU_CAPACITY]) or Decimal(0)
         total = (total or Decimal(0)) + cpus * Decimal(str(plain(exactly.get("count")) or 1))
     return total
 
@@ -199,7 +168,7 @@ def workload_problems(deployment: PolicyResource, templates: Mapping[tuple[str, 
         for container in users:
             for kind in ("requests", "limits"):
                 given = get(container, "resources", kind, "cpu")
-                have = quantity(given)
+                have = parse_quantity(given)
                 if have != cpus:
                     shown = "nothing" if given is None else f"'{plain(given)}'"
                     problems.append(

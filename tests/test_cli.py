@@ -237,7 +237,7 @@ def test_human_plan_prints_lists_as_lists_and_shows_machines_zones_and_versions(
 
 def test_silent_cases_are_errors_naming_what_is_missing(tmp_path: Path) -> None:
     cases = {
-        "empty": ("", "", "the stack file is empty"),
+        "empty": ("", "line 1, column 1", "the stack file is empty"),
         "noconfig": ("encryptionsalt: v1:abc\n", "config", "no 'config:' section"),
         "nofleet": ("config:\n  gcp:project: p\n", "config", "has no modelplane: keys"),
     }

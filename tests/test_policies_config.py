@@ -94,8 +94,8 @@ def test_pack_and_guard_reject_the_same_violations(case: str) -> None:
     assert expected, "the case must break a device rule"
     assert pack_verdict(raw) == expected
     with pytest.raises(pulumi.RunError) as err:
-        guard(fleet_of(raw))
-    for v in fleet_violations(fleet_of(raw)):
+        guard(fleet_of(raw), "Pulumi.test.yaml")
+    for v in fleet_violations(fleet_of(raw), "Pulumi.test.yaml"):
         assert (f"[{v.policy}] {v.message}" in str(err.value)) == v.mandatory
 
 

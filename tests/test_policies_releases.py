@@ -72,7 +72,7 @@ def test_floating_or_untagged_image_is_rejected(values: dict[str, Any], path: st
     "values",
     [
         {"image": "registry.k8s.io/dra-driver-cpu:v0.3.0"},
-        {"image": "localhost:5000/dra@sha256:abc"},
+        {"image": "localhost:5000/dra@sha256:" + "ab" * 32},
         {"image": {"repository": "rocm/gpu-operator", "tag": "v1.5.1"}},
         {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05"}},
         {"imagePullPolicy": "Always"},

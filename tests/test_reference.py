@@ -183,6 +183,6 @@ def test_every_key_of_the_model_is_documented() -> None:
 
 def test_reference_lists_keys_with_type_default_and_allowed_values() -> None:
     text = configuration_markdown()
-    assert "| `nodeCount` | whole number | `1` | 0.. |" in text
+    assert "| `nodeCount` | whole number | `1` | 0..5000 |" in text
     assert "| `effect` | string | required | `NoSchedule`, `PreferNoSchedule`, `NoExecute` |" in text
     assert "| `modelplane:clusters` | list of mapping | required (at least one) |" in text

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -74,9 +75,14 @@ def display_path(path: Path) -> str:
 # Human output
 
 
+def esc(value: object) -> str:
+    """User text (names, paths, messages) as rich prints it literally: `[/x]` is text, not markup."""
+    return escape(str(value))
+
+
 def listed(items: Sequence[str]) -> str:
     """A list as a reader writes it (`dra.cpu, gpu.nvidia.com`), `none` when empty; never a repr."""
-    return ", ".join(items) if items else "none"
+    return esc(", ".join(items)) if items else "none"
 
 
 def render_plan(doc: dict[str, Any], console: Console, err: Console) -> None:
@@ -84,47 +90,48 @@ def render_plan(doc: dict[str, Any], console: Console, err: Console) -> None:
     if doc["clusters"]:
         render_tree(doc, console, status)
     else:
-        err.print(f"[bold]stack {doc['stack']}[/] — {status}")
+        err.print(f"[bold]stack {esc(doc['stack'])}[/] — {status}")
     render_verdicts(doc, err)
 
 
 def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
-    root = Tree(f"[bold]stack {doc['stack']}[/] — {status}")
+    root = Tree(f"[bold]stack {esc(doc['stack'])}[/] — {status}")
     for cluster in doc["clusters"]:
         where = ", ".join(f"{k} {cluster[k]}" for k in ("region", "kubernetesVersion") if cluster.get(k) is not None)
         node = root.add(
-            f"[bold cyan]{cluster['name']}[/] ({cluster['source']}{', ' + where if where else ''}) "
+            f"[bold cyan]{esc(cluster['name'])}[/] ({esc(cluster['source'])}{esc(', ' + where) if where else ''}) "
             f"draDrivers: {listed(cluster['draDrivers'])}; supported: {listed(cluster['supportedDrivers'])}"
         )
         pools = node.add("pools")
         for p in cluster["pools"]:
-            accel = f" {p['accelerator']['count']}x {p['accelerator']['type']}" if p["accelerator"] else ""
+            accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
             size = f"{p['nodeCount']} node(s)"
             if p["minNodeCount"] is not None:
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
-            machine = f" on {p['machineType']}" if p.get("machineType") else ""
+            machine = esc(f" on {p['machineType']}") if p.get("machineType") else ""
             pool = pools.add(
-                f"[bold]{p['name']}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}{pool_cost_text(cluster, p['name'])}"
+                f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}"
+                f"{esc(pool_cost_text(cluster, p['name']))}"
             )
             if p.get("zones"):
                 pool.add("zones: " + listed(p["zones"]))
-            pool.add("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items()))
+            pool.add(esc("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items())))
             if p["taints"]:
-                pool.add("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"]))
+                pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
         if cluster.get("cost"):
             node.add(cost_text(cluster["cost"], "cost"))
         releases = node.add(f"releases ({len(cluster['releases'])})")
         for r in cluster["releases"]:
-            tags = f" [yellow]{','.join(r['draDrivers'])}[/]" if r["draDrivers"] else ""
-            deps = f" after {', '.join(r['dependsOn'])}" if r["dependsOn"] else ""
-            releases.add(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}{tags}{deps}")
+            tags = f" [yellow]{esc(','.join(r['draDrivers']))}[/]" if r["draDrivers"] else ""
+            deps = esc(f" after {', '.join(r['dependsOn'])}") if r["dependsOn"] else ""
+            releases.add(esc(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}") + tags + deps)
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
-            dep_node = deps_node.add(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}")
+            dep_node = deps_node.add(esc(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}"))
             endpoint = d.get("endpoint")
             if endpoint:
-                dep_node.add(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})")
+                dep_node.add(esc(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})"))
     if doc.get("cost"):
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
@@ -139,10 +146,10 @@ def render_verdicts(doc: dict[str, Any], err: Console) -> None:
         table.add_column("where", overflow="fold")  # a path is never cut short
         table.add_column("message", overflow="fold")
         for e in doc["errors"]:
-            table.add_row("[red]error[/]", e["path"] or "-", e["message"])
+            table.add_row("[red]error[/]", esc(e["path"] or "-"), esc(e["message"]))
         for v in doc["violations"]:
             color = "red" if v["enforcement"] == "mandatory" else "yellow"
-            table.add_row(f"[{color}]{v['policy']}[/] ({v['enforcement']})", v["resource"], v["message"])
+            table.add_row(f"[{color}]{esc(v['policy'])}[/] ({v['enforcement']})", esc(v["resource"]), esc(v["message"]))
         err.print(table)
     placement = doc.get("placement")
     if isinstance(placement, dict) and placement.get("violations"):
@@ -178,7 +185,7 @@ def cost_text(cost: dict[str, Any], label: str) -> str:
         text += f" at {cost['regionPriced']} prices"
     text += f" (catalog {cost['catalogDate']})"
     if cost["unpriced"]:
-        text += f" [yellow]+ unpriced: {', '.join(cost['unpriced'])}[/]"
+        text += f" [yellow]+ unpriced: {esc(', '.join(cost['unpriced']))}[/]"
     budget = cost.get("budget")
     if budget:
         over = "[red]over budget[/]" if budget["overBudget"] else "within budget"

@@ -23,8 +23,9 @@ from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_o
 from infra.cost import cost_hook
 from infra.devices import fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
+from infra.formats import plain
 from infra.placement import placement_hook
-from infra.program import run
+from infra.program import fleet_issues, run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.stackconfig import config_of
@@ -42,17 +43,6 @@ class PlanContext:
     facts: list[ClusterFacts]
     run: MockRun
     doc: dict[str, Any]
-
-
-def plain(value: Any) -> Any:
-    """Registered inputs as JSON: integral floats (the engine's numbers) back to ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def empty_doc(stack: str) -> dict[str, Any]:
@@ -201,11 +191,17 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     # and they are reported from here; advisory ones come from the pack (below) when it runs.
     found = fleet_violations(stack.fleet, file)
     violations = [v for v in found if v.mandatory]
+    facts = derive_fleet(stack.fleet)
+    # The program's guard refuses these before it registers anything; report them where they are.
+    guard_issues = [] if violations else fleet_issues(stack.fleet, facts, file)
+    if guard_issues:
+        doc["ok"] = False
+        doc["errors"] = [{"path": i.path, "message": i.message} for i in guard_issues]
+        return doc
     doc["violations"] = [
         {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
         for v in (found if violations else [])
     ]
-    facts = derive_fleet(stack.fleet)
     config, secret_keys = config_of(stack)
     result = run_under_mocks(run, stack.stack, config, secret_keys)
     verdicts: list[PackViolation] = []

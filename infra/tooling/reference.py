@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from infra.config import (
     Provider,
     Source,
 )
+from infra.formats import QUANTITY_RE
 
 SCHEMA_PATH = "docs/stack.schema.json"
 
@@ -490,9 +492,7 @@ def fleet_defs() -> dict[str, Any]:
     defs["AttributeValue"]["maxProperties"] = 1
     defs["NodePool"]["dependentRequired"] = {"minNodeCount": ["maxNodeCount"], "maxNodeCount": ["minNodeCount"]}
     defs["NodePool"]["properties"]["name"]["not"] = {"const": "system"}
-    from infra.config import QUANTITY_RE
-
-    quantity = {"anyOf": [{"type": "string", "pattern": QUANTITY_RE.pattern}, {"type": "number"}]}
+    quantity = {"anyOf": [{"type": "string", "pattern": schema_pattern(QUANTITY_RE)}, {"type": "number"}]}
     defs["CapacityValue"]["properties"]["value"] = {**defs["CapacityValue"]["properties"]["value"], **quantity}
     defs["CapacityValue"]["properties"]["value"].pop("type", None)
     shm = defs["ModelDeploymentSpec"]["properties"]["shmSize"]
@@ -614,12 +614,15 @@ def _allowed(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _pattern_names() -> dict[str, str]:
-    from infra.config import QUANTITY_RE
+def schema_pattern(pattern: re.Pattern[str]) -> str:
+    """A Python pattern as JSON Schema (ECMA-262) and Python both read it: no group names, `$` for `\\Z`."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern).replace("\\Z", "$")
 
+
+def _pattern_names() -> dict[str, str]:
     floor = ".".join(map(str, MIN_KUBERNETES))
     return {
-        QUANTITY_RE.pattern: "a Kubernetes quantity (`6`, `500m`, `262128Mi`)",
+        schema_pattern(QUANTITY_RE): "a Kubernetes quantity (`6`, `500m`, `262128Mi`)",
         _kubernetes_version_pattern(): f"{floor} or newer, as the cloud spells it",
         r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS label: lowercase letters, digits, `-`",
         r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": "a DNS subdomain (`gpu.nvidia.com`)",

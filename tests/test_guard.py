@@ -1,0 +1,186 @@
+"""The program's guard: every check that can fail runs before the first registration, with a path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+
+from infra.program import run
+from infra.tooling.mockrun import run_under_mocks
+from infra.tooling.plan import plan_stack
+from infra.tooling.stackconfig import runtime_config
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class, run_fleet
+
+
+def civo_cluster(name: str = "first") -> dict[str, Any]:
+    return {
+        "name": name,
+        "source": "Civo",
+        "civo": CLUSTER_BLOCKS["Civo"],
+        "nodePools": [{"name": "cpu", "className": "civo-cpu"}],
+    }
+
+
+def fleet_with(second: dict[str, Any], *classes: dict[str, Any]) -> dict[str, Any]:
+    """A valid Civo cluster first (it would register resources), then the cluster under test."""
+    return {
+        "classes": [cpu_class("civo-cpu", "Civo", CPU_BLOCKS["Civo"]), *classes],
+        "clusters": [civo_cluster(), second],
+    }
+
+
+def refused(raw: dict[str, Any], secrets: dict[str, str] | None = None) -> str:
+    result = run_fleet(raw, secrets=secrets)
+    assert isinstance(result.error, pulumi.RunError), result.error
+    assert result.resources == []
+    return str(result.error)
+
+
+def plan_errors(tmp_path: Path, raw: dict[str, Any], extra: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    config = {f"modelplane:{k}": v for k, v in raw.items()} | (extra or {})
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump({"config": config}), encoding="utf-8")
+    doc = plan_stack(path, display="Pulumi.test.yaml")
+    assert doc["ok"] is False and doc["resources"] == []
+    return list(doc["errors"])
+
+
+EKS_SEVEN_ZONES = {
+    "name": "eks",
+    "source": "EKS",
+    "eks": CLUSTER_BLOCKS["EKS"],
+    "nodePools": [
+        # Names of the region's form (`infra.devices.zone_problem`), seven of them.
+        {"name": "a", "className": "eks-cpu", "zones": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]},
+        {"name": "b", "className": "eks-cpu", "zones": ["us-east-1d", "us-east-1e", "us-east-1f", "us-east-1g"]},
+    ],
+}
+
+
+def test_eks_pools_naming_seven_zones_register_nothing_and_name_the_pool(tmp_path: Path) -> None:
+    raw = fleet_with(EKS_SEVEN_ZONES, cpu_class("eks-cpu", "EKS", CPU_BLOCKS["EKS"]))
+    message = refused(raw)
+    assert "Pulumi.test.yaml: clusters[1].nodePools[1].zones: the pools of cluster 'eks' name 7 zones" in message
+    assert [e["path"] for e in plan_errors(tmp_path, raw)] == ["clusters[1].nodePools[1].zones"]
+
+
+def test_aks_pools_whose_short_names_collide_register_nothing(tmp_path: Path) -> None:
+    # `gpu-a` is not an AKS name, so it is shortened to `gpua` plus a digest: `gpua6f44f`.
+    aks = {
+        "name": "aks",
+        "source": "AKS",
+        "aks": CLUSTER_BLOCKS["AKS"],
+        "nodePools": [{"name": "gpu-a", "className": "aks-gpu"}, {"name": "gpua6f44f", "className": "aks-gpu"}],
+    }
+    raw = fleet_with(aks, gpu_class("aks-gpu", "AKS", GPU_BLOCKS["AKS"]))
+    message = refused(raw)
+    assert (
+        "clusters[1].nodePools[1].name: pool 'gpua6f44f' gets the AKS agent pool name 'gpua6f44f', as pool 'gpu-a' does"
+    ) in message
+    assert [e["path"] for e in plan_errors(tmp_path, raw)] == ["clusters[1].nodePools[1].name"]
+
+
+def test_missing_kubeconfig_secret_registers_nothing() -> None:
+    existing = {
+        "name": "byo",
+        "source": "Existing",
+        "existing": {"kubeconfigKey": "byoKubeconfig"},
+        "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
+    }
+    raw = fleet_with(existing, cpu_class("byo-cpu", None))
+    message = refused(raw, secrets={})
+    assert (
+        "Pulumi.test.yaml: clusters[1].existing.kubeconfigKey: no secret config key 'modelplane:byoKubeconfig' "
+        "holds the kubeconfig of cluster 'byo'"
+    ) in message
+
+
+def test_every_existing_kubeconfig_is_read_before_anything_registers() -> None:
+    existing = {
+        "name": "byo",
+        "source": "Existing",
+        "existing": {"kubeconfigKey": "byoKubeconfig"},
+        "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
+    }
+    raw = fleet_with(existing, cpu_class("byo-cpu", None))
+    result = run_fleet(raw, secrets={"byoKubeconfig": "opaque"})
+    assert result.error is None, result.error
+    assert result.resources
+
+
+def test_an_empty_fleet_refuses_to_run_and_points_to_destroy(tmp_path: Path) -> None:
+    classes = [cpu_class("civo-cpu", "Civo", CPU_BLOCKS["Civo"])]
+    for raw in ({"classes": classes}, {"classes": classes, "clusters": []}, {}):
+        message = refused(raw)
+        # The rule is the parser's (`infra.config.parse_fleet`), so the plan and the program share it.
+        assert "Pulumi.test.yaml: config.modelplane:clusters: no clusters are declared" in message
+        assert "run `pulumi destroy`" in message
+    assert [e["path"] for e in plan_errors(tmp_path, {"classes": classes, "clusters": []})] == [
+        "config.modelplane:clusters"
+    ]
+
+
+def test_null_clusters_refuse_to_run() -> None:
+    config, secret_keys = runtime_config({"clusters": None})
+    result = run_under_mocks(run, "test", config, secret_keys)
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert "no clusters are declared" in str(result.error)
+
+
+def test_a_fleet_key_stored_as_a_secret_is_refused_without_echoing_it() -> None:
+    decrypted = "not-json-but-a-password-hunter2"
+    config, _ = runtime_config({}, plain={"modelplane:clusters": decrypted})
+    result = run_under_mocks(run, "test", config, ["modelplane:clusters"])
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert decrypted not in str(result.error)
+    assert "config.modelplane:clusters: 'modelplane:clusters' is a secret but holds fleet config" in str(result.error)
+
+
+def test_device_rule_violations_name_the_file_and_the_pool_path() -> None:
+    vultr = {
+        "name": "v",
+        "source": "Vultr",
+        "vultr": CLUSTER_BLOCKS["Vultr"],
+        "nodePools": [{"name": "amd", "className": "amd"}],
+    }
+    amd = gpu_class("amd", "Vultr", copy.deepcopy(GPU_BLOCKS["Vultr"]), driver="gpu.amd.com")
+    amd["provisioning"]["vultr"]["accelerator"]["type"] = "amd-mi325x"
+    message = refused(fleet_with(vultr, amd))
+    assert "[unsupported-devices] Pulumi.test.yaml: cluster 'v', pool 'amd', class 'amd'" in message
+    assert "(at clusters[1].nodePools[0] (class classes[1]))" in message
+
+
+def test_a_huge_or_deep_json_value_from_the_cli_is_an_error_not_a_traceback() -> None:
+    for text in ("[" + "1" * 4301 + "]", "[" * 100_000 + "]" * 100_000):
+        result = run_under_mocks(run, "test", {"modelplane:clusters": text}, [])
+        assert isinstance(result.error, pulumi.RunError) and result.resources == []
+        assert "Pulumi.test.yaml: " in str(result.error) and len(str(result.error)) < 1000
+
+
+def test_a_misspelt_modelplane_key_stops_the_program_as_it_stops_the_plan() -> None:
+    raw = fleet_with(civo_cluster("second"))
+    config, secret_keys = runtime_config(raw, plain={"modelplane:protcet": "true"})
+    result = run_under_mocks(run, "test", config, secret_keys)
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert (
+        "Pulumi.test.yaml: config.modelplane:protcet: unknown config key 'modelplane:protcet'. "
+        "Fix: did you mean 'modelplane:protect'? Remove or rename it"
+    ) in str(result.error)
+
+
+def test_a_kubeconfig_stored_as_plain_text_stops_the_program() -> None:
+    existing = {
+        "name": "byo",
+        "source": "Existing",
+        "existing": {},
+        "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
+    }
+    raw = fleet_with(existing, cpu_class("byo-cpu", None))
+    config, _ = runtime_config(raw, plain={"modelplane:kubeconfig": "apiVersion: v1"})
+    result = run_under_mocks(run, "test", config, [])
+    assert isinstance(result.error, pulumi.RunError) and result.resources == []
+    assert "config.modelplane:kubeconfig: the kubeconfig key 'kubeconfig' holds a plain value" in str(result.error)
