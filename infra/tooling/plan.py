@@ -20,10 +20,10 @@ from components.catalog import Component
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
 from infra.devices import check_fleet
 from infra.facts import ClusterFacts, derive_fleet
-from infra.placement import placement_hook
 from infra.program import run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
+from infra.tooling.placement import placement_hook
 from infra.tooling.stackconfig import config_of
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -135,7 +135,7 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
 
-# The placement audit (`infra.placement`): adds `placement`; its violations fail the plan.
+# The placement audit (`infra.tooling.placement`): adds `placement`; its violations fail the plan.
 HOOKS: list[PlanHook] = [placement_hook]
 
 
