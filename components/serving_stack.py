@@ -75,6 +75,28 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
+def planned_release(component: Component, wait: bool) -> dict[str, Any]:
+    """One release as the ServingStack states it for the policy pack: what its Release is given, and why.
+
+    The stack registers the releases it plans as its own inputs and outputs, so the pack judges
+    them from literals known in every mode: on a first preview the engine gives a Release of a
+    cluster that does not exist yet no properties at all (pulumi/pulumi v3.259.0,
+    pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown).
+    """
+    args = release_args(component, wait)
+    return {
+        "key": component.key,
+        "name": args["name"],
+        "chart": args["chart"],
+        "repo": component.repo,
+        "version": args["version"],
+        "namespace": args["namespace"],
+        "values": args["values"],
+        "draDrivers": sorted(component.dra_drivers),
+        "dependsOn": list(component.depends_on),
+    }
+
+
 def critical_pod_namespaces(facts: ClusterFacts) -> list[str]:
     """Namespaces that need GKE's critical-pods quota on this cluster (none off GKE)."""
     if facts.source != "GKE":
@@ -87,18 +109,17 @@ class ServingStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        super().__init__(
-            TYPE_TOKEN,
-            name,
-            {
-                "cluster": facts.name,
-                "source": facts.source,
-                "draDrivers": list(facts.dra_drivers),
-                "supportedDrivers": list(facts.supported_drivers),
-                "components": [c.key for c in facts.components],
-            },
-            opts,
-        )
+        awaited = needed_by_others(facts.components)
+        # The facts the pack reads, registered as inputs and (below) as outputs.
+        planned = {
+            "cluster": facts.name,
+            "source": facts.source,
+            "draDrivers": list(facts.dra_drivers),
+            "supportedDrivers": list(facts.supported_drivers),
+            "components": [c.key for c in facts.components],
+            "releases": [planned_release(c, c.key in awaited) for c in facts.components],
+        }
+        super().__init__(TYPE_TOKEN, name, planned, opts)
         joined = {c.key for c in facts.components}
         # What must exist before a component's release installs, by component key.
         prerequisites: dict[str, list[pulumi.Resource]] = {}
@@ -133,7 +154,6 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        awaited = needed_by_others(facts.components)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         for component in install_order(facts.components):
             deps: list[pulumi.Resource] = [self.releases[d] for d in component.depends_on if d in self.releases]
@@ -144,7 +164,7 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
         self.release_names = pulumi.Output.from_input([c.release for c in facts.components])
-        self.register_outputs({"releases": self.release_names})
+        self.register_outputs(planned)
 
     def _critical_pod_quotas(self, name: str, namespaces: list[str]) -> Mapping[str, k8s.core.v1.ResourceQuota]:
         """GKE's critical-pods quota in each namespace, with the namespace it lives in."""

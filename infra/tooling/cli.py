@@ -1,6 +1,6 @@
 """The `modelplane` command line: the offline plan, the catalog, and generated files.
 
-    modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR]
+    modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR] [--mode preview|update]
     modelplane catalog
     modelplane docs      regenerate docs/ files that are generated from code
     modelplane golden    regenerate tests/golden/ plans (review the diff)
@@ -24,7 +24,7 @@ from rich.tree import Tree
 
 from components.catalog import CATALOG, CLOUDS, supported_drivers
 from components.telemetry import render_telemetry_doc
-from infra.tooling.plan import dumps, plan_stack
+from infra.tooling.plan import MODES, dumps, plan_stack
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -173,7 +173,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
             return EXIT_USAGE
         paths = [path]
 
-    docs = [plan_stack(p, display=display_path(p)) for p in paths]
+    docs = [plan_stack(p, display=display_path(p), mode=args.mode) for p in paths]
     if args.out:
         write_values(Path(args.out), docs)
     if args.json:
@@ -239,6 +239,12 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="plan every stack in stacks/")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     plan.add_argument("--out", metavar="DIR", help="write each release's values to DIR/<stack>/<cluster>/")
+    plan.add_argument(
+        "--mode",
+        choices=MODES,
+        default="preview",
+        help="preview: a first preview of a new stack (default); update: an update of a stack that exists",
+    )
     plan.set_defaults(func=cmd_plan)
     sub.add_parser("catalog", help="print the component-by-cloud matrix and supported drivers").set_defaults(
         func=cmd_catalog

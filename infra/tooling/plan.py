@@ -2,7 +2,10 @@
 
 `plan_stack` loads one stack file, evaluates the device rules, runs `infra.program.run` under the
 mock runtime with the stack's config, runs the policy pack over what the program registered, and
-returns the SPEC 9 JSON document. Pools come from the same derived facts the components were given;
+returns the SPEC 9 JSON document. It previews as the engine does (`infra.tooling.mockrun`): by
+default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
+Kubernetes objects of a cluster not yet created with no properties, the pack told it is a dry
+run), or with `mode="update"` an update of a stack whose resources all exist. Pools come from the same derived facts the components were given;
 releases are read back from what the ServingStack actually registered (values included).
 """
 
@@ -27,6 +30,8 @@ from infra.tooling.placement import placement_hook
 from infra.tooling.stackconfig import config_of
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+# How the plan runs the program: a first preview of a new stack, or an update of an existing one.
+MODES = ("preview", "update")
 
 # Extra plan sections added by later stages (deployments, placement, policy pack); each gets the
 # stack, its facts and the mock run, and returns (key, value, violations or errors it found).
@@ -139,8 +144,11 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
 HOOKS: list[PlanHook] = [placement_hook]
 
 
-def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
-    """The SPEC 9 document for one stack file. Never raises for bad input."""
+def plan_stack(path: Path, display: str | None = None, mode: str = "preview") -> dict[str, Any]:
+    """The SPEC 9 document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
+    if mode not in MODES:
+        raise ValueError(f"unknown plan mode '{mode}' (use one of {', '.join(MODES)})")
+    preview = mode == "preview"
     file = display or str(path)
     try:
         stack_name = stack_name_of(path)
@@ -161,11 +169,18 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
     ]
     facts = derive_fleet(stack.fleet)
     config, secret_keys = config_of(stack)
-    result = run_under_mocks(run, stack.stack, config, secret_keys)
+    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
     verdicts: list[PackViolation] = []
     if result.error is None:
         try:
-            verdicts = run_policy_pack(result.resources, stack.stack)
+            verdicts = run_policy_pack(
+                result.resources,
+                stack.stack,
+                dry_run=preview,
+                root=result.stack,
+                stack_config=config,
+                secret_keys=secret_keys,
+            )
         except PolicyPackError as err:
             doc["errors"].append({"path": "", "message": str(err)})
     if result.error is not None and not (violations and isinstance(result.error, pulumi.RunError)):
