@@ -178,8 +178,12 @@ def test_unsupported_devices_is_the_same_in_every_mode(stacks: dict[tuple[str, s
     found = by_mode(
         stacks, "civo-dev", "unsupported-devices", lambda r: edited(r, "civo-lon1", cluster_class(amd_on_civo))
     )
-    assert found["preview"] == found["update"] == found["analyze"]
-    assert len(found["preview"]) == 1 and "gpu.amd.com" in found["preview"][0]
+    expected = [
+        "cluster 'civo-lon1', pool 'l40s', class 'l40s-civo': Civo clusters cannot serve driver gpu.amd.com "
+        "(supported: dra.cpu, gpu.nvidia.com). Fix: use a class whose DRA devices Civo supports, or run this "
+        "hardware on an Existing cluster"
+    ]
+    assert found == {"preview": expected, "update": expected, "analyze": expected}
 
 
 def test_class_provider_mismatch_is_the_same_in_every_mode(stacks: dict[tuple[str, str], Resources]) -> None:
@@ -192,8 +196,11 @@ def test_class_provider_mismatch_is_the_same_in_every_mode(stacks: dict[tuple[st
         "class-provider-mismatch",
         lambda r: edited(r, "civo-cpu", cluster_class(provisioned_on_gke)),
     )
-    assert found["preview"] == found["update"] == found["analyze"]
-    assert len(found["preview"]) == 1 and "GKE" in found["preview"][0] and "Civo" in found["preview"][0]
+    expected = [
+        "cluster 'civo-cpu', pool 'cpu', class 'cpu-g4p-medium': the class provisions on GKE but the cluster's "
+        "source is Civo. Fix: reference a class whose provisioning.provider is Civo, or add a Civo class"
+    ]
+    assert found == {"preview": expected, "update": expected, "analyze": expected}
 
 
 def test_cluster_component_without_its_facts_is_reported_not_a_key_error(
@@ -379,3 +386,24 @@ def test_cpu_request_below_the_claim_is_rejected_once_the_cluster_exists(
     ]
     assert found["update"] == found["analyze"] == expected
     assert isinstance(found["preview"], str) and PREVIEW_UNDECIDED in found["preview"]
+
+
+# --------------------------------------------------------------------------------------------
+# The offline plan in both modes
+
+
+@pytest.mark.parametrize("mode", ["preview", "update"])
+def test_plan_of_a_stack_created_in_one_run_has_no_false_positive_in_either_mode(mode: str) -> None:
+    from infra.tooling.plan import plan_stack
+
+    doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml", mode=mode)
+    assert (doc["ok"], doc["errors"], doc["violations"]) == (True, [], [])
+
+
+def test_plan_mode_flag_defaults_to_a_first_preview() -> None:
+    from infra.tooling.cli import parser
+
+    assert parser().parse_args(["plan", "--all"]).mode == "preview"
+    assert parser().parse_args(["plan", "--all", "--mode", "update"]).mode == "update"
+    with pytest.raises(SystemExit):
+        parser().parse_args(["plan", "--all", "--mode", "destroy"])
