@@ -407,3 +407,22 @@ def test_plan_mode_flag_defaults_to_a_first_preview() -> None:
     assert parser().parse_args(["plan", "--all", "--mode", "update"]).mode == "update"
     with pytest.raises(SystemExit):
         parser().parse_args(["plan", "--all", "--mode", "destroy"])
+
+
+@pytest.mark.parametrize("policy", ["device-stack-filtered", "cpu-claim-resources"])
+@pytest.mark.parametrize("keep", ["nothing", "components only"])
+def test_stack_rules_fed_sparse_outputs_report_or_defer_never_raise(
+    stacks: dict[tuple[str, str], Resources], policy: str, keep: str
+) -> None:
+    """Whatever subset of outputs the engine has, a stack rule answers: messages, or undecided."""
+
+    def sparse(resources: Resources) -> Resources:
+        regs, root = resources
+        return [
+            r if (keep == "components only" and not r.custom) else dataclasses.replace(r, outputs={}) for r in regs
+        ], root
+
+    for stack in ("recipe-qwen-cpu-civo", "recipe-qwen-mi325x"):
+        found = by_mode(stacks, stack, policy, sparse)
+        for answer in found.values():
+            assert isinstance(answer, list) or answer.startswith("undecided: "), answer
