@@ -302,3 +302,20 @@ def test_a_failed_call_fails_the_run_and_is_not_retried(tmp_path: Path, monkeypa
         run_policy_pack([one], stack="s", pack_dir=tmp_path)
     calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
     assert [c["call"] for c in calls if c.get("name") == "r0"] == ["Remediate", "Analyze"]
+
+
+def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:
+    from infra.config import load_stack_file
+    from infra.program import run
+    from infra.tooling.mockrun import run_under_mocks
+    from infra.tooling.stackconfig import config_of
+
+    stack = load_stack_file(Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
+    config, secret_keys = config_of(stack)
+    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=True)
+    found = run_policy_pack(result.resources, stack.stack, dry_run=True, root=result.stack, stack_config=config)
+    assert [(v.policy, v.enforcement) for v in found] == [("cpu-claim-resources", "advisory")]
+    # PulumiPolicy.yaml says 0.1.0; the SDK on its own would write v0.0.1 here.
+    assert found[0].message.startswith(
+        "can't run policy 'cpu-claim-resources' from policy pack 'modelplane@v0.1.0' during preview: "
+    )

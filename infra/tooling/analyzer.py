@@ -14,8 +14,9 @@ pkg/resource/plugin/analyzer_plugin.go), reads the port the pack prints, and the
 - once every step has succeeded, `AnalyzeStack` over every resource with its **outputs**, parent
   and dependencies, the root `pulumi:pulumi:Stack` included (`stepGenerator.AnalyzeResources`,
   same file; called from `deploymentExecutor.Execute`, deployment_executor.go).
-A reported `REMEDIATE` level counts as mandatory; diagnostics carry the version
-`PulumiPolicy.yaml` states, not the one the pack reports (`analyzer.convertDiagnostics`).
+A reported `REMEDIATE` level counts as mandatory. (The engine also labels each diagnostic with the
+version `PulumiPolicy.yaml` states, `analyzer.convertDiagnostics`; a `PackViolation` carries no
+version.)
 
 This module does the same with the resources a mock run recorded (`infra.tooling.mockrun`), so
 the offline plan gets the pack's own verdicts, not a re-implementation of them. The pack's server
@@ -41,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
-import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grpc
 
@@ -87,16 +87,6 @@ class PolicyPackError(RuntimeError):
     """The pack could not be started, configured or asked; carries what the pack wrote to stderr."""
 
 
-def pack_version(pack_dir: Path = POLICY_PACK_DIR) -> str:
-    """The version `PulumiPolicy.yaml` states, which the engine shows for every diagnostic."""
-    manifest = (
-        yaml.safe_load((pack_dir / "PulumiPolicy.yaml").read_text())
-        if (pack_dir / "PulumiPolicy.yaml").exists()
-        else None
-    )
-    return str((manifest or {}).get("version") or "")
-
-
 class PackSession:
     """A started pack, configured for one stack, asked in the engine's order.
 
@@ -125,7 +115,6 @@ class PackSession:
         self.secret_keys = list(secret_keys)
         self.timeout = timeout
         self.pack_dir = pack_dir
-        self.version = pack_version(pack_dir)
         self._stack = ExitStack()
         self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight))
         self._calls: list[tuple[str, futures.Future[list[PackViolation]]]] = []
