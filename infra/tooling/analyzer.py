@@ -118,6 +118,8 @@ class PackSession:
         self._stack = ExitStack()
         self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight))
         self._calls: list[tuple[str, futures.Future[list[PackViolation]]]] = []
+        # Provider resources by URN, as registered so far (a provider registers before its resources).
+        self.providers: dict[str, Registration] = {}
 
     def __enter__(self) -> PackSession:
         try:
@@ -174,20 +176,22 @@ class PackSession:
 
     def analyze(self, r: Registration) -> None:
         """Queue one resource: `Remediate`, then `Analyze` on what remediation left."""
+        if r.type.startswith("pulumi:providers:"):
+            self.providers[r.urn] = r
         self._calls.append((r.name, self._pool.submit(self._analyze_one, r)))
 
     def _analyze_one(self, r: Registration) -> list[PackViolation]:
         found: list[PackViolation] = []
         props = wire_struct(r.inputs)
         with self._answers(f"Remediate({r.name})"):
-            remediated = self.stub.Remediate(_analyze_request(r, props), timeout=self.timeout)
+            remediated = self.stub.Remediate(_analyze_request(r, props, self.providers), timeout=self.timeout)
         for remedy in remediated.remediations:
             if remedy.diagnostic:
                 found.append(PackViolation(remedy.policyName, "advisory", remedy.diagnostic, r.name))
             elif remedy.HasField("properties"):
                 props = remedy.properties
         with self._answers(f"Analyze({r.name})"):
-            response = self.stub.Analyze(_analyze_request(r, props), timeout=self.timeout)
+            response = self.stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
         return found + _violations(response, {}, r.name)
 
     def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
@@ -203,6 +207,7 @@ class PackSession:
                 urn=r.urn,
                 name=r.name,
                 options=_options(r),
+                provider=_provider(r, self.providers),
                 parent=r.parent_urn,
                 dependencies=list(r.dependencies),
             )
@@ -255,8 +260,22 @@ def run_policy_pack(
         return session.finish(resources, root)
 
 
-def _analyze_request(r: Registration, props: struct_pb2.Struct) -> analyzer_pb2.AnalyzeRequest:
-    return analyzer_pb2.AnalyzeRequest(type=r.type, properties=props, urn=r.urn, name=r.name, options=_options(r))
+def _analyze_request(
+    r: Registration, props: struct_pb2.Struct, providers: Mapping[str, Registration]
+) -> analyzer_pb2.AnalyzeRequest:
+    return analyzer_pb2.AnalyzeRequest(
+        type=r.type, properties=props, urn=r.urn, name=r.name, options=_options(r), provider=_provider(r, providers)
+    )
+
+
+def _provider(r: Registration, providers: Mapping[str, Registration]) -> analyzer_pb2.AnalyzerProviderResource | None:
+    """The resource's explicit provider with its inputs, as the engine attaches it (`getProviderResource`)."""
+    provider = providers.get(r.provider.rsplit("::", 1)[0]) if r.provider else None
+    if provider is None:
+        return None
+    return analyzer_pb2.AnalyzerProviderResource(
+        type=provider.type, properties=wire_struct(provider.inputs), urn=provider.urn, name=provider.name
+    )
 
 
 def _configure_request(info: Any, config: Mapping[str, Any]) -> analyzer_pb2.ConfigureAnalyzerRequest:
