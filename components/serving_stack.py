@@ -76,11 +76,11 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
 
 
 def planned_release(component: Component, wait: bool) -> dict[str, Any]:
-    """One release as the ServingStack states it for the policy pack: what its Release is given, and why.
+    """One release as the ServingStack states it for the policy pack: its Release's arguments and drivers.
 
     The stack registers the releases it plans as its own inputs and outputs, so the pack judges
-    them from literals known in every mode: on a first preview the engine gives a Release of a
-    cluster that does not exist yet no properties at all (pulumi/pulumi v3.259.0,
+    them from literals known in every mode: on a first preview a Release of a cluster that does
+    not exist yet reaches the stack policies with no properties at all (pulumi/pulumi v3.259.0,
     pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown).
     """
     args = release_args(component, wait)
