@@ -319,3 +319,18 @@ def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:
     assert found[0].message.startswith(
         "can't run policy 'cpu-claim-resources' from policy pack 'modelplane@v0.1.0' during preview: "
     )
+
+
+def test_config_too_large_for_one_environment_string_still_reaches_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    (tmp_path / "__main__.py").write_text(RECORDING_PACK.replace("\\\\n", "\\n"))
+    calls_log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PACK_CALL_LOG", str(calls_log))
+    # 200 KB in one key: past Linux's 128 KiB limit for a single environment string.
+    config = {"modelplane:clusters": "x" * 200_000}
+    assert run_policy_pack([], stack="s", stack_config=config, pack_dir=tmp_path) == []
+    configured = json.loads(calls_log.read_text().splitlines()[0])
+    assert configured["config"] == config and configured["env_config"] == {}

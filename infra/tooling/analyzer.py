@@ -56,6 +56,9 @@ DEFAULT_TIMEOUT = 120.0
 MAX_IN_FLIGHT = 4
 # Each `ConfigureStack` needs an organization; a file backend has none and the engine sends this.
 ORGANIZATION = "organization"
+# Linux refuses to start a process with one environment string longer than MAX_ARG_STRLEN
+# (32 pages, 131072 bytes: execve(2), "Limits on size of arguments and environment").
+MAX_ENV_STRING = 131072
 
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -403,6 +406,11 @@ def _pack_process(
         # or the port would sit in a pipe buffer that is never flushed.
         "PYTHONUNBUFFERED": "1",
     }
+    if len(f"PULUMI_CONFIG={env['PULUMI_CONFIG']}".encode()) >= MAX_ENV_STRING:
+        # The language host would fail to start the pack here (E2BIG); the pack still gets the
+        # config through `ConfigureStack`, and this pack reads none of it. docs/policies.md
+        # lists this difference.
+        del env["PULUMI_CONFIG"]
     process = subprocess.Popen(
         [sys.executable, "-m", "pulumi.policy", engine_address, str(pack_dir / "__main__.py")],
         cwd=pack_dir,
