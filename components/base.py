@@ -36,10 +36,14 @@ class ClusterArgs:
 
 
 def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[str, Any]:
-    """Inputs registered on the cluster component, read by the config-level policies.
+    """Facts registered on the cluster component as its inputs and its outputs, read by the pack.
 
     They carry what `infra.devices.check_pool` needs (source, each pool's class as written), so
-    the pack reaches the same verdict as the program's guard.
+    the pack reaches the same verdict as the program's guard. The engine gives resource policies
+    a component's inputs and stack policies its outputs, which are only what `register_outputs`
+    passed (pulumi/pulumi v3.259.0, pkg/resource/deploy/step_generator.go, `AnalyzeResources`);
+    both carry these literals, so they are known in a first preview, an update and
+    `pulumi policy analyze` alike.
     """
     return {
         "source": facts.source,
@@ -84,7 +88,8 @@ class ClusterComponent(pulumi.ComponentResource):
         unsized = [p.name for p in args.facts.pools if args.facts.spec.provisioned and p.machine is None]
         if unsized:
             raise ValueError(f"cluster {name!r}: pools {unsized} have no {args.facts.source} machine")
-        super().__init__(self.TYPE_TOKEN, name, policy_inputs(args.facts, args.class_specs), opts)
+        self.policy_facts = policy_inputs(args.facts, args.class_specs)
+        super().__init__(self.TYPE_TOKEN, name, self.policy_facts, opts)
         self.facts = args.facts
         self.protect = args.protect
 
@@ -104,7 +109,9 @@ class ClusterComponent(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.schedulable_pools = pulumi.Output.from_input(self.facts.schedulable_pools())
-        self.register_outputs({"kubeconfig": self.kubeconfig, "schedulablePools": self.schedulable_pools})
+        self.register_outputs(
+            {**self.policy_facts, "kubeconfig": self.kubeconfig, "schedulablePools": self.schedulable_pools}
+        )
 
 
 def source_block(cluster: str, block: BlockT | None, key: str) -> BlockT:

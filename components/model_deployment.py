@@ -5,7 +5,7 @@ ResourceClaimTemplate (the pool class's devices), a Deployment placed on the poo
 It is not a scheduler: the config names the cluster and pool, and `infra.config.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
 and CPU claims without a CPU count. The pod placement built here (`pod_placement`) is the same one
-the placement audit (`infra.placement`) checks.
+the placement audit (`infra.tooling.placement`) checks.
 """
 
 from __future__ import annotations
@@ -212,6 +212,7 @@ class ModelDeployment(pulumi.ComponentResource):
         )
         labels = {DEPLOYMENT_LABEL: spec.name}
         meta = k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=spec.namespace, labels=labels)
+        self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
 
         template = k8s.resource.v1.ResourceClaimTemplate(
             f"{name}-claims",
@@ -284,7 +285,9 @@ class ModelDeployment(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[template]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[template, *([self.env_secret] if self.env_secret is not None else [])]
+            ),
         )
         self.service = k8s.core.v1.Service(
             f"{name}-service",
@@ -341,16 +344,17 @@ class ModelDeployment(pulumi.ComponentResource):
         masked, and the pod spec names only the Secret and its key.
         """
         secured = {k: v.secure for k, v in spec.env.items() if isinstance(v, SecureValue)}
-        secret_name: pulumi.Output[str] | None = None
+        # The Secret's name is ours, so the pod names it as a literal, known in a first preview too;
+        # the Deployment waits for the Secret through `depends_on` instead of its output.
+        secret_name = f"{spec.name}-env"
         if secured:
-            secret = k8s.core.v1.Secret(
+            self.env_secret = k8s.core.v1.Secret(
                 f"{name}-env",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{spec.name}-env", namespace=spec.namespace, labels=labels),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=spec.namespace, labels=labels),
                 type="Opaque",
                 string_data=pulumi.Output.secret(secured),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            secret_name = secret.metadata.name
         env = []
         for key, value in spec.env.items():
             if isinstance(value, SecureValue):

@@ -88,6 +88,28 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
+def planned_release(component: Component, wait: bool) -> dict[str, Any]:
+    """One release as the ServingStack states it for the policy pack: its Release's arguments and drivers.
+
+    The stack registers the releases it plans as its own inputs and outputs, so the pack judges
+    them from literals known in every mode: on a first preview a Release of a cluster that does
+    not exist yet reaches the stack policies with no properties at all (pulumi/pulumi v3.259.0,
+    pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown).
+    """
+    args = release_args(component, wait)
+    return {
+        "key": component.key,
+        "name": args["name"],
+        "chart": args["chart"],
+        "repo": component.repo,
+        "version": args["version"],
+        "namespace": args["namespace"],
+        "values": args["values"],
+        "draDrivers": sorted(component.dra_drivers),
+        "dependsOn": list(component.depends_on),
+    }
+
+
 def quota_namespaces(facts: ClusterFacts, components: list[Component]) -> list[str]:
     """Namespaces that need a critical-pods quota on this cluster (none where the cloud needs none)."""
     if not facts.profile.critical_pods_quota:
@@ -101,20 +123,19 @@ class ServingStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
         components = cluster_components(facts)
-        super().__init__(
-            TYPE_TOKEN,
-            name,
-            {
-                "cluster": facts.name,
-                "source": facts.source,
-                "draDrivers": list(facts.dra_drivers),
-                "supportedDrivers": list(facts.supported_drivers),
-                "components": [c.key for c in components],
-                # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
-                "ownerGpuOperator": facts.owner_gpu_operator,
-            },
-            opts,
-        )
+        awaited = needed_by_others(components)
+        # The facts the pack reads, registered as inputs and (below) as outputs.
+        planned = {
+            "cluster": facts.name,
+            "source": facts.source,
+            "draDrivers": list(facts.dra_drivers),
+            "supportedDrivers": list(facts.supported_drivers),
+            "components": [c.key for c in components],
+            # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
+            "ownerGpuOperator": facts.owner_gpu_operator,
+            "releases": [planned_release(c, c.key in awaited) for c in components],
+        }
+        super().__init__(TYPE_TOKEN, name, planned, opts)
         joined = {c.key for c in components}
         # What must exist before a component's release installs, by component key.
         prerequisites: dict[str, list[pulumi.Resource]] = {}
@@ -149,7 +170,6 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        awaited = needed_by_others(components)
         self.releases: dict[str, k8s.helm.v3.Release] = {}
         for component in install_order(components):
             deps: list[pulumi.Resource] = [self.releases[d] for d in component.depends_on if d in self.releases]
@@ -160,7 +180,7 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
         self.release_names = pulumi.Output.from_input([c.release for c in components])
-        self.register_outputs({"releases": self.release_names})
+        self.register_outputs(planned)
 
     def _critical_pod_quotas(self, name: str, namespaces: list[str]) -> Mapping[str, k8s.core.v1.ResourceQuota]:
         """The critical-pods quota in each namespace, with the namespace it lives in."""

@@ -26,7 +26,6 @@ from infra.machines import CONTROL_PLANE_FEES, CURRENCY, PRICE_REGION, MachineTy
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts
-    from infra.tooling.plan import PlanContext
 
 # An average month: 8760 hours a year / 12.
 HOURS_PER_MONTH = Decimal(730)
@@ -224,29 +223,7 @@ class Budget(pulumi.ComponentResource):
     """
 
     def __init__(self, name: str, monthly_usd: Decimal, stack_file: str, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(
-            BUDGET_TYPE,
-            name,
-            {"monthlyUsd": float(monthly_usd), "currency": CURRENCY, "stackFile": stack_file},
-            opts,
-        )
-        self.register_outputs({})
-
-
-def cost_hook(ctx: PlanContext) -> None:
-    """The plan's `cost` sections: per pool, per cluster (`null` for Existing) and for the stack."""
-    costs: list[ClusterCost] = []
-    for facts, cluster in zip(ctx.facts, ctx.doc["clusters"], strict=True):
-        cost = facts_cost(facts)
-        # Pools keep their SPEC shape; their costs sit under the cluster's `cost.pools`, by name.
-        cluster["cost"] = cluster_cost_json(cost) if cost is not None else None
-        if cost is not None:
-            costs.append(cost)
-    total = total_json(costs)
-    budget = ctx.stack.fleet.budget
-    if budget is not None:
-        at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
-        total["budget"] = {"monthly": money(budget.monthly_usd), "overBudget": over_budget(at_max, budget.monthly_usd)}
-    else:
-        total["budget"] = None
-    ctx.doc["cost"] = total
+        budget = {"monthlyUsd": float(monthly_usd), "currency": CURRENCY, "stackFile": stack_file}
+        super().__init__(BUDGET_TYPE, name, budget, opts)
+        # Outputs too: `AnalyzeStack` reads a component's outputs, which are what it registers here.
+        self.register_outputs(budget)

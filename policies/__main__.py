@@ -2,6 +2,7 @@
 
 from pulumi_policy import EnforcementLevel, PolicyPack
 
-from policies.pack import ALL_POLICIES, PACK_NAME
+from policies.pack import ALL_POLICIES, PACK_NAME, state_manifest_version
 
+state_manifest_version()
 PolicyPack(name=PACK_NAME, policies=ALL_POLICIES, enforcement_level=EnforcementLevel.MANDATORY)

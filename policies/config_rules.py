@@ -41,8 +41,17 @@ def is_cluster_component(resource_type: str) -> bool:
     return CLUSTER_COMPONENT.match(resource_type) is not None
 
 
+class MissingFactsError(Exception):
+    """A cluster component registered without the facts the pack reads (a regression in the program)."""
+
+
 def cluster_violations(cluster: str, props: Any) -> list[Violation]:
     """Every device-rule violation of one registered cluster component, in pool order."""
+    if props.get("source") is None or props.get("pools") is None:
+        raise MissingFactsError(
+            f"cluster component {cluster} registers no 'source' or 'pools', which the pack reads "
+            "(components.base.policy_inputs); the pack cannot check its pools"
+        )
     source = str(props["source"])
     region = props.get("region")
     found: list[Violation] = []
@@ -62,7 +71,12 @@ def _validator(policy: str) -> Callable[[ResourceValidationArgs, ReportViolation
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         if not is_cluster_component(args.resource_type):
             return
-        for violation in cluster_violations(args.name, args.props):
+        try:
+            violations = cluster_violations(args.name, args.props)
+        except MissingFactsError as err:
+            report_violation(str(err), None)
+            return
+        for violation in violations:
             if violation.policy == policy:
                 report_violation(violation.message, None)
 

@@ -3,16 +3,38 @@
 The engine sends a resource's properties with camelCase keys, every number as a float (`3` arrives
 as `3.0`) and, in the Python SDK, wrapped in `pulumi_policy.proxy` objects that are a `Mapping` or
 a `Sequence` but not a `dict` or a `list`. Reading an unknown value (computed during preview)
-raises `UnknownValueError`, which the pack's server reports as an advisory "can't run during
-preview"; these helpers let that exception through on purpose.
+raises `UnknownValueError`, which the pack's server reports as an advisory "can't run policy
+... during preview" (pulumi/pulumi-policy v1.21.0, sdk/python/lib/pulumi_policy/policy.py,
+`Analyze`); these helpers let that exception through on purpose, and `undecided` says what was
+unknown and that the policy decides on `pulumi up`, where every value is known.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from pulumi_policy.proxy import UnknownValueError
+
 from infra.formats import plain
+
+
+@contextmanager
+def undecided(what: str) -> Iterator[None]:
+    """Turn a read of an unknown value into the advisory preview diagnostic, naming what was unknown."""
+    try:
+        yield
+    except UnknownValueError as err:
+        if not getattr(err, "decided_where", None):
+            err.decided_where = what  # type: ignore[attr-defined]
+            err.message = cannot_decide(what, err.message)
+        raise
+
+
+def cannot_decide(what: str, why: str) -> str:
+    return f"{what} is not known in this preview ({why}); the policy decides on `pulumi up`, which knows it"
+
 
 __all__ = ["get", "mappings", "plain", "strings"]
 

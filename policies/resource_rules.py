@@ -1,14 +1,21 @@
 """Resource-level policies: they check what the program emits, so a regression in a component is caught.
 
 Each reads one resource's inputs in its provider's spelling (camelCase, numbers as floats, see
-`policies.props`). The values a pool must carry come from `infra.facts`, which the components
-also read; the release rules read `components.catalog` rows only to name what they check.
+`policies.props`); the engine sends `Analyze` a resource's inputs in a first preview, an update
+and `pulumi policy analyze` alike (pulumi/pulumi v3.259.0, pkg/resource/deploy/step_generator.go
+and analyze_snapshot.go). The values a pool must carry come from `infra.facts`, which the
+components also read.
+
+The release rules judge the releases a ServingStack plans (`components.serving_stack
+.planned_release`: chart, version, values, the same arguments its Releases are given), which the
+stack registers as literal inputs; a Release outside a ServingStack is judged on its own inputs.
+A value that is unknown in a preview is said so (`policies.props.undecided`), never guessed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +26,7 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from components.base import UPPER_EFFECT
 from infra.config import Accelerator
@@ -34,7 +42,7 @@ from infra.facts import (
 )
 from infra.formats import image_problem, tag_problem
 from policies import tokens
-from policies.props import get, mappings, plain, strings
+from policies.props import get, mappings, plain, strings, undecided
 
 # --------------------------------------------------------------------------------------------
 # pool-role-marking
@@ -144,7 +152,8 @@ def _validate_pool_role_marking(args: ResourceValidationArgs, report_violation: 
     else:
         return
     for pool in pools:
-        marking = pool_marking(source, pool)
+        with undecided(f"the labels, taints or accelerators of node pool {args.name}"):
+            marking = pool_marking(source, pool)
         label = marking.labels.get(POOL_LABEL) or "?"
         for problem in marking_problems(source, marking):
             report_violation(f"pool '{label}' ({args.name}): {problem}", None)
@@ -215,18 +224,37 @@ def chart_name(props: Mapping[str, Any]) -> str:
     return str(props.get("chart") or "").rstrip("/").rsplit("/", 1)[-1]
 
 
+def parent_type(urn: str) -> str:
+    """The type of a resource's parent, read from its URN (`...::<parent type>$<type>::<name>`)."""
+    parts = urn.split("::")
+    types = parts[2].split("$") if len(parts) > 3 else []
+    return types[-2] if len(types) > 1 else ""
+
+
+def judged_releases(args: ResourceValidationArgs) -> list[tuple[str, Mapping[str, Any]]]:
+    """The releases this resource states, each with its release name: a ServingStack's plan,
+    or a Release of its own outside any ServingStack (its stack judges the others)."""
+    if args.resource_type == tokens.SERVING_STACK:
+        with undecided(f"the releases planned by {args.name}"):
+            planned = mappings(args.props.get("releases"))
+            return [(release_name(str(r.get("key") or args.name), r), r) for r in planned]
+    if args.resource_type == tokens.RELEASE and parent_type(args.urn) != tokens.SERVING_STACK:
+        return [(release_name(args.name, args.props), args.props)]
+    return []
+
+
 def _validate_pinned_versions(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type != tokens.RELEASE:
-        return
-    release = release_name(args.name, args.props)
-    version = str(args.props.get("version") or "")
-    if not EXACT_VERSION.match(version):
-        shown = f"'{version}'" if version else "no version"
-        report_violation(
-            f"release {release} (chart {chart_name(args.props)}) pins {shown}; pin an exact chart version", None
-        )
-    for problem in image_problems(args.props.get("values") or {}):
-        report_violation(f"release {release}: {problem}; pin an exact tag", None)
+    for release, props in judged_releases(args):
+        with undecided(f"the chart version or values of release {release}"):
+            version = str(plain(props.get("version")) or "")
+            problems = image_problems(props.get("values") or {})
+        if not EXACT_VERSION.match(version):
+            shown = f"'{version}'" if version else "no version"
+            report_violation(
+                f"release {release} (chart {chart_name(props)}) pins {shown}; pin an exact chart version", None
+            )
+        for problem in problems:
+            report_violation(f"release {release}: {problem}; pin an exact tag", None)
 
 
 pinned_versions = ResourceValidationPolicy(
@@ -266,10 +294,13 @@ def amd_operator_problems(values: Any) -> list[str]:
 
 
 def _validate_amd_operator_values(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type != tokens.RELEASE or chart_name(args.props) != AMD_OPERATOR_CHART:
-        return
-    for problem in amd_operator_problems(args.props.get("values") or {}):
-        report_violation(f"release {release_name(args.name, args.props)}: {problem}", None)
+    for release, props in judged_releases(args):
+        with undecided(f"the chart or values of release {release}"):
+            if chart_name(props) != AMD_OPERATOR_CHART:
+                continue
+            problems = amd_operator_problems(plain(props.get("values") or {}))
+        for problem in problems:
+            report_violation(f"release {release}: {problem}", None)
 
 
 amd_operator_values = ResourceValidationPolicy(
@@ -290,40 +321,53 @@ def _is_tolerations_key(key: str) -> bool:
 
 
 def wildcard_tolerations(value: Any, path: str) -> list[str]:
-    """Paths of tolerations that tolerate every taint: no key, operator Exists."""
+    """Paths of tolerations that tolerate every taint: no key, operator Exists.
+
+    Only tolerations are read: an unknown value elsewhere (a name computed in preview) is
+    skipped; an unknown toleration raises `UnknownValueError` (see `undecided`).
+    """
     found: list[str] = []
-    value = plain(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
+    if isinstance(value, Mapping):
+        for key in value:
             here = f"{path}.{key}"
-            if _is_tolerations_key(key) and isinstance(item, list):
-                for i, t in enumerate(item):
+            if _is_tolerations_key(str(key)):
+                item = plain(value[key])
+                for i, t in enumerate(item if isinstance(item, list) else []):
                     if isinstance(t, dict) and not t.get("key") and t.get("operator") == "Exists":
                         found.append(f"{here}[{i}]")
-            else:
-                found.extend(wildcard_tolerations(item, here))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
+                continue
+            try:
+                item = value[key]
+            except UnknownValueError:
+                continue
+            found.extend(wildcard_tolerations(item, here))
+    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        for i in range(len(value)):
+            try:
+                item = value[i]
+            except UnknownValueError:
+                continue
             found.extend(wildcard_tolerations(item, f"{path}[{i}]"))
     return found
 
 
 def _validate_no_wildcard_tolerations(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type == tokens.RELEASE:
-        release = release_name(args.name, args.props)
-        if release in (args.get_config().get("allowedReleases") or []):
-            return
-        where, found = f"release {release}", wildcard_tolerations(args.props.get("values") or {}, "values")
-    elif args.resource_type == tokens.DEPLOYMENT:
-        where, found = f"deployment {args.name}", wildcard_tolerations(args.props.get("spec") or {}, "spec")
-    else:
-        return
-    for path in found:
-        report_violation(
-            f"{where}: {path} tolerates every taint (empty key, operator Exists); tolerate the taint keys "
-            "of the pools it runs on",
-            None,
-        )
+    judged: list[tuple[str, list[str]]] = []
+    allowed = args.get_config().get("allowedReleases") or []
+    for release, props in judged_releases(args):
+        if release not in allowed:
+            with undecided(f"the tolerations in the values of release {release}"):
+                judged.append((f"release {release}", wildcard_tolerations(props.get("values") or {}, "values")))
+    if args.resource_type == tokens.DEPLOYMENT:
+        with undecided(f"the pod tolerations of deployment {args.name}"):
+            judged.append((f"deployment {args.name}", wildcard_tolerations(args.props.get("spec") or {}, "spec")))
+    for where, found in judged:
+        for path in found:
+            report_violation(
+                f"{where}: {path} tolerates every taint (empty key, operator Exists); tolerate the taint keys "
+                "of the pools it runs on",
+                None,
+            )
 
 
 no_wildcard_tolerations = ResourceValidationPolicy(

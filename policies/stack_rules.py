@@ -1,7 +1,14 @@
 """Stack-level policies: rules that join resources (a release to its stack, a workload to its claim).
 
-They see every resource with its parent set, so a release is judged by the ServingStack it sits
-under and that stack by the cluster component above it. The join of drivers to components is
+`AnalyzeStack` sees every resource with its **outputs** and its parent set (pulumi/pulumi v3.259.0,
+pkg/resource/deploy/step_generator.go, `AnalyzeResources`; `pulumi policy analyze` the same,
+analyze_snapshot.go). A component's outputs are only what it passed to `register_outputs`, so
+these rules read the facts the components register there (`components.base.policy_inputs`,
+`components.serving_stack.planned_release`), literals known in every mode. A Kubernetes object
+of a cluster that does not exist yet has no outputs at all in a first preview
+(pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown): a rule
+that needs one says it cannot decide in this preview, and decides on `pulumi up`. A missing fact
+is reported, never a `KeyError`. The join of drivers to components is
 `components.catalog.join_components`, the same function the program installs by.
 """
 
@@ -17,6 +24,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
 from infra.config import InferenceClass
@@ -35,35 +43,50 @@ from infra.devices import CPU_DRIVER, claimed_drivers
 from infra.formats import parse_quantity
 from policies import tokens
 from policies.config_rules import is_cluster_component
-from policies.props import get, mappings, plain
-from policies.resource_rules import release_name
+from policies.props import cannot_decide, get, mappings, plain, undecided
 
 # --------------------------------------------------------------------------------------------
 # device-stack-filtered
 
 
-def _under(resource: PolicyResource, ancestor: PolicyResource) -> bool:
-    parent = resource.parent
-    while parent is not None:
-        if parent.urn == ancestor.urn:
-            return True
-        parent = parent.parent
-    return False
-
-
-def _claimed_by_pools(cluster: PolicyResource) -> list[str]:
+def _claimed_by_pools(cluster: PolicyResource) -> list[str] | None:
+    """The drivers the cluster component's pools claim, from its outputs; None when it registers no pools."""
+    pools = cluster.props.get("pools")
+    if pools is None:
+        return None
     drivers: set[str] = set()
-    for pool in mappings(cluster.props.get("pools")):
+    for pool in mappings(pools):
         spec = pool.get("class")
         if spec is not None:
             drivers.update(claimed_drivers(InferenceClass.model_validate(plain(spec))))
     return sorted(drivers)
 
 
+def _release_children(stack: PolicyResource, resources: list[PolicyResource]) -> set[str]:
+    """Component keys of the Releases registered under the stack, read from their names
+    (`<stack>-<key>`), which the URN carries even when a preview gives them no properties."""
+    prefix = f"{stack.name}-"
+    return {
+        r.name[len(prefix) :]
+        for r in resources
+        if r.resource_type == tokens.RELEASE and r.parent is not None and r.parent.urn == stack.urn
+        if r.name.startswith(prefix)
+    }
+
+
+STACK_FACTS = ("source", "draDrivers", "releases")
+
+
 def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]) -> list[str]:
-    """How the releases under one ServingStack differ from what its cluster's drivers select."""
+    """How the releases one ServingStack plans and registers differ from what its cluster's drivers select."""
+    missing = [key for key in STACK_FACTS if stack.props.get(key) is None]
+    if missing:
+        return [
+            f"stack {stack.name} registers no output {', '.join(repr(k) for k in missing)}, which this policy reads "
+            "(components.serving_stack); it cannot check the stack's releases"
+        ]
     source = str(stack.props["source"])
-    claimed = sorted(str(d) for d in plain(stack.props.get("draDrivers")) or [])
+    claimed = sorted(str(d) for d in plain(stack.props["draDrivers"]) or [])
     cluster_name = str(stack.props.get("cluster") or stack.name)
     if source not in CATALOG:
         return [f"stack {stack.name}: unknown source '{source}'"]
@@ -71,22 +94,24 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
     cluster = stack.parent
     if cluster is not None and is_cluster_component(cluster.resource_type):
         from_pools = _claimed_by_pools(cluster)
-        if from_pools != claimed:
+        if from_pools is None:
+            problems.append(f"cluster component {cluster.name} registers no output 'pools', which this policy reads")
+        elif from_pools != claimed:
             problems.append(
                 f"cluster '{cluster_name}': the stack installs for drivers [{', '.join(claimed)}] but the "
                 f"cluster's pools claim [{', '.join(from_pools)}]"
             )
     catalog = CATALOG[source]
     owner_operator = plain(stack.props.get("ownerGpuOperator")) is True
-    by_release = {c.release: c for c in catalog}
-    present: set[str] = set()
-    for release in resources:
-        if release.resource_type != tokens.RELEASE or not _under(release, stack):
-            continue
-        component = by_release.get(release_name(release.name, release.props))
+    by_key = {c.key: c for c in catalog}
+    planned: set[str] = set()
+    for release in mappings(stack.props["releases"]):
+        key = str(release.get("key") or "")
+        component = by_key.get(key)
         if component is None:
+            problems.append(f"cluster '{cluster_name}': release '{key}' is not in the {source} catalog")
             continue
-        present.add(component.key)
+        planned.add(key)
         if owner_operator and component.key in GPU_OPERATOR_KEYS:
             problems.append(
                 f"cluster '{cluster_name}': release {component.release} installs a second GPU operator next to "
@@ -99,18 +124,29 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
             )
     served = sorted(set(claimed) & set(supported_drivers(source)))
     for component in join_components(catalog, served, owner_operator):
-        if component.dra_drivers and component.key not in present:
+        if component.dra_drivers and component.key not in planned:
             drivers = ", ".join(d for d in component.dra_drivers if d in served)
             problems.append(
                 f"cluster '{cluster_name}': pools claim {drivers} but release {component.release} is not installed"
             )
+    registered = _release_children(stack, resources)
+    for key in sorted(planned - registered):
+        problems.append(
+            f"cluster '{cluster_name}': release {by_key[key].release} is planned but no Release registers it"
+        )
+    for key in sorted(registered - planned):
+        problems.append(
+            f"cluster '{cluster_name}': Release {stack.name}-{key} is registered but not in the stack's plan"
+        )
     return problems
 
 
 def _validate_device_stack_filtered(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     for stack in args.resources:
         if stack.resource_type == tokens.SERVING_STACK:
-            for problem in stack_filter_problems(stack, args.resources):
+            with undecided(f"the releases of {stack.name}"):
+                problems = stack_filter_problems(stack, args.resources)
+            for problem in problems:
                 report_violation(problem, stack.urn)
 
 
@@ -179,17 +215,42 @@ def workload_problems(deployment: PolicyResource, templates: Mapping[tuple[str, 
     return problems
 
 
+JOINED = (tokens.RESOURCE_CLAIM_TEMPLATE, tokens.DEPLOYMENT)
+
+
 def _validate_cpu_claim_resources(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    joined = [r for r in args.resources if r.resource_type in JOINED]
+    # A first preview gives the objects of a cluster not created yet no properties: nothing to join.
+    empty = sorted(r.name for r in joined if len(r.props) == 0)
+    if empty:
+        raise unknown_error(
+            cannot_decide(
+                f"what {', '.join(empty)} claim and request",
+                "their cluster does not exist yet, so the engine previews them with no properties",
+            )
+        )
     templates: dict[tuple[str, str], Decimal] = {}
-    for r in args.resources:
+    problems: list[tuple[str, str]] = []
+    for r in joined:
         if r.resource_type == tokens.RESOURCE_CLAIM_TEMPLATE:
-            cpus = claimed_cpus(r)
+            with undecided(f"the CPUs claimed by {r.name}"):
+                cpus = claimed_cpus(r)
             if cpus is not None:
                 templates[_key(r)] = cpus
-    for r in args.resources:
+    for r in joined:
         if r.resource_type == tokens.DEPLOYMENT:
-            for problem in workload_problems(r, templates):
-                report_violation(problem, r.urn)
+            with undecided(f"the containers and claims of {r.name}"):
+                problems += [(p, r.urn) for p in workload_problems(r, templates)]
+    for problem, urn in problems:
+        report_violation(problem, urn)
+
+
+def unknown_error(message: str) -> UnknownValueError:
+    """An `UnknownValueError` with our own message (its constructor builds one from a property path)."""
+    err = UnknownValueError(UNKNOWN_STRING_VALUE, [])
+    err.message = message
+    err.decided_where = message  # type: ignore[attr-defined]
+    return err
 
 
 cpu_claim_resources = StackValidationPolicy(
@@ -221,7 +282,10 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
 
 def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> str | None:
     """Why the registered fleet is over the stack's budget, or None when it is not."""
-    limit = Decimal(str(plain(budget.props.get("monthlyUsd"))))
+    given = plain(budget.props.get("monthlyUsd"))
+    if not isinstance(given, int | float):
+        return f"the budget component {budget.name} registers no output 'monthlyUsd', which this policy reads"
+    limit = Decimal(str(given))
     costs = [c for r in resources if is_cluster_component(r.resource_type) if (c := registered_cluster_cost(r))]
     at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
     if not over_budget(at_max, limit):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
@@ -27,9 +27,19 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.deserialize import deserialize_properties
-from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE, unknown_checking_proxy
+from pulumi_policy.proxy import (
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    UnknownValueError,
+    unknown_checking_proxy,
+)
+
+from infra.tooling.analyzer import wire_struct
+from infra.tooling.mockrun import Registration
 
 __all__ = [
+    "MODES",
     "UNKNOWN_ARRAY_VALUE",
     "UNKNOWN_OBJECT_VALUE",
     "UNKNOWN_STRING_VALUE",
@@ -40,6 +50,8 @@ __all__ = [
     "stack_args",
     "stack_resource",
     "urn_of",
+    "verdict",
+    "views",
 ]
 
 
@@ -145,3 +157,57 @@ def run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> l
         finally:
             loop.close()
     return messages
+
+
+def verdict(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> list[str] | str:
+    """What the pack's server answers for one policy: its messages, or `undecided: <why>` where
+    the policy read an unknown value (the server reports that as an advisory preview diagnostic)."""
+    try:
+        return run(policy, args)
+    except UnknownValueError as err:
+        return f"undecided: {err.message}"
+
+
+# The three ways the engine hands a stack to the pack: a first preview (nothing exists), an
+# update of an existing stack, and `pulumi policy analyze --file` on a stack's exported state.
+MODES = ("preview", "update", "analyze")
+
+
+def _wired(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Props as the pack's server reads them off the wire (unknown and secret markers included)."""
+    struct = wire_struct(props)
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))  # type: ignore[no-any-return]
+
+
+def views(
+    resources: Sequence[Registration], root: Registration | None = None
+) -> tuple[dict[str, Callable[[Policy], ResourceValidationArgs]], list[PolicyResource]]:
+    """What the pack sees of registered resources: per resource, `Analyze` args on its inputs;
+    and the `AnalyzeStack` resources on their outputs, parents linked by URN."""
+    everything = [root, *resources] if root is not None else list(resources)
+
+    def analyze(r: Registration) -> Callable[[Policy], ResourceValidationArgs]:
+        def args(policy: Policy) -> ResourceValidationArgs:
+            return ResourceValidationArgs(
+                r.type,
+                _wired(r.inputs),
+                r.urn,
+                r.name,
+                options(r.protect, r.parent_urn or None),
+                None,
+                policy_config(policy),
+            )
+
+        return args
+
+    by_urn: dict[str, PolicyResource] = {}
+    stack: list[PolicyResource] = []
+    for r in everything:
+        resource = PolicyResource(
+            r.type, _wired(r.outputs), r.urn, r.name, options(r.protect, r.parent_urn or None), None, None, [], {}
+        )
+        by_urn[r.urn] = resource
+        stack.append(resource)
+    for r, resource in zip(everything, stack, strict=True):
+        resource.parent = by_urn.get(r.parent_urn)
+    return {r.name: analyze(r) for r in everything}, stack

@@ -67,13 +67,24 @@ def test_existing_fleet_from_the_program_passes_the_pack(byo_resources: list[Reg
     assert run_policy_pack(byo_resources, stack="byo") == []
 
 
-def test_amd_operator_with_kmm_on_is_a_mandatory_violation(byo_resources: list[Registration]) -> None:
-    def kmm_on(inputs: dict[str, Any]) -> None:
-        inputs["values"]["kmm"] = {"enabled": True, "watch": False}
+def planned(key: str, edit: Any) -> Any:
+    def apply(inputs: dict[str, Any]) -> None:
+        for release in inputs["releases"]:
+            if release["key"] == key:
+                edit(release)
 
-    found = run_policy_pack(with_inputs(byo_resources, "byo-lab-stack-amd-gpu-operator", kmm_on), stack="byo")
+    return apply
+
+
+def test_amd_operator_with_kmm_on_is_a_mandatory_violation(byo_resources: list[Registration]) -> None:
+    def kmm_on(release: dict[str, Any]) -> None:
+        release["values"]["kmm"] = {"enabled": True, "watch": False}
+
+    found = run_policy_pack(
+        with_inputs(byo_resources, "byo-lab-stack", planned("amd-gpu-operator", kmm_on)), stack="byo"
+    )
     assert [(v.policy, v.enforcement, v.resource) for v in found] == [
-        ("amd-operator-values", "mandatory", "byo-lab-stack-amd-gpu-operator")
+        ("amd-operator-values", "mandatory", "byo-lab-stack")
     ]
     assert found[0].message.startswith("release mp-gpu-operator-charts: kmm.enabled must be false")
 
@@ -85,10 +96,12 @@ def test_release_removed_from_the_stack_is_a_stack_violation(byo_resources: list
 
 
 def test_floating_image_is_rejected_through_the_engine_protocol(byo_resources: list[Registration]) -> None:
-    def float_image(inputs: dict[str, Any]) -> None:
-        inputs["values"]["image"] = "registry.k8s.io/dra-driver-cpu:latest"
+    def float_image(release: dict[str, Any]) -> None:
+        release["values"]["image"] = "registry.k8s.io/dra-driver-cpu:latest"
 
-    found = run_policy_pack(with_inputs(byo_resources, "byo-lab-stack-dra-driver-cpu", float_image), stack="byo")
+    found = run_policy_pack(
+        with_inputs(byo_resources, "byo-lab-stack", planned("dra-driver-cpu", float_image)), stack="byo"
+    )
     assert {(v.policy, v.enforcement) for v in found} == {("pinned-versions", "mandatory")}
 
 
@@ -131,3 +144,193 @@ def test_a_pack_that_cannot_start_is_reported_with_its_error(tmp_path: Path) -> 
     (tmp_path / "__main__.py").write_text("raise SystemExit('broken pack')\n")
     with pytest.raises(PolicyPackError, match="broken pack"):
         run_policy_pack([], stack="byo", pack_dir=tmp_path, timeout=30)
+
+
+RECORDING_PACK = """
+import json, os, sys, threading, time
+from concurrent import futures
+
+import grpc
+from google.protobuf import empty_pb2, json_format
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+log = open(os.environ["PACK_CALL_LOG"], "a", buffering=1)
+lock = threading.Lock()
+busy = [0]
+
+
+def record(call, **fields):
+    with lock:
+        log.write(json.dumps({"call": call, **fields}) + "\\\\n")
+
+
+class Recorder(analyzer_pb2_grpc.AnalyzerServicer):
+    def ConfigureStack(self, request, context):
+        record("ConfigureStack", stack=request.stack, dry_run=request.dry_run, config=dict(request.config),
+               secret_keys=list(request.config_secret_keys), env_config=json.loads(os.environ.get("PULUMI_CONFIG", "{}")))
+        return analyzer_pb2.AnalyzerStackConfigureResponse()
+
+    def GetAnalyzerInfo(self, request, context):
+        record("GetAnalyzerInfo")
+        return analyzer_pb2.AnalyzerInfo(name="recorder", version="1.0.0", supportsConfig=True)
+
+    def Configure(self, request, context):
+        record("Configure")
+        return empty_pb2.Empty()
+
+    def Remediate(self, request, context):
+        record("Remediate", name=request.name)
+        return analyzer_pb2.RemediateResponse()
+
+    def Analyze(self, request, context):
+        with lock:
+            busy[0] += 1
+            now = busy[0]
+        time.sleep(0.01)  # let calls overlap if the client sends more than it should
+        with lock:
+            busy[0] -= 1
+        record("Analyze", name=request.name, in_flight=now, props=json_format.MessageToDict(request.properties))
+        return analyzer_pb2.AnalyzeResponse()
+
+    def AnalyzeStack(self, request, context):
+        record("AnalyzeStack", resources=[
+            {"name": r.name, "type": r.type, "props": json_format.MessageToDict(r.properties)} for r in request.resources
+        ])
+        return analyzer_pb2.AnalyzeResponse()
+
+
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+analyzer_pb2_grpc.add_AnalyzerServicer_to_server(Recorder(), server)
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+sys.stdout.write(f"{port}\\\\n")
+sys.stdout.flush()
+server.wait_for_termination()
+"""
+
+
+def test_client_calls_the_pack_in_the_engines_order_with_its_payloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    (tmp_path / "__main__.py").write_text(RECORDING_PACK.replace("\\\\n", "\\n"))
+    calls_log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PACK_CALL_LOG", str(calls_log))
+    root = Registration(
+        "pulumi:pulumi:Stack",
+        "modelplane-s",
+        None,
+        "urn:pulumi:s::modelplane::pulumi:pulumi:Stack::modelplane-s",
+        {},
+        False,
+        outputs={"clusters": {"a": 1}},
+    )
+    resources = [
+        Registration(
+            "kubernetes:helm.sh/v3:Release",
+            f"r{i}",
+            None,
+            f"urn:pulumi:s::modelplane::kubernetes:helm.sh/v3:Release::r{i}",
+            {"chart": "c", "version": "1.0.0"},
+            True,
+            outputs={},
+        )
+        for i in range(12)
+    ]
+    config = {"modelplane:protect": "true", "modelplane:kubeconfig": "<secret>"}
+    found = run_policy_pack(
+        resources,
+        stack="s",
+        dry_run=True,
+        root=root,
+        stack_config=config,
+        secret_keys=["modelplane:kubeconfig"],
+        pack_dir=tmp_path,
+        in_flight=3,
+    )
+    assert found == []
+    calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
+    # Configured first, with the stack's config (also in PULUMI_CONFIG), then described and configured.
+    assert [c["call"] for c in calls[:3]] == ["ConfigureStack", "GetAnalyzerInfo", "Configure"]
+    assert calls[0] == {
+        "call": "ConfigureStack",
+        "stack": "s",
+        "dry_run": True,
+        "config": config,
+        "secret_keys": ["modelplane:kubeconfig"],
+        "env_config": config,
+    }
+    # Each resource, the root stack included, is remediated before it is analyzed, on its inputs.
+    for name in ["modelplane-s", *(f"r{i}" for i in range(12))]:
+        order = [c["call"] for c in calls if c.get("name") == name]
+        assert order == ["Remediate", "Analyze"]
+    assert {c["name"]: c["props"] for c in calls if c["call"] == "Analyze"}["r0"] == {"chart": "c", "version": "1.0.0"}
+    # Never more resources in flight than asked for.
+    assert max(c["in_flight"] for c in calls if c["call"] == "Analyze") <= 3
+    # AnalyzeStack comes last, over the root stack and every resource, with their outputs.
+    assert calls[-1]["call"] == "AnalyzeStack"
+    assert calls[-1]["resources"][0] == {
+        "name": "modelplane-s",
+        "type": "pulumi:pulumi:Stack",
+        "props": {"clusters": {"a": 1}},
+    }
+    assert [r["props"] for r in calls[-1]["resources"][1:]] == [{}] * 12
+
+
+def test_a_failed_call_fails_the_run_and_is_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    failing = RECORDING_PACK.replace("\\\\n", "\\n").replace(
+        "    def Analyze(self, request, context):\n",
+        "    def Analyze(self, request, context):\n"
+        '        record("Analyze", name=request.name, in_flight=0, props={})\n'
+        '        context.abort(grpc.StatusCode.CANCELLED, "overloaded")\n',
+    )
+    (tmp_path / "__main__.py").write_text(failing)
+    calls_log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PACK_CALL_LOG", str(calls_log))
+    one = Registration(
+        "kubernetes:helm.sh/v3:Release",
+        "r0",
+        None,
+        "urn:pulumi:s::modelplane::kubernetes:helm.sh/v3:Release::r0",
+        {},
+        True,
+    )
+    with pytest.raises(PolicyPackError, match=r"(?s)failed on Analyze\(r0\).*CANCELLED"):
+        run_policy_pack([one], stack="s", pack_dir=tmp_path)
+    calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
+    assert [c["call"] for c in calls if c.get("name") == "r0"] == ["Remediate", "Analyze"]
+
+
+def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:
+    from infra.config import load_stack_file
+    from infra.program import run
+    from infra.tooling.mockrun import run_under_mocks
+    from infra.tooling.stackconfig import config_of
+
+    stack = load_stack_file(Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
+    config, secret_keys = config_of(stack)
+    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=True)
+    found = run_policy_pack(result.resources, stack.stack, dry_run=True, root=result.stack, stack_config=config)
+    assert [(v.policy, v.enforcement) for v in found] == [("cpu-claim-resources", "advisory")]
+    # PulumiPolicy.yaml says 0.1.0; the SDK on its own would write v0.0.1 here.
+    assert found[0].message.startswith(
+        "can't run policy 'cpu-claim-resources' from policy pack 'modelplane@v0.1.0' during preview: "
+    )
+
+
+def test_config_too_large_for_one_environment_string_still_reaches_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    (tmp_path / "__main__.py").write_text(RECORDING_PACK.replace("\\\\n", "\\n"))
+    calls_log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("PACK_CALL_LOG", str(calls_log))
+    # 200 KB in one key: past Linux's 128 KiB limit for a single environment string.
+    config = {"modelplane:clusters": "x" * 200_000}
+    assert run_policy_pack([], stack="s", stack_config=config, pack_dir=tmp_path) == []
+    configured = json.loads(calls_log.read_text().splitlines()[0])
+    assert configured["config"] == config and configured["env_config"] == {}

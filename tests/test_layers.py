@@ -33,8 +33,7 @@ def test_infra_modules_outside_the_program_and_tooling_never_import_components()
             continue
         if any(m == "components" or m.startswith("components.") for m in imported_modules(path)):
             offenders.append(str(rel))
-    # placement.py's plan hook still imports the model deployment's pod placement inside a function.
-    assert offenders in ([], ["infra/placement.py"])
+    assert offenders == []
 
 
 def test_the_vocabulary_imports_nothing_of_the_project() -> None:

@@ -16,16 +16,8 @@ import pytest
 from components.catalog import release_values
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
-from infra.placement import (
-    AGENT_WORKLOADS,
-    UNPOOLED,
-    WILDCARD_ALLOWLIST,
-    PodPlacement,
-    Toleration,
-    affinity_matches,
-    audit,
-    untolerated,
-)
+from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
+from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, audit
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -379,3 +371,17 @@ def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.Monk
     found = [v for v in doc["violations"] if v["policy"] == "placement"]
     assert found and all(v["enforcement"] == "mandatory" for v in found)
     assert any(v["resource"] == "civo-lon1/mp-gpu-operator/operands" for v in found)
+
+
+def test_product_modules_never_import_the_offline_tooling() -> None:
+    """The program (infra/, components/) runs under the Pulumi CLI; the tooling imports it, never the reverse."""
+    import ast
+
+    offenders = []
+    for path in sorted([*(ROOT / "infra").glob("*.py"), *(ROOT / "components").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("infra.tooling")]
+    assert offenders == []

@@ -8,6 +8,7 @@ from pulumi_policy import PolicyResource
 
 from components.base import policy_inputs
 from components.catalog import Component, cluster_components
+from components.serving_stack import planned_release
 from infra.facts import ClusterFacts, derive_cluster
 from policies.stack_rules import cpu_claim_resources, device_stack_filtered
 from tests.conftest import cpu_class, fleet_of
@@ -44,7 +45,8 @@ def release_props(c: Component) -> dict[str, Any]:
 def stack_of(
     components: list[Component], dra_drivers: list[str] | None = None, owner_gpu_operator: bool = False
 ) -> list[PolicyResource]:
-    """A cluster component, its ServingStack and one Release per component, parented as the program does."""
+    """A cluster component, its ServingStack and one Release per component, parented as the program does,
+    each with the outputs `AnalyzeStack` gets: the components' registered facts, the Releases' state."""
     facts, specs = byo_facts()
     cluster = stack_resource("modelplane:existing:ExistingCluster", policy_inputs(facts, specs), name="byo")
     stack = stack_resource(
@@ -56,6 +58,7 @@ def stack_of(
             "supportedDrivers": list(facts.supported_drivers),
             "components": [c.key for c in components],
             "ownerGpuOperator": owner_gpu_operator,
+            "releases": [planned_release(c, False) for c in components],
         },
         name="byo-stack",
         parent=cluster,

@@ -1,16 +1,29 @@
 """Run the CrossGuard pack the way the Pulumi engine does, without the Pulumi CLI.
 
-The engine starts a Python pack as `python -m pulumi.policy <engine address> <pack program>` with
-`PULUMI_PROJECT`, `PULUMI_STACK`, `PULUMI_DRY_RUN` and `PULUMI_CONFIG` set, reads the port the
-pack's Analyzer server prints, and speaks the Analyzer gRPC protocol to it: `GetAnalyzerInfo`,
-`Configure` (each policy's enforcement level and properties, schema defaults filled in),
-`Analyze` for every registered resource with its inputs, and `AnalyzeStack` over all of them
-with parents and dependencies. This module does exactly that with the resources a mock run
-recorded, so the offline plan gets the pack's own verdicts, not a re-implementation of them.
+The engine (pulumi/pulumi v3.259.0) starts a Python pack as `python -m pulumi.policy <engine
+address> <pack program>` with `PULUMI_CONFIG` (the stack's config), `PULUMI_PROJECT`,
+`PULUMI_STACK`, `PULUMI_ORGANIZATION` and `PULUMI_DRY_RUN` set (`constructEnv` in
+pkg/resource/plugin/analyzer_plugin.go), reads the port the pack prints, and then calls, in order:
+- `ConfigureStack` with the stack, project, organization, dry-run flag, the stack's config and
+  its secret keys (`NewPolicyAnalyzer`, same file);
+- `GetAnalyzerInfo`, then `Configure` with each policy's level and properties, schema defaults
+  filled in (`LoadLocalPolicyPackAnalyzers`, pkg/engine/update.go);
+- for each registered resource, as its registration arrives: `Remediate`, whose returned
+  properties replace the inputs, then `Analyze` on the (remediated) inputs
+  (`stepGenerator.continueStepsFromImport`, pkg/resource/deploy/step_generator.go);
+- once every step has succeeded, `AnalyzeStack` over every resource with its **outputs**, parent
+  and dependencies, the root `pulumi:pulumi:Stack` included (`stepGenerator.AnalyzeResources`,
+  same file; called from `deploymentExecutor.Execute`, deployment_executor.go).
+A reported `REMEDIATE` level counts as mandatory. (The engine also labels each diagnostic with the
+version `PulumiPolicy.yaml` states, `analyzer.convertDiagnostics`; a `PackViolation` carries no
+version.)
 
-What differs from a real deployment: the resources are those of `infra.tooling.mockrun` (inputs as the
-program registered them, which the mocks also return as outputs), and no provider `Check` has
-normalised the inputs first.
+This module does the same with the resources a mock run recorded (`infra.tooling.mockrun`), so
+the offline plan gets the pack's own verdicts, not a re-implementation of them. The pack's server
+answers on four worker threads (pulumi/pulumi-policy v1.21.0, sdk/python/lib/pulumi_policy/
+policy.py, `PolicyPack.__init__`); at most `MAX_IN_FLIGHT` resources are being analyzed at once,
+and a failed call fails the run: nothing is retried. What still differs from the engine is listed
+in docs/policies.md.
 """
 
 from __future__ import annotations
@@ -35,7 +48,17 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grp
 from infra.tooling.mockrun import Registration
 
 POLICY_PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+# How long the pack may take to start, and to answer any one call. The engine sets no deadline;
+# these only turn a hung pack into an error.
 DEFAULT_TIMEOUT = 120.0
+# Resources analyzed at once: the pack's server has four worker threads. More calls in flight
+# only queue inside the server, where a large stack's calls were cancelled.
+MAX_IN_FLIGHT = 4
+# Each `ConfigureStack` needs an organization; a file backend has none and the engine sends this.
+ORGANIZATION = "organization"
+# Linux refuses to start a process with one environment string longer than MAX_ARG_STRLEN
+# (32 pages, 131072 bytes: execve(2), "Limits on size of arguments and environment").
+MAX_ENV_STRING = 131072
 
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -68,11 +91,12 @@ class PolicyPackError(RuntimeError):
 
 
 class PackSession:
-    """A started pack, configured for one stack.
+    """A started pack, configured for one stack, asked in the engine's order.
 
-    `analyze` sends one resource to `Analyze` without waiting, as the engine has many resource
-    steps in flight; `finish` reads the answers in the order sent, then calls `AnalyzeStack` over
-    all resources. Use it as a context manager: the pack process is always stopped.
+    `analyze` queues one resource (`Remediate`, then `Analyze`); at most `in_flight` are being
+    asked at once. `finish` collects the answers in the order queued, then calls `AnalyzeStack`
+    over the root stack and every resource. Use it as a context manager: the pack process is
+    always stopped.
     """
 
     def __init__(
@@ -82,37 +106,57 @@ class PackSession:
         config: Mapping[str, Any] | None = None,
         dry_run: bool = False,
         *,
+        stack_config: Mapping[str, str] | None = None,
+        secret_keys: Sequence[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
         pack_dir: Path = POLICY_PACK_DIR,
+        in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self.stack, self.project, self.dry_run = stack, project, dry_run
         self.config = dict(config or {})
+        self.stack_config = dict(stack_config or {})
+        self.secret_keys = list(secret_keys)
         self.timeout = timeout
         self.pack_dir = pack_dir
         self._stack = ExitStack()
-        self._calls: list[tuple[str, Any]] = []
-        self._lock = threading.Lock()
+        self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight))
+        self._calls: list[tuple[str, futures.Future[list[PackViolation]]]] = []
+        # Provider resources by URN, as registered so far (a provider registers before its resources).
+        self.providers: dict[str, Registration] = {}
 
     def __enter__(self) -> PackSession:
-        self.deadline = time.monotonic() + self.timeout
         try:
             engine_address = self._stack.enter_context(_engine())
             port, self.stderr = self._stack.enter_context(
-                _pack_process(self.pack_dir, engine_address, self.stack, self.project, self.dry_run, self.deadline)
+                _pack_process(
+                    self.pack_dir,
+                    engine_address,
+                    self.stack,
+                    self.project,
+                    self.dry_run,
+                    self.stack_config,
+                    time.monotonic() + self.timeout,
+                )
             )
+            self._stack.callback(self._pool.shutdown, wait=True, cancel_futures=True)
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")
             self._stack.callback(channel.close)
-            with self._answers():
-                grpc.channel_ready_future(channel).result(timeout=_left(self.deadline))
+            with self._answers("start"):
+                grpc.channel_ready_future(channel).result(timeout=self.timeout)
                 self.stub = analyzer_pb2_grpc.AnalyzerStub(channel)
-                info = self.stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=_left(self.deadline))
-                self.stub.Configure(_configure_request(info, self.config), timeout=_left(self.deadline))
                 self.stub.ConfigureStack(
                     analyzer_pb2.AnalyzerStackConfigureRequest(
-                        stack=self.stack, project=self.project, organization="organization", dry_run=self.dry_run
+                        stack=self.stack,
+                        project=self.project,
+                        organization=ORGANIZATION,
+                        dry_run=self.dry_run,
+                        config=self.stack_config,
+                        config_secret_keys=self.secret_keys,
                     ),
-                    timeout=_left(self.deadline),
+                    timeout=self.timeout,
                 )
+                info = self.stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=self.timeout)
+                self.stub.Configure(_configure_request(info, self.config), timeout=self.timeout)
         except BaseException:
             self._stack.close()
             raise
@@ -122,48 +166,61 @@ class PackSession:
         self._stack.close()
 
     @contextmanager
-    def _answers(self) -> Iterator[None]:
-        """Turn gRPC failures into PolicyPackError, with what the pack wrote to stderr."""
+    def _answers(self, call: str) -> Iterator[None]:
+        """Turn gRPC failures into PolicyPackError, naming the call, with what the pack wrote to stderr."""
         try:
             yield
         except grpc.RpcError as err:
-            raise PolicyPackError(f"the policy pack failed: {err}\n{''.join(self.stderr)}") from None
+            raise PolicyPackError(f"the policy pack failed on {call}: {err}\n{''.join(self.stderr)}") from None
         except grpc.FutureTimeoutError:
             raise PolicyPackError(
-                f"the policy pack did not answer within {self.timeout:.0f}s\n{''.join(self.stderr)}"
+                f"the policy pack did not answer {call} within {self.timeout:.0f}s\n{''.join(self.stderr)}"
             ) from None
 
     def analyze(self, r: Registration) -> None:
-        """Send one resource's inputs to `Analyze` without waiting for the answer."""
-        request = analyzer_pb2.AnalyzeRequest(
-            type=r.type, properties=_struct(r.inputs), urn=r.urn, name=r.name, options=_options(r)
-        )
-        call = self.stub.Analyze.future(request, timeout=_left(self.deadline))
-        with self._lock:
-            self._calls.append((r.name, call))
+        """Queue one resource: `Remediate`, then `Analyze` on what remediation left."""
+        if r.type.startswith("pulumi:providers:"):
+            self.providers[r.urn] = r
+        self._calls.append((r.name, self._pool.submit(self._analyze_one, r)))
 
-    def finish(self, resources: Sequence[Registration]) -> list[PackViolation]:
-        """Every diagnostic: each `Analyze` answer in the order sent, then `AnalyzeStack` over all."""
+    def _analyze_one(self, r: Registration) -> list[PackViolation]:
         found: list[PackViolation] = []
-        with self._answers():
-            for name, call in self._calls:
-                found.extend(_violations(call.result(), {}, name))
-            analyzed = [
-                analyzer_pb2.AnalyzerResource(
-                    type=r.type,
-                    properties=_struct(r.inputs),
-                    urn=r.urn,
-                    name=r.name,
-                    options=_options(r),
-                    parent=r.parent_urn,
-                    dependencies=list(r.dependencies),
-                )
-                for r in resources
-            ]
-            response = self.stub.AnalyzeStack(
-                analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=_left(self.deadline)
+        props = wire_struct(r.inputs)
+        with self._answers(f"Remediate({r.name})"):
+            remediated = self.stub.Remediate(_analyze_request(r, props, self.providers), timeout=self.timeout)
+        for remedy in remediated.remediations:
+            if remedy.diagnostic:
+                found.append(PackViolation(remedy.policyName, "advisory", remedy.diagnostic, r.name))
+            elif remedy.HasField("properties"):
+                props = remedy.properties
+        with self._answers(f"Analyze({r.name})"):
+            response = self.stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
+        return found + _violations(response, {}, r.name)
+
+    def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
+        """Every diagnostic: each resource's in the order queued, then `AnalyzeStack` over all."""
+        found: list[PackViolation] = []
+        for _, call in self._calls:
+            found.extend(call.result())
+        everything = [root, *resources] if root is not None else list(resources)
+        analyzed = [
+            analyzer_pb2.AnalyzerResource(
+                type=r.type,
+                properties=wire_struct(r.outputs),
+                urn=r.urn,
+                name=r.name,
+                options=_options(r),
+                provider=_provider(r, self.providers),
+                parent=r.parent_urn,
+                dependencies=list(r.dependencies),
             )
-        found.extend(_violations(response, {r.urn: r.name for r in resources}, self.stack))
+            for r in everything
+        ]
+        with self._answers("AnalyzeStack"):
+            response = self.stub.AnalyzeStack(
+                analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=self.timeout
+            )
+        found.extend(_violations(response, {r.urn: r.name for r in everything}, self.stack))
         return found
 
 
@@ -174,22 +231,54 @@ def run_policy_pack(
     config: Mapping[str, Any] | None = None,
     dry_run: bool = False,
     *,
+    root: Registration | None = None,
+    stack_config: Mapping[str, str] | None = None,
+    secret_keys: Sequence[str] = (),
     timeout: float = DEFAULT_TIMEOUT,
     pack_dir: Path = POLICY_PACK_DIR,
+    in_flight: int = MAX_IN_FLIGHT,
 ) -> list[PackViolation]:
     """Every diagnostic the pack reports on `resources`, in the order the engine would show them.
 
     `config` is pack config as `--policy-pack-config` takes it: a policy name (or `all`) mapped to
-    an enforcement level, or to `{"enforcementLevel": ..., <property>: ...}`.
+    an enforcement level, or to `{"enforcementLevel": ..., <property>: ...}`. `root` is the root
+    Stack resource, analyzed first as the engine registers it first; `stack_config` and
+    `secret_keys` are the stack's config as the engine sends it (full keys, string values).
     """
-    with PackSession(stack, project, config, dry_run, timeout=timeout, pack_dir=pack_dir) as session:
+    with PackSession(
+        stack,
+        project,
+        config,
+        dry_run,
+        stack_config=stack_config,
+        secret_keys=secret_keys,
+        timeout=timeout,
+        pack_dir=pack_dir,
+        in_flight=in_flight,
+    ) as session:
+        for r in [root] if root is not None else []:
+            session.analyze(r)
         for r in resources:
             session.analyze(r)
-        return session.finish(resources)
+        return session.finish(resources, root)
 
 
-def _left(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.1)
+def _analyze_request(
+    r: Registration, props: struct_pb2.Struct, providers: Mapping[str, Registration]
+) -> analyzer_pb2.AnalyzeRequest:
+    return analyzer_pb2.AnalyzeRequest(
+        type=r.type, properties=props, urn=r.urn, name=r.name, options=_options(r), provider=_provider(r, providers)
+    )
+
+
+def _provider(r: Registration, providers: Mapping[str, Registration]) -> analyzer_pb2.AnalyzerProviderResource | None:
+    """The resource's explicit provider with its inputs, as the engine attaches it (`getProviderResource`)."""
+    provider = providers.get(r.provider.rsplit("::", 1)[0]) if r.provider else None
+    if provider is None:
+        return None
+    return analyzer_pb2.AnalyzerProviderResource(
+        type=provider.type, properties=wire_struct(provider.inputs), urn=provider.urn, name=provider.name
+    )
 
 
 def _configure_request(info: Any, config: Mapping[str, Any]) -> analyzer_pb2.ConfigureAnalyzerRequest:
@@ -233,7 +322,7 @@ def _options(r: Registration) -> analyzer_pb2.AnalyzerResourceOptions:
     return analyzer_pb2.AnalyzerResourceOptions(protect=r.protect, parent=r.parent_urn)
 
 
-def _struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
+def wire_struct(inputs: Mapping[str, Any]) -> struct_pb2.Struct:
     struct = struct_pb2.Struct()
     struct.update({k: _wire(v) for k, v in inputs.items()})
     return struct
@@ -297,19 +386,31 @@ def _engine() -> Iterator[str]:
 
 @contextmanager
 def _pack_process(
-    pack_dir: Path, engine_address: str, stack: str, project: str, dry_run: bool, deadline: float
+    pack_dir: Path,
+    engine_address: str,
+    stack: str,
+    project: str,
+    dry_run: bool,
+    stack_config: Mapping[str, str],
+    deadline: float,
 ) -> Iterator[tuple[int, list[str]]]:
     """Start the pack as the engine does; yield the port it serves on and its stderr so far; always stop it."""
     env = {
         **os.environ,
         "PULUMI_PROJECT": project,
         "PULUMI_STACK": stack,
+        "PULUMI_ORGANIZATION": ORGANIZATION,
         "PULUMI_DRY_RUN": "true" if dry_run else "false",
-        "PULUMI_CONFIG": json.dumps({}),
+        "PULUMI_CONFIG": json.dumps(dict(stack_config)),
         # The pack prints its port and then blocks; unbuffered, as the language host runs Python,
         # or the port would sit in a pipe buffer that is never flushed.
         "PYTHONUNBUFFERED": "1",
     }
+    if len(f"PULUMI_CONFIG={env['PULUMI_CONFIG']}".encode()) >= MAX_ENV_STRING:
+        # The language host would fail to start the pack here (E2BIG); the pack still gets the
+        # config through `ConfigureStack`, and this pack reads none of it. docs/policies.md
+        # lists this difference.
+        del env["PULUMI_CONFIG"]
     process = subprocess.Popen(
         [sys.executable, "-m", "pulumi.policy", engine_address, str(pack_dir / "__main__.py")],
         cwd=pack_dir,
@@ -328,7 +429,7 @@ def _pack_process(
         port_line: list[str] = []
         reader = threading.Thread(target=lambda: port_line.append(stdout.readline()), daemon=True)
         reader.start()
-        reader.join(_left(deadline))
+        reader.join(max(deadline - time.monotonic(), 0.1))
         line = port_line[0].strip() if port_line else ""
         if not line.isdigit():
             process.kill()

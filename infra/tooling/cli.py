@@ -1,6 +1,6 @@
 """The `modelplane` command line: the offline plan, the catalog, the stack-file schema, generated files.
 
-    modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR]
+    modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR] [--mode preview|update]
     modelplane catalog [--json]
     modelplane schema    print the JSON Schema of stack files
     modelplane --version
@@ -31,7 +31,7 @@ from components.catalog import CATALOG, CLOUDS, supported_drivers
 from components.telemetry import render_telemetry_doc
 from infra.cost import combine_totals
 from infra.machines import render_machines_doc
-from infra.tooling.plan import dumps, plan_stack
+from infra.tooling.plan import MODES, dumps, plan_stack
 from infra.tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -264,7 +264,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
             return EXIT_USAGE
         paths = [path]
 
-    docs = [plan_stack(p, display=display_path(p)) for p in paths]
+    docs = [plan_stack(p, display=display_path(p), mode=args.mode) for p in paths]
     if args.out:
         write_values(Path(args.out), docs)
     # `--all` adds the fleet-wide total of every stack that planned (`infra.cost`).
@@ -385,6 +385,12 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="plan every stack in stacks/")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     plan.add_argument("--out", metavar="DIR", help="write each release's values to DIR/<stack>/<cluster>/")
+    plan.add_argument(
+        "--mode",
+        choices=MODES,
+        default="preview",
+        help="preview: a first preview of a new stack (default); update: an update of a stack that exists",
+    )
     plan.set_defaults(func=cmd_plan)
     catalog = sub.add_parser("catalog", help="print the component-by-cloud matrix and supported drivers")
     catalog.add_argument("--json", action="store_true", help="print the catalog as one JSON document")

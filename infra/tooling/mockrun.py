@@ -4,6 +4,19 @@ This is how `modelplane plan` and the tests see the program without a Pulumi CLI
 credentials. The mocks stand in for the engine and providers: a resource's state is its inputs
 plus the few outputs a provider would compute (ids, endpoints, kubeconfigs); invokes return the
 minimal answer the program reads. The program itself does not know it runs here.
+
+Two modes, as the engine runs a program (pulumi/pulumi v3.259.0):
+- `preview=True`, a first preview of a stack where nothing exists yet. A resource to be created
+  gets no id and every value its provider computes is unknown; a resource whose provider's
+  configuration holds an unknown (the `kubernetes.Provider` of a cluster created in the same
+  run) is previewed with no provider call at all: `Check` hands its inputs back unchanged and
+  `Create` returns an empty property map (`pkg/resource/plugin/provider_plugin.go`, `Check` and
+  `Create` when `!pcfg.known`), so its outputs are empty.
+- `preview=False`, an update of a stack whose resources exist: every value is known.
+
+Each `Registration` keeps what the engine hands a policy pack: its inputs (`Analyze`), its
+outputs (`AnalyzeStack`: a custom resource's provider state, a component's `register_outputs`),
+and, apart (`MockRun.stack`), the root `pulumi:pulumi:Stack` resource with the stack's exports.
 """
 
 from __future__ import annotations
@@ -18,9 +31,12 @@ from typing import Any
 
 import pulumi
 import pulumi.runtime
+from google.protobuf import struct_pb2  # type: ignore[import-untyped]
+from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -105,9 +121,18 @@ def _invoke_result(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class PlanMocks(pulumi.runtime.Mocks):
+    def __init__(self, preview: bool = False) -> None:
+        self.preview = preview
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         state = dict(args.inputs)
-        state.update(_computed_outputs(args.typ, args.name, args.inputs))
+        computed = _computed_outputs(args.typ, args.name, args.inputs)
+        if self.preview:
+            # A resource to be created has no id yet (the SDK reads an empty id as unknown) and
+            # its provider computes nothing until `up`. Inputs it was given stay as given.
+            state.update({k: rpc.UNKNOWN for k in computed if k not in args.inputs})
+            return "", state
+        state.update(computed)
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
@@ -128,11 +153,16 @@ class Registration:
     protect: bool = False
     provider: str = ""  # the explicit provider reference (`<provider urn>::<id>`), "" when ambient
     parent_urn: str = ""  # the parent's URN as the engine records it (the stack's for top-level resources)
+    # What `AnalyzeStack` receives: a custom resource's state, a component's `register_outputs`
+    # (filled in when the component registers them, after its children).
+    outputs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class MockRun:
     resources: list[Registration] = field(default_factory=list)
+    # The root `pulumi:pulumi:Stack` resource, its outputs the stack's exports.
+    stack: Registration | None = None
     error: BaseException | None = None
 
 
@@ -143,18 +173,53 @@ def _reset_runtime() -> None:
     asyncio.set_event_loop(asyncio.new_event_loop())
 
 
-class _RecordingMonitor(MockMonitor):
-    """A MockMonitor that also keeps each registration's parent, type, inputs and options."""
+STACK_TYPE = "pulumi:pulumi:Stack"
 
-    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+
+def has_unknowns(value: Any) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, Mapping):
+        return any(has_unknowns(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_unknowns(v) for v in value)
+    return False
+
+
+class _RecordingMonitor(MockMonitor):
+    """A MockMonitor that also keeps each registration's parent, type, inputs, outputs and options."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks, preview: bool = False) -> None:
         super().__init__(mocks)
+        self.preview = preview
         self._records: list[Registration] = []
+        self._by_urn: dict[str, Registration] = {}
+        # Providers whose configuration holds an unknown value (only in a preview).
+        self._unconfigured: set[str] = set()
+        self.stack: Registration | None = None
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == STACK_TYPE:
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+            self.stack = Registration(STACK_TYPE, request.name, None, response.urn, {}, False)
+            self._by_urn[response.urn] = self.stack
             return response
         inputs = _sync_await(_deserialize(rpc, request.object))
+        provider_urn = request.provider.rsplit("::", 1)[0] if request.provider else ""
+        if self.preview and provider_urn in self._unconfigured:
+            # No provider call: the engine passes the inputs through `Check` and previews the
+            # create as an empty property map (provider_plugin.go, `Check`/`Create`, `!pcfg.known`).
+            urn = self.make_urn(request.parent, request.type, request.name)
+            response = resource_pb2.RegisterResourceResponse(urn=urn, id="", object=struct_pb2.Struct())
+            outputs: dict[str, Any] = {}
+        else:
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+            outputs = _sync_await(_deserialize(rpc, response.object)) if request.custom else {}
+            if self.preview:
+                # Inputs that are unknown stay unknown in the previewed state.
+                outputs.update({k: v for k, v in inputs.items() if has_unknowns(v)})
+        if self.preview and request.type.startswith("pulumi:providers:") and has_unknowns(inputs):
+            self._unconfigured.add(response.urn)
         parent = request.parent or ""
         parent_name = None
         if parent and "pulumi:pulumi:Stack" not in parent.split("::")[2].split("$")[-1]:
@@ -170,9 +235,20 @@ class _RecordingMonitor(MockMonitor):
             protect=bool(request.protect),
             provider=request.provider,
             parent_urn=parent,
+            outputs=outputs,
         )
-        self._records.append(record)
+        self._record(record)
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        record = self._by_urn.get(request.urn)
+        if record is not None:
+            record.outputs.update(_sync_await(_deserialize(rpc, request.outputs)))
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
+
+    def _record(self, record: Registration) -> None:
+        self._records.append(record)
+        self._by_urn[record.urn] = record
 
     def registrations(self) -> list[Registration]:
         return list(self._records)
@@ -185,10 +261,14 @@ def run_under_mocks(
     secret_keys: list[str] | None = None,
     preview: bool = False,
 ) -> MockRun:
-    """Run `program` once under fresh mocks with `config` (full keys, string values)."""
+    """Run `program` once under fresh mocks with `config` (full keys, string values).
+
+    `preview=True` runs it as a first preview (see the module docstring), `False` as an update.
+    The root Stack resource is `stack`, apart from the program's own `resources`.
+    """
     _reset_runtime()
-    mocks = PlanMocks()
-    monitor = _RecordingMonitor(mocks)
+    mocks = PlanMocks(preview=preview)
+    monitor = _RecordingMonitor(mocks, preview=preview)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), secret_keys or [])
     result = MockRun()
@@ -197,8 +277,19 @@ def run_under_mocks(
     except BaseException as err:
         result.error = err
     result.resources = monitor.registrations()
+    result.stack = monitor.stack
+    if result.stack is not None and result.error is None:
+        # The mock runtime registers the root stack's outputs before the program runs; the
+        # engine records the exports at the end of the run (pulumi/runtime/stack.py, `Stack._finish`).
+        root = runtime_settings.get_root_resource()
+        exports = getattr(root, "outputs", None) or {}
+        result.stack.outputs.update(_sync_await(_resolved(exports)))
     _reset_runtime()
     return result
+
+
+async def _resolved(values: Mapping[str, Any]) -> dict[str, Any]:
+    return await _deserialize(rpc, await rpc.serialize_properties(dict(values), {}))
 
 
 async def _deserialize(rpc: Any, struct: Any) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 `plan_stack` loads one stack file, evaluates the device rules, runs `infra.program.run` under the
 mock runtime with the stack's config, runs the policy pack over what the program registered, and
-returns the SPEC 9 JSON document. Pools come from the same derived facts the components were given;
+returns the SPEC 9 JSON document. It previews as the engine does (`infra.tooling.mockrun`): by
+default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
+Kubernetes objects of a cluster not yet created with no properties, the pack told it is a dry
+run), or with `mode="update"` an update of a stack whose resources all exist. Pools come from the same derived facts the components were given;
 releases are read back from what the ServingStack actually registered (values included).
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +24,19 @@ from pulumi.runtime import rpc
 
 from components.catalog import Component, cluster_components
 from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
-from infra.cost import cost_hook
+from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.devices import fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
 from infra.formats import plain
-from infra.placement import placement_hook
 from infra.program import fleet_issues, run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
+from infra.tooling.placement import placement_hook
 from infra.tooling.stackconfig import config_of
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+# How the plan runs the program: a first preview of a new stack, or an update of an existing one.
+MODES = ("preview", "update")
 
 # Extra plan sections added by later stages (deployments, placement, policy pack); each gets the
 # stack, its facts and the mock run, and returns (key, value, violations or errors it found).
@@ -167,13 +173,35 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
 
-# The placement audit (`infra.placement`): adds `placement`; its violations fail the plan.
+def cost_hook(ctx: PlanContext) -> None:
+    """The plan's `cost` sections: per pool, per cluster (`null` for Existing) and for the stack."""
+    costs: list[ClusterCost] = []
+    for facts, cluster in zip(ctx.facts, ctx.doc["clusters"], strict=True):
+        cost = facts_cost(facts)
+        # Pools keep their SPEC shape; their costs sit under the cluster's `cost.pools`, by name.
+        cluster["cost"] = cluster_cost_json(cost) if cost is not None else None
+        if cost is not None:
+            costs.append(cost)
+    total = total_json(costs)
+    budget = ctx.stack.fleet.budget
+    if budget is not None:
+        at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
+        total["budget"] = {"monthly": money(budget.monthly_usd), "overBudget": over_budget(at_max, budget.monthly_usd)}
+    else:
+        total["budget"] = None
+    ctx.doc["cost"] = total
+
+
+# The placement audit (`infra.tooling.placement`): adds `placement`; its violations fail the plan.
 # The cost (`infra.cost`): adds `cost` per pool, per cluster and for the stack.
 HOOKS: list[PlanHook] = [placement_hook, cost_hook]
 
 
-def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
-    """The SPEC 9 document for one stack file. Never raises for bad input."""
+def plan_stack(path: Path, display: str | None = None, mode: str = "preview") -> dict[str, Any]:
+    """The SPEC 9 document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
+    if mode not in MODES:
+        raise ValueError(f"unknown plan mode '{mode}' (use one of {', '.join(MODES)})")
+    preview = mode == "preview"
     file = display or str(path)
     try:
         stack_name = stack_name_of(path)
@@ -203,11 +231,18 @@ def plan_stack(path: Path, display: str | None = None) -> dict[str, Any]:
         for v in (found if violations else [])
     ]
     config, secret_keys = config_of(stack)
-    result = run_under_mocks(run, stack.stack, config, secret_keys)
+    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
     verdicts: list[PackViolation] = []
     if result.error is None:
         try:
-            verdicts = run_policy_pack(result.resources, stack.stack)
+            verdicts = run_policy_pack(
+                result.resources,
+                stack.stack,
+                dry_run=preview,
+                root=result.stack,
+                stack_config=config,
+                secret_keys=secret_keys,
+            )
         except PolicyPackError as err:
             doc["errors"].append({"path": "", "message": str(err)})
     if result.error is not None and not (violations and isinstance(result.error, pulumi.RunError)):

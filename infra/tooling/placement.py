@@ -1,0 +1,430 @@
+"""The placement audit of the offline plan: which pools each node agent and each model deployment can land on.
+
+For one cluster it takes the nodes each pool yields (`infra.placement.nodes_of`), reads the
+placement of every node agent the serving stack installs from the Helm values the releases carry
+(falling back to each chart's defaults), and applies Kubernetes' scheduling rules
+(`infra.placement`) to every (workload, node) pair. It then checks:
+
+- `agent-reach`: each device stack's node agent reaches every pool of its vendor or role;
+- `agent-off-pool`: a confined agent (a driver) stays off every other pool;
+- `driver-on-system-pool`: no GPU or CPU driver lands on the system pool (or, on an Existing
+  cluster, on the owner's nodes outside the declared pools);
+- `wildcard-toleration`: nothing outside `WILDCARD_ALLOWLIST` tolerates every taint;
+- `deployment-placement`: each model deployment can land only on its own pool;
+- `gateway-placement`: the proxies of a cluster's Gateway (when it publishes services) land on
+  system nodes only, never on a GPU or CPU pool, and on at least one node.
+
+It reads values; it never writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from components.model_deployment import pod_placement
+from components.model_service import gateway_proxy_placement, service_routes
+from infra.facts import ClusterFacts
+from infra.placement import (
+    OS_LABEL,
+    Node,
+    PodPlacement,
+    Toleration,
+    affinity_matches,
+    nodes_of,
+    pod_admits,
+    selector_matches,
+    untolerated,
+)
+
+if TYPE_CHECKING:
+    from infra.tooling.plan import PlanContext
+
+
+# --------------------------------------------------------------------------------------------
+# Node agents of the serving stack: where their placement lives in each chart's values
+
+_MISSING: Any = object()
+Path = tuple[str, ...]
+
+NVIDIA_GPU_TOLERATION = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+
+
+@dataclass(frozen=True)
+class AgentWorkload:
+    """A DaemonSet-like workload of a release and the values paths that place it.
+
+    Defaults are the chart's own, used when the values leave a path unset. `serves` is the pools
+    the agent must reach: a GPU vendor (`nvidia`, `amd`), `gpu` (every GPU pool) or `cpu`;
+    None for agents that belong on every node. A `confined` agent must also stay off every other pool.
+    """
+
+    release: str
+    workload: str
+    serves: str | None
+    confined: bool
+    tolerations: Path
+    default_tolerations: tuple[Mapping[str, Any], ...] = ()
+    # Tried in order; the first one set wins (a component selector, then the shared one).
+    node_selectors: tuple[Path, ...] = ()
+    default_node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: Path | None = None
+    default_affinity: Mapping[str, Any] | None = None
+    enabled: Path | None = None
+    enabled_default: bool = True
+
+
+def _any_label_in(*pairs: tuple[str, str]) -> dict[str, Any]:
+    """Required node affinity: one term per (label, value), so any one of them admits a node."""
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": k, "operator": "In", "values": [v]}]} for k, v in pairs
+                ]
+            }
+        }
+    }
+
+
+AMD_SPEC: Path = ("deviceConfig", "spec")
+AMD_DEFAULT_SELECTOR = {"feature.node.kubernetes.io/amd-gpu": "true"}
+
+# (release, workload, paths): the one table of node agents the audit knows how to read. Defaults
+# come from each chart's values.yaml at the pinned version (reference/accelerator-facts.md).
+AGENT_WORKLOADS: tuple[AgentWorkload, ...] = (
+    AgentWorkload(
+        "mp-dra-driver-nvidia-gpu",
+        "kubelet-plugin",
+        serves="nvidia",
+        confined=True,
+        tolerations=("kubeletPlugin", "tolerations"),
+        default_tolerations=NVIDIA_GPU_TOLERATION,  # 0.4.x default
+        node_selectors=(("kubeletPlugin", "nodeSelector"),),
+        affinity=("kubeletPlugin", "affinity"),
+        default_affinity=_any_label_in(
+            ("feature.node.kubernetes.io/pci-10de.present", "true"),
+            ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+            ("nvidia.com/gpu.present", "true"),
+        ),
+    ),
+    AgentWorkload(
+        "mp-gpu-operator",
+        "operands",  # driver, toolkit, validator, dcgm-exporter DaemonSets
+        serves="nvidia",
+        confined=True,
+        tolerations=("daemonsets", "tolerations"),
+        default_tolerations=NVIDIA_GPU_TOLERATION,
+        # The operator runs its operands only on nodes it labels as NVIDIA GPU nodes.
+        default_node_selector={"nvidia.com/gpu.present": "true"},
+    ),
+    AgentWorkload(
+        "mp-node-feature-discovery",
+        "worker",
+        serves="gpu",
+        confined=False,  # NFD labels any node; it must at least reach the GPU pools
+        tolerations=("worker", "tolerations"),
+        node_selectors=(("worker", "nodeSelector"),),
+        affinity=("worker", "affinity"),
+    ),
+    AgentWorkload(
+        "mp-dra-driver-cpu",
+        "kubelet-plugin",
+        serves="cpu",
+        confined=True,
+        tolerations=("tolerations",),
+        default_tolerations=({"operator": "Exists", "effect": "NoSchedule"},),  # the chart's accept-all
+        node_selectors=(("nodeSelector",),),
+        affinity=("affinity",),
+    ),
+    AgentWorkload(
+        "mp-gpu-operator-charts",
+        "dra-driver",
+        serves="amd",
+        confined=True,
+        tolerations=(*AMD_SPEC, "draDriver", "tolerations"),
+        node_selectors=((*AMD_SPEC, "draDriver", "selector"), (*AMD_SPEC, "selector")),
+        default_node_selector=AMD_DEFAULT_SELECTOR,
+        enabled=(*AMD_SPEC, "draDriver", "enable"),
+        enabled_default=False,
+    ),
+    AgentWorkload(
+        "mp-gpu-operator-charts",
+        "device-plugin",
+        serves="amd",
+        confined=True,
+        tolerations=(*AMD_SPEC, "devicePlugin", "devicePluginTolerations"),
+        node_selectors=((*AMD_SPEC, "selector"),),
+        default_node_selector=AMD_DEFAULT_SELECTOR,
+        enabled=(*AMD_SPEC, "devicePlugin", "enableDevicePlugin"),
+    ),
+    AgentWorkload(
+        "mp-gpu-operator-charts",
+        "node-labeller",
+        serves="amd",
+        confined=True,
+        tolerations=(*AMD_SPEC, "devicePlugin", "nodeLabellerTolerations"),
+        node_selectors=((*AMD_SPEC, "selector"),),
+        default_node_selector=AMD_DEFAULT_SELECTOR,
+        enabled=(*AMD_SPEC, "devicePlugin", "enableNodeLabeller"),
+    ),
+    AgentWorkload(
+        "mp-gpu-operator-charts",
+        "metrics-exporter",
+        serves="amd",
+        confined=True,
+        tolerations=(*AMD_SPEC, "metricsExporter", "tolerations"),
+        node_selectors=((*AMD_SPEC, "metricsExporter", "selector"), (*AMD_SPEC, "selector")),
+        default_node_selector=AMD_DEFAULT_SELECTOR,
+        enabled=(*AMD_SPEC, "metricsExporter", "enable"),
+    ),
+    AgentWorkload(
+        "mp-kube-prometheus-stack",
+        "node-exporter",
+        serves=None,
+        confined=False,
+        tolerations=("prometheus-node-exporter", "tolerations"),
+        default_tolerations=({"operator": "Exists", "effect": "NoSchedule"},),
+        node_selectors=(("prometheus-node-exporter", "nodeSelector"),),
+        default_node_selector={OS_LABEL: "linux"},
+    ),
+)
+
+# Workloads allowed to tolerate every taint, each with the reason. Anything else that does would
+# also land on nodes whose taint exists to keep it away (a GPU driver on a CPU pool).
+WILDCARD_ALLOWLIST: Mapping[tuple[str, str], str] = {
+    ("mp-kube-prometheus-stack", "node-exporter"): (
+        "host metrics are wanted from every node, whatever its taints; it runs no device code and claims nothing"
+    ),
+}
+
+
+def _get(values: Mapping[str, Any], path: Path) -> Any:
+    current: Any = values
+    for part in path:
+        if not isinstance(current, Mapping) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
+
+
+@dataclass(frozen=True)
+class AgentPlacement:
+    """How one agent is placed, as resolved from its release's values."""
+
+    agent: AgentWorkload
+    node_selector: Mapping[str, str]
+    affinity: Mapping[str, Any] | None
+    tolerations: tuple[Toleration, ...]
+
+    def admits(self, node: Node) -> bool:
+        return pod_admits(self.node_selector, self.affinity, self.tolerations, node)
+
+
+def agent_placement(agent: AgentWorkload, values: Mapping[str, Any]) -> AgentPlacement | None:
+    """The agent's placement from the release values, or None when the values turn it off."""
+    if agent.enabled is not None:
+        enabled = _get(values, agent.enabled)
+        if not (agent.enabled_default if enabled is _MISSING else bool(enabled)):
+            return None
+    raw_tols = _get(values, agent.tolerations)
+    tols = agent.default_tolerations if raw_tols is _MISSING else (raw_tols or ())
+    selector: Mapping[str, str] = agent.default_node_selector
+    for i, path in enumerate(agent.node_selectors):
+        found = _get(values, path)
+        last = i == len(agent.node_selectors) - 1
+        # An empty component selector defers to the shared one; an empty last one selects every node.
+        if found is not _MISSING and (found or last):
+            selector = {str(k): str(v) for k, v in (found or {}).items()}
+            break
+    affinity = agent.default_affinity
+    if agent.affinity is not None:
+        found = _get(values, agent.affinity)
+        if found is not _MISSING:
+            affinity = found or None  # `affinity: null` or `{}` clears the chart's default
+    return AgentPlacement(
+        agent, selector, affinity, tuple(Toleration.from_values(t) for t in tols if isinstance(t, Mapping))
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Deployments and the report
+
+
+@dataclass(frozen=True)
+class PlacementViolation:
+    check: str
+    subject: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"check": self.check, "subject": self.subject, "message": self.message}
+
+
+@dataclass(frozen=True)
+class PlacementReport:
+    cluster: str
+    nodes: tuple[Node, ...]
+    workloads: tuple[tuple[AgentPlacement, tuple[str, ...]], ...]  # placement, pools it lands on
+    deployments: tuple[tuple[PodPlacement, tuple[str, ...]], ...]
+    violations: tuple[PlacementViolation, ...]
+    gateways: tuple[tuple[PodPlacement, tuple[str, ...]], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def lands_on(self, release: str, workload: str) -> tuple[str, ...]:
+        for placed, pools in self.workloads:
+            if (placed.agent.release, placed.agent.workload) == (release, workload):
+                return pools
+        raise KeyError((release, workload))
+
+    def as_json(self) -> dict[str, Any]:
+        gateways = {"gateways": [{"name": g.name, "pools": list(pools)} for g, pools in self.gateways]}
+        return {
+            "cluster": self.cluster,
+            "ok": self.ok,
+            "nodes": [n.as_json() for n in self.nodes],
+            "workloads": [
+                {
+                    "release": p.agent.release,
+                    "workload": p.agent.workload,
+                    "nodeSelector": dict(p.node_selector),
+                    "tolerations": [t.as_json() for t in p.tolerations],
+                    "pools": list(pools),
+                }
+                for p, pools in self.workloads
+            ],
+            "deployments": [{"name": d.name, "pool": d.pool, "pools": list(pools)} for d, pools in self.deployments],
+            # Only on a cluster that publishes services.
+            **(gateways if self.gateways else {}),
+            "violations": [v.as_json() for v in self.violations],
+        }
+
+
+def _targets(serves: str, nodes: Sequence[Node]) -> set[str]:
+    if serves == "cpu":
+        return {n.pool for n in nodes if n.role == "CPU"}
+    if serves == "gpu":
+        return {n.pool for n in nodes if n.role == "GPU"}
+    return {n.pool for n in nodes if n.role == "GPU" and n.vendor == serves}
+
+
+def audit(
+    cluster: ClusterFacts,
+    releases: Mapping[str, Mapping[str, Any]],
+    deployments: Sequence[PodPlacement],
+    gateways: Sequence[PodPlacement] = (),
+) -> PlacementReport:
+    """Audit one cluster: `releases` maps each installed release name to its values."""
+    nodes = nodes_of(cluster)
+    violations: list[PlacementViolation] = []
+    workloads: list[tuple[AgentPlacement, tuple[str, ...]]] = []
+
+    for agent in AGENT_WORKLOADS:
+        if agent.release not in releases:
+            continue
+        placed = agent_placement(agent, releases[agent.release])
+        if placed is None:
+            continue
+        subject = f"{agent.release}/{agent.workload}"
+        lands = tuple(n.pool for n in nodes if placed.admits(n))
+        workloads.append((placed, lands))
+        wild = [t for t in placed.tolerations if t.wildcard]
+        if wild and (agent.release, agent.workload) not in WILDCARD_ALLOWLIST:
+            violations.append(
+                PlacementViolation(
+                    "wildcard-toleration",
+                    subject,
+                    f"{subject} tolerates every taint{' with effect ' + wild[0].effect if wild[0].effect else ''} "
+                    "(empty key, operator Exists); scope its tolerations to the taints of the pools it serves",
+                )
+            )
+        if agent.serves is None:
+            continue
+        targets = _targets(agent.serves, nodes)
+        for node in nodes:
+            if node.pool in targets and node.pool not in lands:
+                violations.append(
+                    PlacementViolation(
+                        "agent-reach", subject, f"{subject} cannot reach pool '{node.pool}': {_why(placed, node)}"
+                    )
+                )
+            elif agent.confined and node.pool not in targets and node.pool in lands:
+                check = "driver-on-system-pool" if node.role == "System" else "agent-off-pool"
+                violations.append(
+                    PlacementViolation(
+                        check,
+                        subject,
+                        f"{subject} lands on {node.role} pool '{node.pool}', which it does not serve; "
+                        "give it a nodeSelector or affinity for its own pools and tolerate only their taints",
+                    )
+                )
+
+    placed_deployments: list[tuple[PodPlacement, tuple[str, ...]]] = []
+    for dep in deployments:
+        lands = tuple(n.pool for n in nodes if pod_admits(dep.node_selector, dep.affinity, dep.tolerations, n))
+        placed_deployments.append((dep, lands))
+        if lands != (dep.pool,):
+            where = ", ".join(f"'{p}'" for p in lands) or "no pool"
+            violations.append(
+                PlacementViolation(
+                    "deployment-placement",
+                    f"deployment/{dep.name}",
+                    f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}",
+                )
+            )
+    placed_gateways: list[tuple[PodPlacement, tuple[str, ...]]] = []
+    for gw in gateways:
+        lands = tuple(n.pool for n in nodes if pod_admits(gw.node_selector, gw.affinity, gw.tolerations, n))
+        placed_gateways.append((gw, lands))
+        off = [n.pool for n in nodes if n.pool in lands and n.role != "System"]
+        if off or not lands:
+            where = ", ".join(f"'{p}'" for p in off) if off else "no node"
+            violations.append(
+                PlacementViolation(
+                    "gateway-placement",
+                    f"gateway/{gw.name}",
+                    f"the proxies of gateway {gw.name} can land on {where}; they belong on system nodes",
+                )
+            )
+    return PlacementReport(
+        cluster.name,
+        tuple(nodes),
+        tuple(workloads),
+        tuple(placed_deployments),
+        tuple(violations),
+        tuple(placed_gateways),
+    )
+
+
+def _why(placed: AgentPlacement, node: Node) -> str:
+    if not selector_matches(placed.node_selector, node.labels):
+        return f"nodeSelector {dict(placed.node_selector)} does not match the pool's labels"
+    if not affinity_matches(placed.affinity, node.labels):
+        return "its required node affinity matches none of the pool's labels"
+    missing = untolerated(placed.tolerations, node.taints)
+    return "it does not tolerate " + ", ".join(f"{t.key}={t.value}:{t.effect}" for t in missing)
+
+
+def placement_hook(ctx: PlanContext) -> None:
+    """The plan's `placement` section; every violation is a mandatory plan violation."""
+    reports = []
+    for facts, cluster_doc in zip(ctx.facts, ctx.doc["clusters"], strict=True):
+        releases = {r["name"]: r["values"] for r in cluster_doc["releases"]}
+        deployments = [pod_placement(d, facts) for d in ctx.stack.fleet.deployments if d.cluster == facts.name]
+        gateways = [gateway_proxy_placement(facts)] if service_routes(ctx.stack.fleet, facts.name) else []
+        report = audit(facts, releases, deployments, gateways)
+        reports.append(report.as_json())
+        for v in report.violations:
+            ctx.doc["violations"].append(
+                {
+                    "policy": "placement",
+                    "enforcement": "mandatory",
+                    "message": f"cluster '{facts.name}': {v.message} [{v.check}]",
+                    "resource": f"{facts.name}/{v.subject}",
+                }
+            )
+    ctx.doc["placement"] = reports
