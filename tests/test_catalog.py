@@ -85,12 +85,66 @@ def test_every_join_keeps_every_dependency(cloud: str) -> None:
             assert set(x.depends_on) <= joined, (cloud, subset, x.key)
 
 
+NVIDIA, AMD, CPU = "gpu.nvidia.com", "gpu.amd.com", "dra.cpu"
+# The serving stack every cloud installs: release -> (chart, repository, exact version, tags).
+COMMON_ROWS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "mp-cert-manager": ("cert-manager", "https://charts.jetstack.io", "v1.20.2", ()),
+    "mp-kube-prometheus-stack": (
+        "kube-prometheus-stack",
+        "https://prometheus-community.github.io/helm-charts",
+        "84.4.0",
+        (),
+    ),
+    "mp-gateway-helm": ("gateway-helm", "oci://docker.io/envoyproxy", "v1.8.4", ()),
+    "mp-lws": ("lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", ()),
+    "mp-gpu-operator": ("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.3.3", (NVIDIA,)),
+    "mp-dra-driver-nvidia-gpu": (
+        "dra-driver-nvidia-gpu",
+        "oci://registry.k8s.io/dra-driver-nvidia/charts",
+        "0.4.1",
+        (NVIDIA,),
+    ),
+    "mp-dra-driver-cpu": ("dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts", "0.3.0", (CPU,)),
+}
+NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
+
+
 @pytest.mark.parametrize("cloud", CLOUDS)
-def test_rows_are_pinned_and_named_mp_chart(cloud: str) -> None:
-    for row in CATALOG[cloud]:
-        assert row.release == f"mp-{row.chart}"
-        assert row.version and not any(ch in row.version for ch in "^~*<>= x")
-        assert row.repo.startswith(("https://", "oci://"))
+def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
+    rows = {r.release: (r.chart, r.repo, r.version, r.dra_drivers) for r in CATALOG[cloud]}
+    for release, row in COMMON_ROWS.items():
+        assert rows[release] == row, (cloud, release)
+    # The standalone NFD serves the AMD operator too on Existing, the one cloud that installs it.
+    nfd_tags = (NVIDIA, AMD) if cloud == "Existing" else (NVIDIA,)
+    assert rows["mp-node-feature-discovery"] == ("node-feature-discovery", NFD, "0.19.0", nfd_tags)
+    amd = ("gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", (AMD,))
+    assert rows.get("mp-gpu-operator-charts") == (amd if cloud == "Existing" else None)
+    assert rows["mp-opentelemetry-collector"][3] == ()
+
+
+def test_release_name_is_mp_and_the_chart_name() -> None:
+    assert c("amd-gpu-operator").release == "mp-amd-gpu-operator"
+    row = Component("amd-gpu-operator", "gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", "ns")
+    assert row.release == "mp-gpu-operator-charts"
+    assert not row.oci
+    assert Component("lws", "lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", "ns").oci
+
+
+def test_dependency_lacking_any_of_a_dependents_tags_fails_to_load() -> None:
+    # The dependent's second tag is the one missing: every tag is checked, not only the first.
+    rows = [c("nfd", ("gpu.nvidia.com",)), c("dra", ("gpu.nvidia.com", "gpu.amd.com"), ("nfd",))]
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("Existing", rows)
+    assert str(err.value) == (
+        "the serving-stack catalog breaks the dependency rule:\n"
+        "  Existing: 'dra' (tagged gpu.nvidia.com, gpu.amd.com) depends on 'nfd' (tagged gpu.nvidia.com), which "
+        "lacks gpu.amd.com: a cluster claiming only gpu.amd.com would install 'dra' without it; untag 'nfd' or add "
+        "the missing tags to it"
+    )
+
+
+def test_dependency_carrying_exactly_its_dependents_tags_loads() -> None:
+    check_dependencies("X", [c("nfd", ("a", "b")), c("dra", ("b", "a"), ("nfd",))])
 
 
 def test_install_order_puts_dependencies_first() -> None:

@@ -175,8 +175,20 @@ def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
         ({"key": "a", "operator": "Exists"}, {"a": ""}, True),
         ({"key": "a", "operator": "DoesNotExist"}, {"a": "x"}, False),
         ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "4"}, True),
+        # Gt and Lt are strict: a label equal to the bound matches neither.
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "3"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "2"}, False),
         ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "three"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3", "5"]}, {"a": "9"}, False),
         ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "3"}, False),
+        ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "2"}, True),
+        ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "4"}, False),
+        ({"key": "a", "operator": "In", "values": ["1"]}, {"a": "2"}, False),
+        ({"key": "a", "operator": "NotIn", "values": ["1"]}, {"a": "2"}, True),
+        ({"key": "a", "operator": "Exists"}, {}, False),
+        ({"key": "a", "operator": "DoesNotExist"}, {}, True),
+        ({"key": "a", "operator": "Unknown", "values": ["1"]}, {"a": "1"}, False),
     ],
 )
 def test_node_affinity_operators(expr: dict[str, Any], labels: dict[str, str], expected: bool) -> None:
@@ -190,6 +202,26 @@ def test_node_affinity_ors_terms_and_ands_expressions() -> None:
     assert not affinity_matches(_required([a, b]), {"a": "1"})
     assert affinity_matches(_required([a], [b]), {"b": "1"})
     assert not affinity_matches(_required([]), {"a": "1"})  # an empty term matches nothing
+
+
+def test_node_affinity_term_with_match_fields_never_counts_as_a_match() -> None:
+    # matchFields select node names, which a pool does not know: such a term is no match, even when
+    # its expressions match, and another term of the same affinity still can match.
+    fields = {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
+    by_name = {"matchExpressions": [{"key": "a", "operator": "Exists"}], "matchFields": [fields]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [by_name]}}}
+    assert not affinity_matches(affinity, {"a": "1"})
+    by_label = {"matchExpressions": [{"key": "b", "operator": "Exists"}]}
+    either = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [by_name, by_label]}}
+    }
+    assert affinity_matches(either, {"a": "1", "b": "1"})
+    assert not affinity_matches(either, {"a": "1"})
+
+
+def test_no_required_node_affinity_matches_every_node() -> None:
+    assert affinity_matches(None, {})
+    assert affinity_matches({"nodeAffinity": {}}, {"a": "1"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,9 +253,10 @@ def test_existing_with_amd_pool_places_each_vendor_stack_on_its_pool() -> None:
     report = audit(facts, releases_of(facts), deployments)
     assert report.ok, report.as_json()["violations"]
     placed = agents(report)
-    for agent in AMD_AGENTS & set(placed):
-        assert placed[agent] == ("mi325x",)
-    assert ("mp-gpu-operator-charts", "dra-driver") in placed
+    # The AMD operator's DaemonSets with the device plugin off: each on the MI325X pool alone.
+    for workload in ("dra-driver", "node-labeller", "metrics-exporter"):
+        assert placed[("mp-gpu-operator-charts", workload)] == ("mi325x",)
+    assert ("mp-gpu-operator-charts", "device-plugin") not in placed
     for agent in NVIDIA_AGENTS:
         assert placed[agent] == ("h100",)
     assert placed[CPU_AGENT] == ("cpu",)
