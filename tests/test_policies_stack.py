@@ -230,3 +230,18 @@ def test_cpu_quantities_one_step_off_the_claim_are_rejected(claimed: str, given:
 @pytest.mark.parametrize(("claimed", "given"), [("6", "6000m"), ("500m", "0.5"), ("1.5", "1500m"), ("2", 2.0)])
 def test_cpu_quantities_equal_to_the_claim_in_another_spelling_pass(claimed: str, given: Any) -> None:
     assert run(cpu_claim_resources, stack_args([template(claimed), workload(given, given)])) == []
+
+
+def gpu_template(name: str = "qwen-cpu") -> PolicyResource:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.amd.com", "count": 1.0}}
+    return stack_resource(
+        "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
+        {"metadata": {"name": name, "namespace": "models"}, "spec": {"spec": {"devices": {"requests": [request]}}}},
+        name=f"{name}-claim",
+    )
+
+
+def test_only_claims_on_dra_cpu_capacity_bind_a_workloads_cpu() -> None:
+    # A GPU claim template takes no CPUs: its workload keeps whatever CPU it asks for, or none.
+    assert run(cpu_claim_resources, stack_args([gpu_template(), workload(None, None)])) == []
+    assert run(cpu_claim_resources, stack_args([gpu_template(), workload("2", "4")])) == []

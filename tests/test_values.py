@@ -282,3 +282,32 @@ def test_prometheus_selects_monitors_from_every_namespace(cloud: str) -> None:
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_cert_manager_installs_its_crds(cloud: str) -> None:
     assert row(cloud, "cert-manager").values["crds"] == {"enabled": True}
+
+
+def test_amd_operator_keeps_its_default_nfd_rule_and_the_metrics_exporter() -> None:
+    # The DeviceConfig selects nodes by the label the default NodeFeatureRule sets, and the
+    # collector scrapes the device-metrics-exporter (docs/telemetry.md).
+    values = amd()
+    assert values["installdefaultNFDRule"] is True
+    assert values["deviceConfig"]["spec"]["metricsExporter"]["enable"] is True
+    assert values["deviceConfig"]["spec"]["devicePlugin"]["enableNodeLabeller"] is True
+
+
+NVIDIA_TOLERATION_BY_CLOUD = {
+    "AKS": {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+    "GKE": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "EKS": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Civo": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Vultr": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Existing": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_nvidia_daemonsets_tolerate_the_nvidia_taint_as_each_cloud_spells_it(cloud: str) -> None:
+    # AKS pools carry `nvidia.com/gpu=true`, tolerated as AKS's accelerated-node toleration is
+    # spelled; GKE sets `present` itself and an Existing owner picks their own value: Exists.
+    for key in ("gpu-operator", "dra-driver-nvidia-gpu"):
+        tolerations = [t for _, t in tolerations_in(row(cloud, key).values)]
+        assert tolerations, key
+        assert all(t == NVIDIA_TOLERATION_BY_CLOUD[cloud] for t in tolerations), (key, tolerations)
