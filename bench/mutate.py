@@ -33,6 +33,7 @@ MODULES: dict[str, list[str]] = {
     ],
     "components/catalog.py": [
         "tests/test_catalog.py",
+        "tests/test_values.py",
         "tests/test_serving_stack.py",
         "tests/test_policies_releases.py",
     ],

@@ -9,6 +9,7 @@ from components.catalog import (
     CLOUDS,
     CatalogError,
     Component,
+    catalog_for,
     check_dependencies,
     install_order,
     join_components,
@@ -159,3 +160,46 @@ def test_amd_operator_only_on_existing() -> None:
     for cloud in CLOUDS:
         has_amd = any("gpu.amd.com" in x.dra_drivers for x in CATALOG[cloud])
         assert has_amd == (cloud == "Existing")
+
+
+def test_cycle_is_reported_with_its_path() -> None:
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("X", [c("a", deps=("b",)), c("b", deps=("c",)), c("c", deps=("a",)), c("d", deps=("a",))])
+    assert str(err.value) == (
+        "the serving-stack catalog breaks the dependency rule:\n  X: dependency cycle a -> b -> c -> a"
+    )
+
+
+def test_two_rows_with_one_release_name_fail_to_load() -> None:
+    rows = [Component("a", "lws", "https://x", "1", "ns"), Component("b", "lws", "https://y", "1", "ns")]
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("X", rows)
+    assert str(err.value).endswith("X: release name 'mp-lws' appears twice")
+
+
+def test_unknown_cloud_has_no_catalog() -> None:
+    with pytest.raises(KeyError, match="unknown cloud 'OCI'; known: GKE, EKS, AKS, Civo, Vultr, Existing"):
+        catalog_for("OCI")
+
+
+# Release -> the releases it waits for, and its namespace, on every cloud (Existing adds the AMD operator).
+EDGES = {
+    "mp-cert-manager": ((), "cert-manager"),
+    "mp-kube-prometheus-stack": ((), "monitoring"),
+    "mp-gateway-helm": (("cert-manager",), "envoy-gateway-system"),
+    "mp-lws": ((), "lws-system"),
+    "mp-opentelemetry-collector": ((), "modelplane-system"),
+    "mp-node-feature-discovery": ((), "node-feature-discovery"),
+    "mp-gpu-operator": (("node-feature-discovery", "cert-manager", "kube-prometheus-stack"), "gpu-operator"),
+    "mp-dra-driver-nvidia-gpu": (("gpu-operator",), "dra-driver-nvidia-gpu"),
+    "mp-dra-driver-cpu": ((), "dra-driver-cpu"),
+}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> None:
+    rows = {r.release: (tuple(r.depends_on), r.namespace) for r in CATALOG[cloud]}
+    expected = dict(EDGES)
+    if cloud == "Existing":
+        expected["mp-gpu-operator-charts"] = (("cert-manager", "node-feature-discovery"), "kube-amd-gpu")
+    assert rows == expected
