@@ -112,7 +112,7 @@ NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
-    rows = {r.release: (r.chart, r.repo, r.version, r.dra_drivers) for r in CATALOG[cloud]}
+    rows = {r.release: (r.chart, r.repo, r.version, r.dra_drivers) for r in catalog_for(cloud)}
     for release, row in COMMON_ROWS.items():
         assert rows[release] == row, (cloud, release)
     # The standalone NFD serves the AMD operator too on Existing, the one cloud that installs it.
@@ -158,7 +158,7 @@ def test_install_order_puts_dependencies_first() -> None:
 
 def test_amd_operator_only_on_existing() -> None:
     for cloud in CLOUDS:
-        has_amd = any("gpu.amd.com" in x.dra_drivers for x in CATALOG[cloud])
+        has_amd = any("gpu.amd.com" in x.dra_drivers for x in catalog_for(cloud))
         assert has_amd == (cloud == "Existing")
 
 
@@ -198,7 +198,7 @@ EDGES = {
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> None:
-    rows = {r.release: (tuple(r.depends_on), r.namespace) for r in CATALOG[cloud]}
+    rows = {r.release: (tuple(r.depends_on), r.namespace) for r in catalog_for(cloud)}
     expected = dict(EDGES)
     if cloud == "Existing":
         expected["mp-gpu-operator-charts"] = (("cert-manager", "node-feature-discovery"), "kube-amd-gpu")

@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 
 from components import values as v
-from components.catalog import CATALOG, CLOUDS, Component
+from components.catalog import CATALOG, CLOUDS, Component, catalog_for
 from infra.facts import CPU_TAINT_KEY, GKE_GPU_TAINT_VALUE, VENDOR_TAINT_KEY
 
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
 
 
 def row(cloud: str, key: str) -> Component:
-    return next(c for c in CATALOG[cloud] if c.key == key)
+    # Built by `catalog_for` on each call rather than read from the table loaded at import.
+    return next(c for c in catalog_for(cloud) if c.key == key)
 
 
 def every_row() -> Iterator[tuple[str, Component]]:
