@@ -387,3 +387,93 @@ def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.Monk
     found = [v for v in doc["violations"] if v["policy"] == "placement"]
     assert found and all(v["enforcement"] == "mandatory" for v in found)
     assert any(v["resource"] == "civo-lon1/mp-gpu-operator/operands" for v in found)
+
+
+def _gke_with(release: str, section: str | None, key: str, value: Any) -> Any:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    target = releases[release] if section is None else releases[release][section]
+    target[key] = value
+    return audit(facts, releases, [])
+
+
+def test_each_reason_an_agent_misses_its_pool_is_named() -> None:
+    exact = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "tolerations", exact)
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "agent-reach",
+            "subject": "mp-dra-driver-nvidia-gpu/kubelet-plugin",
+            "message": "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': "
+            "it does not tolerate nvidia.com/gpu=present:NoSchedule",
+        }
+    ]
+    report = _gke_with("mp-dra-driver-cpu", None, "nodeSelector", {"modelplane.ai/pool": "nowhere"})
+    assert [v.message for v in report.violations] == [
+        "mp-dra-driver-cpu/kubelet-plugin cannot reach pool 'cpu': "
+        "nodeSelector {'modelplane.ai/pool': 'nowhere'} does not match the pool's labels"
+    ]
+    elsewhere = _required([{"key": "x", "operator": "Exists"}])
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "affinity", elsewhere)
+    assert [v.message for v in report.violations] == [
+        "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': "
+        "its required node affinity matches none of the pool's labels"
+    ]
+
+
+@pytest.mark.parametrize("cleared", [None, {}])
+def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_system_pool(cleared: Any) -> None:
+    # dra-driver-nvidia-gpu 0.4.x confines its kubelet plugin by a default node affinity on the
+    # NVIDIA node labels; values that null it leave only the tolerations, and the untainted
+    # system pool admits it.
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "affinity", cleared)
+    assert report.lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("system", "gpu")
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "driver-on-system-pool",
+            "subject": "mp-dra-driver-nvidia-gpu/kubelet-plugin",
+            "message": "mp-dra-driver-nvidia-gpu/kubelet-plugin lands on System pool 'system', which it does not "
+            "serve; give it a nodeSelector or affinity for its own pools and tolerate only their taints",
+        }
+    ]
+
+
+def test_a_release_that_does_not_run_an_agent_has_no_placement() -> None:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    report = audit(facts, releases_of(facts), [])
+    with pytest.raises(KeyError):
+        report.lands_on("mp-gpu-operator-charts", "dra-driver")
+
+
+def test_toleration_read_from_values_keeps_every_field_and_defaults_the_operator() -> None:
+    full = {"key": "k", "operator": "Exists", "value": "v", "effect": "NoExecute"}
+    assert Toleration.from_values(full) == Toleration("k", "Exists", "v", "NoExecute")
+    assert Toleration.from_values(full).as_json() == full
+    assert Toleration.from_values({"key": "k"}) == Toleration("k", "Equal", "", "")
+    assert Toleration.from_values({"key": "k"}).as_json() == {"key": "k", "operator": "Equal"}
+
+
+def test_audit_report_json_lists_nodes_and_placements_exactly() -> None:
+    facts, deployments = facts_of(cloud_fleet("Civo"))
+    doc = audit(facts, releases_of(facts), deployments).as_json()
+    assert doc["nodes"][1] == {
+        "pool": "gpu",
+        "role": "GPU",
+        "labels": {
+            "feature.node.kubernetes.io/pci-10de.present": "true",
+            "kubernetes.io/os": "linux",
+            "modelplane.ai/gpu": "nvidia-l40s",
+            "modelplane.ai/pool": "gpu",
+            "nvidia.com/gpu.present": "true",
+        },
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+    }
+    assert [w for w in doc["workloads"] if w["release"] == "mp-dra-driver-cpu"] == [
+        {
+            "release": "mp-dra-driver-cpu",
+            "workload": "kubelet-plugin",
+            "nodeSelector": {"modelplane.ai/cpu": "true"},
+            "tolerations": [{"key": "modelplane.ai/cpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+            "pools": ["cpu"],
+        }
+    ]
