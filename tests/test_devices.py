@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import InferenceClass
+from infra.config import ConfigError, InferenceClass
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
@@ -319,6 +319,7 @@ def test_accelerator_vendor_mismatch_names_both_vendors() -> None:
         "gpu.nvidia.com",
         "accelerator amd-mi300x is a amd GPU but the class claims gpu.nvidia.com",
     )
+    assert v.fix == "claim the amd driver, or set an accelerator of vendor nvidia"
 
 
 TWO_VENDORS = [
@@ -448,3 +449,20 @@ def test_existing_ignores_a_provisioning_block_that_would_break_the_accelerator_
     assert check_pool("byo", "Existing", "p", nvidia("GKE", count=1, accel=None)) == []
     cpu_with_gpu = cls(cpu_class("cpu", "GKE", {"machineType": "c3", "accelerator": {"type": "nvidia-l4", "count": 1}}))
     assert check_pool("byo", "Existing", "p", cpu_with_gpu) == []
+
+
+def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_path() -> None:
+    net_only = {"name": "net", "devices": [{"name": "efa", "driver": "dra.net", "deviceClassName": "efa"}]}
+    pools = [{"name": "cpu", "className": "cpu"}, {"name": "efa", "className": "net"}]
+    raw = {
+        "classes": [cpu_class("cpu", None), net_only],
+        "clusters": [
+            {"name": "a", "source": "Existing", "existing": {}, "nodePools": pools[:1]},
+            {"name": "b", "source": "Existing", "existing": {}, "nodePools": pools},
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    assert [(i.path, i.problem) for i in err.value.issues] == [
+        ("clusters[1].nodePools[1].className", "class 'net' claims no CPU or GPU DRA device, so it cannot back a pool")
+    ]
