@@ -120,7 +120,8 @@ def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
     assert rows["mp-node-feature-discovery"] == ("node-feature-discovery", NFD, "0.19.0", nfd_tags)
     amd = ("gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", (AMD,))
     assert rows.get("mp-gpu-operator-charts") == (amd if cloud == "Existing" else None)
-    assert rows["mp-opentelemetry-collector"][3] == ()
+    otel = "https://open-telemetry.github.io/opentelemetry-helm-charts"
+    assert rows["mp-opentelemetry-collector"] == ("opentelemetry-collector", otel, "0.174.0", ())
 
 
 def test_release_name_is_mp_and_the_chart_name() -> None:
@@ -203,3 +204,14 @@ def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> Non
     if cloud == "Existing":
         expected["mp-gpu-operator-charts"] = (("cert-manager", "node-feature-discovery"), "kube-amd-gpu")
     assert rows == expected
+    keys = {r.release: r.key for r in catalog_for(cloud)}
+    assert keys["mp-gateway-helm"] == "envoy-gateway" and keys["mp-lws"] == "leader-worker-set"
+    assert all(keys[f"mp-{k}"] == k for k in ("cert-manager", "kube-prometheus-stack", "node-feature-discovery"))
+    assert all(keys[f"mp-{k}"] == k for k in ("opentelemetry-collector", "gpu-operator", "dra-driver-cpu"))
+    assert keys["mp-dra-driver-nvidia-gpu"] == "dra-driver-nvidia-gpu"
+    assert keys.get("mp-gpu-operator-charts") == ("amd-gpu-operator" if cloud == "Existing" else None)
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_every_clouds_rows_keep_the_dependency_rule(cloud: str) -> None:
+    check_dependencies(cloud, catalog_for(cloud))  # raises CatalogError naming the rows otherwise

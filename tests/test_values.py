@@ -312,3 +312,24 @@ def test_nvidia_daemonsets_tolerate_the_nvidia_taint_as_each_cloud_spells_it(clo
         tolerations = [t for _, t in tolerations_in(row(cloud, key).values)]
         assert tolerations, key
         assert all(t == NVIDIA_TOLERATION_BY_CLOUD[cloud] for t in tolerations), (key, tolerations)
+
+
+CPU_TOLERATION = {"key": "modelplane.ai/cpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+AMD_TOLERATION = {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(cloud: str) -> None:
+    gpu = [NVIDIA_TOLERATION_BY_CLOUD[cloud], *([AMD_TOLERATION] if cloud == "Existing" else [])]
+    prometheus = row(cloud, "kube-prometheus-stack").values
+    assert prometheus["prometheus-node-exporter"]["tolerations"] == [*gpu, CPU_TOLERATION]
+    assert (prometheus["grafana"], prometheus["alertmanager"]) == ({"enabled": False}, {"enabled": False})
+    assert row(cloud, "node-feature-discovery").values == {"worker": {"tolerations": gpu}}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_gateway_serves_backends_and_lws_keeps_its_chart_defaults(cloud: str) -> None:
+    gateway = row(cloud, "envoy-gateway").values
+    assert gateway == {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
+    assert row(cloud, "leader-worker-set").values == {}
+    assert row(cloud, "cert-manager").values == {"crds": {"enabled": True}}
