@@ -477,3 +477,59 @@ def test_audit_report_json_lists_nodes_and_placements_exactly() -> None:
             "pools": ["cpu"],
         }
     ]
+
+
+def test_deployment_off_its_pool_names_where_it_can_land() -> None:
+    facts, deployments = facts_of(cloud_fleet("Civo"))
+    anywhere = PodPlacement(
+        "on-gpu", "gpu", {}, (*deployments[0].tolerations, Toleration("modelplane.ai/cpu", "Exists"))
+    )
+    nowhere = PodPlacement(
+        "on-gpu", "gpu", deployments[0].node_selector, deployments[0].tolerations, _required([NO_NODE_HAS_X])
+    )
+    assert [v.as_json() for v in audit(facts, {}, [anywhere]).violations] == [
+        {
+            "check": "deployment-placement",
+            "subject": "deployment/on-gpu",
+            "message": "deployment 'on-gpu' targets pool 'gpu' but can land on 'system', 'gpu', 'cpu'",
+        }
+    ]
+    assert [v.message for v in audit(facts, {}, [nowhere]).violations] == [
+        "deployment 'on-gpu' targets pool 'gpu' but can land on no pool"
+    ]
+
+
+NO_NODE_HAS_X = {"key": "x", "operator": "Exists"}
+
+
+@pytest.mark.parametrize(
+    ("toleration", "shown"),
+    [({"operator": "Exists", "effect": "NoSchedule"}, " with effect NoSchedule"), ({"operator": "Exists"}, "")],
+)
+def test_wildcard_toleration_is_reported_with_its_effect(toleration: dict[str, str], shown: str) -> None:
+    facts, _ = facts_of(cloud_fleet("Civo"))
+    releases = _with_values(facts, "mp-dra-driver-cpu", {"tolerations": [toleration]})
+    assert [v.as_json() for v in audit(facts, releases, []).violations] == [
+        {
+            "check": "wildcard-toleration",
+            "subject": "mp-dra-driver-cpu/kubelet-plugin",
+            "message": f"mp-dra-driver-cpu/kubelet-plugin tolerates every taint{shown} (empty key, operator Exists); "
+            "scope its tolerations to the taints of the pools it serves",
+        }
+    ]
+
+
+def test_existing_clusters_other_nodes_are_an_untainted_system_pool() -> None:
+    facts, _ = facts_of(existing_fleet(amd=False))
+    assert audit(facts, releases_of(facts), []).as_json()["nodes"][0] == {
+        "pool": "(unpooled)",
+        "role": "System",
+        "labels": {"kubernetes.io/os": "linux"},
+        "taints": [],
+    }
+
+
+def test_empty_operator_means_equal_and_an_unknown_operator_tolerates_nothing() -> None:
+    assert Toleration("nvidia.com/gpu", "", "true").tolerates(GPU_TAINT)
+    assert not Toleration("nvidia.com/gpu", "", "present").tolerates(GPU_TAINT)
+    assert not Toleration("nvidia.com/gpu", "Gt", "true").tolerates(GPU_TAINT)
