@@ -333,3 +333,29 @@ def test_gateway_serves_backends_and_lws_keeps_its_chart_defaults(cloud: str) ->
     assert gateway == {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
     assert row(cloud, "leader-worker-set").values == {}
     assert row(cloud, "cert-manager").values == {"crds": {"enabled": True}}
+
+
+@pytest.mark.parametrize("cloud", [c for c in CLOUDS if c != "GKE"])
+def test_gpu_operator_elsewhere_than_gke_keeps_the_nodes_toolkit_and_cdi_without_default(cloud: str) -> None:
+    values = row(cloud, "gpu-operator").values
+    assert values["toolkit"] == {"enabled": False}
+    assert values["cdi"] == {"enabled": True}
+    assert "hostPaths" not in values
+    assert values["operator"] == {"defaultRuntime": "containerd"}
+    if cloud != "Civo":
+        assert values["driver"] == {"enabled": False}
+
+
+def test_amd_operator_pins_its_own_images_and_pull_policy() -> None:
+    values = amd()
+    assert values["controllerManager"]["manager"] == {
+        "image": {"repository": "docker.io/rocm/gpu-operator", "tag": "v1.5.1"},
+        "imagePullPolicy": "IfNotPresent",
+    }
+    common = values["deviceConfig"]["spec"]["commonConfig"]
+    assert common["initContainerImage"] == "docker.io/library/busybox:1.36"
+    plugin = values["deviceConfig"]["spec"]["devicePlugin"]
+    assert plugin["devicePluginImage"] == "docker.io/rocm/k8s-device-plugin:1.31.0.10"
+    assert plugin["nodeLabellerImage"] == "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.10"
+    assert values["remediation"] == {"enabled": False, "installCRDs": False}
+    assert values["crds"]["defaultCR"]["install"] is True
