@@ -215,3 +215,30 @@ def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> Non
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_every_clouds_rows_keep_the_dependency_rule(cloud: str) -> None:
     check_dependencies(cloud, catalog_for(cloud))  # raises CatalogError naming the rows otherwise
+
+
+def test_every_problem_of_every_row_is_reported_each_on_its_line() -> None:
+    rows = [
+        c("nfd", ("a",)),
+        c("dra", ("a", "b", "c"), ("ghost", "nfd")),
+    ]
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("X", rows)
+    assert str(err.value).splitlines() == [
+        "the serving-stack catalog breaks the dependency rule:",
+        "  X: 'dra' depends on 'ghost', which the X catalog does not list",
+        "  X: 'dra' (tagged a, b, c) depends on 'nfd' (tagged a), which lacks b, c: a cluster claiming only b "
+        "would install 'dra' without it; untag 'nfd' or add the missing tags to it",
+    ]
+
+
+def test_install_order_lists_each_row_once_after_its_dependencies() -> None:
+    rows = [c("gpu", deps=("nfd", "cm")), c("nfd"), c("cm"), c("dra", deps=("gpu", "ghost"))]
+    assert [x.key for x in install_order(rows)] == ["nfd", "cm", "gpu", "dra"]
+
+
+def test_collector_row_carries_the_collector_values() -> None:
+    for cloud in CLOUDS:
+        [otel] = [r for r in catalog_for(cloud) if r.key == "opentelemetry-collector"]
+        assert otel.values["mode"] == "deployment"
+        assert "transform/modelplane-gpu" in otel.values["config"]["processors"]
