@@ -359,3 +359,22 @@ def test_amd_operator_pins_its_own_images_and_pull_policy() -> None:
     assert plugin["nodeLabellerImage"] == "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.10"
     assert values["remediation"] == {"enabled": False, "installCRDs": False}
     assert values["crds"]["defaultCR"]["install"] is True
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_values_sit_at_the_keys_the_charts_read(cloud: str) -> None:
+    # The tolerations above are found wherever they sit; here each is where its chart reads it
+    # (gpu-operator v26.3.3 `daemonsets.tolerations`, kube-prometheus-stack `prometheusSpec`).
+    nvidia = [NVIDIA_TOLERATION_BY_CLOUD[cloud]]
+    assert row(cloud, "gpu-operator").values["daemonsets"] == {"tolerations": nvidia}
+    assert row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"] == {"tolerations": nvidia}
+    spec = row(cloud, "kube-prometheus-stack").values["prometheus"]["prometheusSpec"]
+    assert (spec["podMonitorSelector"], spec["serviceMonitorSelector"]) == ({}, {})
+
+
+def test_amd_operands_read_their_tolerations_at_the_device_configs_keys() -> None:
+    spec = amd()["deviceConfig"]["spec"]
+    assert spec["devicePlugin"]["devicePluginTolerations"] == [AMD_TOLERATION]
+    assert spec["devicePlugin"]["nodeLabellerTolerations"] == [AMD_TOLERATION]
+    assert spec["draDriver"]["tolerations"] == [AMD_TOLERATION]
+    assert spec["metricsExporter"]["tolerations"] == [AMD_TOLERATION]
