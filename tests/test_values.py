@@ -363,8 +363,7 @@ def test_amd_operator_pins_its_own_images_and_pull_policy() -> None:
 
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_values_sit_at_the_keys_the_charts_read(cloud: str) -> None:
-    # The tolerations above are found wherever they sit; here each is where its chart reads it
-    # (gpu-operator v26.3.3 `daemonsets.tolerations`, kube-prometheus-stack `prometheusSpec`).
+    # The tolerations above are found wherever they sit; here each must sit at its chart's key.
     nvidia = [NVIDIA_TOLERATION_BY_CLOUD[cloud]]
     assert row(cloud, "gpu-operator").values["daemonsets"] == {"tolerations": nvidia}
     assert row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"] == {"tolerations": nvidia}
