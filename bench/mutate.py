@@ -9,7 +9,7 @@ run the program in a subprocess, where the mutant is not active, so they are lef
 Usage: `python -m bench.mutate [MODULE ...] [--max-children N]` (default: every module, in the
 order below). Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
 names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
-diff. Not part of .ci/run: a full run takes about an hour on two cores.
+diff. Not part of .ci/run: a module takes 5 to 30 minutes on two shared cores (docs/benchmarks.md).
 """
 
 from __future__ import annotations
