@@ -441,8 +441,9 @@ def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_sy
 def test_a_release_that_does_not_run_an_agent_has_no_placement() -> None:
     facts, _ = facts_of(cloud_fleet("GKE"))
     report = audit(facts, releases_of(facts), [])
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as err:
         report.lands_on("mp-gpu-operator-charts", "dra-driver")
+    assert err.value.args == (("mp-gpu-operator-charts", "dra-driver"),)
 
 
 def test_toleration_read_from_values_keeps_every_field_and_defaults_the_operator() -> None:
@@ -533,3 +534,14 @@ def test_empty_operator_means_equal_and_an_unknown_operator_tolerates_nothing() 
     assert Toleration("nvidia.com/gpu", "", "true").tolerates(GPU_TAINT)
     assert not Toleration("nvidia.com/gpu", "", "present").tolerates(GPU_TAINT)
     assert not Toleration("nvidia.com/gpu", "Gt", "true").tolerates(GPU_TAINT)
+
+
+def test_values_without_tolerations_get_the_charts_default_and_an_empty_list_gets_none() -> None:
+    # dra-driver-nvidia-gpu 0.4.x tolerates the NVIDIA taint by default; an explicit empty list
+    # tolerates nothing, so the plugin no longer reaches the tainted GPU pool.
+    facts, _ = facts_of(cloud_fleet("EKS"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in releases_of(facts).items()}
+    del releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"]
+    assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
+    releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
+    assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ()
