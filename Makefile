@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: plan test lint typecheck pytest golden docs bench sync clean
+.PHONY: plan test lint typecheck pytest golden docs bench mutate sync clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -39,6 +39,12 @@ docs: sync
 
 bench: sync
 	$(RUN) python -m bench
+
+# Mutation testing of the rule modules against the intent-level tests (not the golden plans);
+# minutes to half an hour per module on two cores, so not part of .ci/run.
+# One module: make mutate MODULES=infra/devices.py
+mutate: sync
+	nice -n 19 $(RUN) python -m bench.mutate $(MODULES)
 
 clean:
 	rm -rf .tools .venv .mypy_cache .ruff_cache .pytest_cache

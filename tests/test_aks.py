@@ -122,9 +122,10 @@ def test_gpu_pool_gets_vendor_taint_gpu_label_and_vm_size(plan: MockRun) -> None
     assert gpu["resourceName"] == "aks-west-cluster"
 
 
-def test_gpu_pool_driver_follows_who_owns_the_nvidia_driver(plan: MockRun) -> None:
-    expected = "None" if nvidia_driver_owned_by_stack("AKS") else "Install"
-    assert named(plan, "aks-west-gpu-a100").inputs["gpuProfile"] == {"driver": expected}
+def test_gpu_pool_installs_the_aks_driver_which_the_stacks_operator_leaves_alone(plan: MockRun) -> None:
+    # AKS owns the NVIDIA driver: the pool installs it and the GPU Operator must not.
+    assert named(plan, "aks-west-gpu-a100").inputs["gpuProfile"] == {"driver": "Install"}
+    assert nvidia_driver_owned_by_stack("AKS") is False
 
 
 def test_gpu_pool_skips_the_aks_driver_when_the_stack_owns_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,8 +161,11 @@ def test_pool_zones_become_availability_zones(plan: MockRun) -> None:
 def test_agent_pool_names_are_valid_for_aks_and_stable(plan: MockRun) -> None:
     names = {r.name: r.inputs["agentPoolName"] for r in of_type(plan, AGENT_POOL)}
     assert names["aks-west-cpu"] == "cpu"
+    # AKS takes 1-12 lower-case letters and digits, starting with a letter; another name becomes
+    # its first 7 of those (after a `p` if it starts with a digit) and 5 hex of sha256(name).
+    assert names["aks-west-gpu-a100"] == "gpua100587d6"
     assert AGENT_POOL_NAME.match(names["aks-west-gpu-a100"])
-    assert names["aks-west-gpu-a100"] == agent_pool_name("gpu-a100")
+    assert agent_pool_name("9-starts-with-digit") == "p9start79303"
     long_names = [f"inference-pool-{i}" for i in range(8)] + ["9-starts-with-digit"]
     shortened = [agent_pool_name(n) for n in long_names]
     assert all(AGENT_POOL_NAME.match(n) for n in shortened)

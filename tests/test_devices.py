@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import InferenceClass
+from infra.config import ConfigError, InferenceClass
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
@@ -241,3 +241,228 @@ def test_pool_facts_follow_role_for_gpu_and_cpu() -> None:
     assert cpu.labels == {"modelplane.ai/pool": "b", "modelplane.ai/cpu": "true"}
     assert cpu.accelerator is None
     assert [t.as_json() for t in cpu.taints] == [{"key": "modelplane.ai/cpu", "value": "true", "effect": "NoSchedule"}]
+
+
+# --- Each rule's boundary, on both sides, with the rule identified by its message ---------------
+
+DRA_CPU_IN_GPU_CLASS = "the class claims dra.cpu next to a GPU driver; dra-driver-cpu runs only on CPU pools"
+
+
+@pytest.mark.parametrize(
+    "drivers",
+    [["gpu.nvidia.com", "dra.cpu"], ["dra.cpu", "gpu.amd.com"], ["dra.cpu", "dra.net", "gpu.nvidia.com"]],
+)
+def test_dra_cpu_next_to_a_gpu_driver_makes_a_gpu_role_not_a_cpu_one(drivers: list[str]) -> None:
+    assert role_of(drivers) == "GPU"
+
+
+def test_dra_cpu_in_a_gpu_class_is_rejected_by_the_gpu_class_rule_alone() -> None:
+    raw = gpu_class("g", "GKE", {"machineType": "g2", "accelerator": {"type": "nvidia-l4", "count": 1}})
+    raw["devices"].append({"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu"})
+    found = check_pool("k", "GKE", "p", cls(raw))
+    assert [(v.policy, v.driver, v.problem) for v in found] == [
+        (ACCELERATOR_DRIVER_MISMATCH, "dra.cpu", DRA_CPU_IN_GPU_CLASS)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("devices", "accelerators", "problem"),
+    [
+        (1, 2, "the class claims 1 GPU devices but accelerator.count is 2"),
+        (2, 1, "the class claims 2 GPU devices but accelerator.count is 1"),
+        (7, 8, "the class claims 7 GPU devices but accelerator.count is 8"),
+    ],
+)
+def test_gpu_device_count_other_than_accelerator_count_is_rejected(
+    devices: int, accelerators: int, problem: str
+) -> None:
+    c = nvidia("GKE", count=devices, accel={"type": "nvidia-l4", "count": accelerators})
+    assert [(v.policy, v.problem) for v in check_pool("k", "GKE", "gpu", c)] == [(ACCELERATOR_DRIVER_MISMATCH, problem)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 8])
+def test_gpu_device_count_equal_to_accelerator_count_is_accepted(count: int) -> None:
+    c = nvidia("GKE", count=count, accel={"type": "nvidia-l4", "count": count})
+    assert check_pool("k", "GKE", "gpu", c) == []
+
+
+def test_gpu_devices_are_counted_across_devices_and_synthetic_ones_are_not() -> None:
+    block = {"machineType": "a3-highgpu-8g", "accelerator": {"type": "nvidia-h100", "count": 8}}
+    raw = gpu_class("h100", "GKE", block, count=4)
+    raw["devices"].append({"name": "gpu2", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 4})
+    assert check_pool("k", "GKE", "p", cls(raw)) == []
+    raw["devices"].append({"name": "nic", "claim": "Synthetic", "driver": "gpu.nvidia.com", "count": 8})
+    assert check_pool("k", "GKE", "p", cls(raw)) == []
+
+
+def test_class_of_another_provider_is_not_checked_against_that_providers_block() -> None:
+    # The EKS block sets no accelerator, so on EKS this class would break the accelerator rule;
+    # on GKE it is the wrong class, and only that is reported (the GKE checks need a GKE block).
+    c = nvidia("EKS", accel=None)
+    found = check_pool("k", "GKE", "p", c)
+    assert [(v.policy, v.problem) for v in found] == [
+        (CLASS_PROVIDER_MISMATCH, "the class provisions on EKS but the cluster's source is GKE")
+    ]
+    assert found[0].fix == "reference a class whose provisioning.provider is GKE, or add a GKE class"
+
+
+def test_cpu_class_of_another_provider_with_an_accelerator_reports_only_the_provider() -> None:
+    c = cls(cpu_class("cpu", "AKS", {"vmSize": "Standard_D8s_v5", "accelerator": {"type": "nvidia-a100", "count": 1}}))
+    assert policies(check_pool("k", "Civo", "p", c)) == [CLASS_PROVIDER_MISMATCH]
+
+
+def test_accelerator_vendor_mismatch_names_both_vendors() -> None:
+    c = nvidia("AKS", accel={"type": "amd-mi300x", "count": 1})
+    [v] = check_pool("k", "AKS", "gpu", c)
+    assert (v.policy, v.driver, v.problem) == (
+        ACCELERATOR_DRIVER_MISMATCH,
+        "gpu.nvidia.com",
+        "accelerator amd-mi300x is a amd GPU but the class claims gpu.nvidia.com",
+    )
+    assert v.fix == "claim the amd driver, or set an accelerator of vendor nvidia"
+
+
+TWO_VENDORS = [
+    {"name": "n", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"},
+    {"name": "a", "driver": "gpu.amd.com", "deviceClassName": "gpu.amd.com"},
+    {"name": "efa", "driver": "dra.net", "deviceClassName": "efa.networking.k8s.aws"},
+]
+
+
+def _found(source: str, c: InferenceClass) -> list[tuple[str, str | None, str, str]]:
+    return [(v.policy, v.driver, v.problem, v.fix) for v in check_pool("k", source, "p", c)]
+
+
+def test_every_rule_states_its_problem_and_fix() -> None:
+    assert _found("GKE", nvidia("GKE", count=8, accel=None)) == [
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "gpu.nvidia.com",
+            "the class claims gpu.nvidia.com but its GKE block sets no accelerator, so its nodes would get no GPU",
+            "set provisioning.gke.accelerator {type, count} to the GPUs the machine carries",
+        )
+    ]
+    cpu_with_gpu = cls(cpu_class("cpu", "GKE", {"machineType": "c3", "accelerator": {"type": "nvidia-l4", "count": 1}}))
+    assert _found("GKE", cpu_with_gpu) == [
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "dra.cpu",
+            "the class claims only dra.cpu but sets accelerator nvidia-l4",
+            "remove the accelerator for a CPU pool, or claim the GPU's DRA driver",
+        )
+    ]
+    assert _found("GKE", nvidia("GKE", count=2, accel={"type": "nvidia-l4", "count": 1})) == [
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "gpu.nvidia.com",
+            "the class claims 2 GPU devices but accelerator.count is 1",
+            "make the GPU devices' count equal accelerator.count",
+        )
+    ]
+    amd = cls(
+        gpu_class("amd", "Vultr", dict(BLOCKS["Vultr"], accelerator={"type": "amd-mi300x", "count": 1}), "gpu.amd.com")
+    )
+    assert _found("Vultr", amd) == [
+        (
+            UNSUPPORTED_DEVICES,
+            "gpu.amd.com",
+            "Vultr clusters cannot serve driver gpu.amd.com (supported: dra.cpu, gpu.nvidia.com)",
+            "use a class whose DRA devices Vultr supports, or run this hardware on an Existing cluster",
+        )
+    ]
+    assert _found("Civo", cls(cpu_class("cpu", None))) == [
+        (
+            CLASS_PROVIDER_MISMATCH,
+            None,
+            "the class has no provisioning but the cluster's source is Civo",
+            "reference a class whose provisioning.provider is Civo, or add a Civo class",
+        )
+    ]
+    raw = gpu_class("g", "GKE", {"machineType": "g2", "accelerator": {"type": "nvidia-l4", "count": 1}})
+    raw["devices"].append({"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu"})
+    assert _found("GKE", cls(raw)) == [
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "dra.cpu",
+            DRA_CPU_IN_GPU_CLASS,
+            "remove the dra.cpu device, or move it to a CPU class of its own",
+        )
+    ]
+
+
+TWO_VENDOR_PROBLEM = (
+    ACCELERATOR_DRIVER_MISMATCH,
+    "gpu.amd.com,gpu.nvidia.com",
+    "the class claims GPUs of two vendors (gpu.amd.com, gpu.nvidia.com); a pool holds one vendor's GPUs",
+    "split it into one class per vendor, each backing its own pool",
+)
+
+
+def test_two_gpu_vendors_on_existing_name_only_the_gpu_drivers() -> None:
+    assert _found("Existing", cls({"name": "mixed", "devices": TWO_VENDORS})) == [TWO_VENDOR_PROBLEM]
+    [v] = check_pool("lab", "Existing", "p", cls({"name": "mixed", "devices": TWO_VENDORS}))
+    assert v.resource == "lab/p"
+    assert v.message == (
+        "cluster 'lab', pool 'p', class 'mixed': the class claims GPUs of two vendors (gpu.amd.com, gpu.nvidia.com); "
+        "a pool holds one vendor's GPUs. Fix: split it into one class per vendor, each backing its own pool"
+    )
+
+
+def test_two_gpu_vendors_on_eks_name_both_drivers_in_every_rule() -> None:
+    no_accel = cls({"name": "mixed", "devices": TWO_VENDORS, "provisioning": {"provider": "EKS", "eks": BLOCKS["EKS"]}})
+    assert _found("EKS", no_accel) == [
+        TWO_VENDOR_PROBLEM,
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "gpu.amd.com,gpu.nvidia.com",
+            "the class claims gpu.amd.com, gpu.nvidia.com but its EKS block sets no accelerator, "
+            "so its nodes would get no GPU",
+            "set provisioning.eks.accelerator {type, count} to the GPUs the machine carries",
+        ),
+        (
+            UNSUPPORTED_DEVICES,
+            "gpu.amd.com",
+            "EKS clusters cannot serve driver gpu.amd.com (supported: dra.cpu, dra.net, gpu.nvidia.com)",
+            "use a class whose DRA devices EKS supports, or run this hardware on an Existing cluster",
+        ),
+    ]
+    block = dict(BLOCKS["EKS"], accelerator={"type": "nvidia-l4", "count": 1})
+    with_accel = cls({"name": "mixed", "devices": TWO_VENDORS, "provisioning": {"provider": "EKS", "eks": block}})
+    assert [f[:3] for f in _found("EKS", with_accel)] == [
+        TWO_VENDOR_PROBLEM[:3],
+        (
+            ACCELERATOR_DRIVER_MISMATCH,
+            "gpu.amd.com,gpu.nvidia.com",
+            "the class claims 2 GPU devices but accelerator.count is 1",
+        ),
+        (
+            UNSUPPORTED_DEVICES,
+            "gpu.amd.com",
+            "EKS clusters cannot serve driver gpu.amd.com (supported: dra.cpu, dra.net, gpu.nvidia.com)",
+        ),
+    ]
+
+
+def test_existing_ignores_a_provisioning_block_that_would_break_the_accelerator_rules() -> None:
+    # On GKE each of these is rejected; an Existing cluster's owner brought the nodes.
+    assert check_pool("byo", "Existing", "p", nvidia("GKE", count=2, accel={"type": "amd-mi300x", "count": 1})) == []
+    assert check_pool("byo", "Existing", "p", nvidia("GKE", count=1, accel=None)) == []
+    cpu_with_gpu = cls(cpu_class("cpu", "GKE", {"machineType": "c3", "accelerator": {"type": "nvidia-l4", "count": 1}}))
+    assert check_pool("byo", "Existing", "p", cpu_with_gpu) == []
+
+
+def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_path() -> None:
+    net_only = {"name": "net", "devices": [{"name": "efa", "driver": "dra.net", "deviceClassName": "efa"}]}
+    pools = [{"name": "cpu", "className": "cpu"}, {"name": "efa", "className": "net"}]
+    raw = {
+        "classes": [cpu_class("cpu", None), net_only],
+        "clusters": [
+            {"name": "a", "source": "Existing", "existing": {}, "nodePools": pools[:1]},
+            {"name": "b", "source": "Existing", "existing": {}, "nodePools": pools},
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    assert [(i.path, i.problem) for i in err.value.issues] == [
+        ("clusters[1].nodePools[1].className", "class 'net' claims no CPU or GPU DRA device, so it cannot back a pool")
+    ]

@@ -117,7 +117,8 @@ def test_private_nodes_reach_the_internet_through_cloud_nat(plan: MockRun) -> No
 
 def test_nodes_run_as_a_least_privilege_service_account(plan: MockRun) -> None:
     account = named(plan, "gke-central-nodes")
-    assert account.inputs["accountId"] == node_account_id("mp-prod", "test", "gke-central")
+    # mp-<cluster>-<first 6 hex of sha256("mp-prod/test/gke-central")>: project, stack and cluster
+    assert account.inputs["accountId"] == "mp-gke-central-2df0b0"
     email = "gke-central-nodes@project.iam.gserviceaccount.com"
     members = under(plan, "gke-central", IAM_MEMBER)
     assert sorted(m.inputs["role"] for m in members) == sorted(NODE_ROLES)
@@ -284,6 +285,7 @@ def test_long_names_are_shortened_within_gcp_limits_without_colliding() -> None:
     assert gcp_name(long, 40) != gcp_name("a" * 62 + "b", 40)
     assert gcp_name("short", 40) == "short"
     account = node_account_id("p", "stack", "9" * 63)
+    assert account == "mp-999999999999999999-88d7bb"
     assert 6 <= len(account) <= 30 and account[0].isalpha()
 
 
@@ -313,3 +315,23 @@ def test_node_counts_elsewhere_count_the_whole_pool() -> None:
     }
     fleet = fleet_of(raw)
     assert [p["nodes"] for p in derive_cluster(fleet, fleet.clusters[0]).schedulable_pools()] == [2]
+
+
+def test_node_account_id_differs_between_stacks_declaring_the_same_cluster() -> None:
+    # Two stacks, one project, one cluster name: each stack's `pulumi destroy` must own its account.
+    fleet = gke_fleet(protect=False)
+    ids = set()
+    for stack in ("staging", "prod"):
+        result = run_fleet(fleet, stack=stack)
+        assert result.error is None, result.error
+        ids.add(named(result, "gke-central-nodes").inputs["accountId"])
+    assert ids == {"mp-gke-central-962266", "mp-gke-central-d0835a"}
+
+
+def test_node_account_id_differs_between_projects_and_clusters() -> None:
+    ids = {
+        node_account_id("mp-prod", "prod", "gke-central"),
+        node_account_id("mp-eu", "prod", "gke-central"),
+        node_account_id("mp-prod", "prod", "gke-central-2"),
+    }
+    assert len(ids) == 3

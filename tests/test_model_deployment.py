@@ -107,7 +107,11 @@ def test_default_namespace_is_not_created() -> None:
     raw = lab_fleet()
     for d in raw["deployments"]:
         d.pop("namespace")
-    assert of_type(run_fleet(raw), NAMESPACE) == []
+    result = run_fleet(raw)
+    assert result.error is None, result.error
+    # The deployments still land, in `default`, which already exists and is never registered.
+    assert {r.inputs["metadata"]["namespace"] for r in of_type(result, DEPLOYMENT)} == {"default"}
+    assert of_type(result, NAMESPACE) == []
 
 
 def test_gpu_claim_requests_the_class_device_by_count(lab: MockRun) -> None:

@@ -86,8 +86,11 @@ def test_editing_a_shared_class_stops_the_run_before_anything_is_registered(chan
 
 def test_a_good_edit_keeps_every_resource() -> None:
     before = run_fleet(deployed_fleet())
+    assert before.error is None, before.error
+    assert {"gke-us-central1-l4", "gke-europe-west4-l4"} <= {r.name for r in before.resources}
     grown = deployed_fleet()
     grown["clusters"][0]["nodePools"].append({"name": "l4b", "className": "l4-shared"})
     after = run_fleet(grown)
-    assert after.error is None
-    assert urns(before) <= urns(after)
+    assert after.error is None, after.error
+    assert urns(before) < urns(after)
+    assert "gke-us-central1-l4b" in {r.name for r in after.resources} - {r.name for r in before.resources}

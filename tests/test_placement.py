@@ -169,8 +169,20 @@ def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
         ({"key": "a", "operator": "Exists"}, {"a": ""}, True),
         ({"key": "a", "operator": "DoesNotExist"}, {"a": "x"}, False),
         ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "4"}, True),
+        # Gt and Lt are strict: a label equal to the bound matches neither.
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "3"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "2"}, False),
         ({"key": "a", "operator": "Gt", "values": ["3"]}, {"a": "three"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3"]}, {}, False),
+        ({"key": "a", "operator": "Gt", "values": ["3", "5"]}, {"a": "9"}, False),
         ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "3"}, False),
+        ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "2"}, True),
+        ({"key": "a", "operator": "Lt", "values": ["3"]}, {"a": "4"}, False),
+        ({"key": "a", "operator": "In", "values": ["1"]}, {"a": "2"}, False),
+        ({"key": "a", "operator": "NotIn", "values": ["1"]}, {"a": "2"}, True),
+        ({"key": "a", "operator": "Exists"}, {}, False),
+        ({"key": "a", "operator": "DoesNotExist"}, {}, True),
+        ({"key": "a", "operator": "Unknown", "values": ["1"]}, {"a": "1"}, False),
     ],
 )
 def test_node_affinity_operators(expr: dict[str, Any], labels: dict[str, str], expected: bool) -> None:
@@ -184,6 +196,26 @@ def test_node_affinity_ors_terms_and_ands_expressions() -> None:
     assert not affinity_matches(_required([a, b]), {"a": "1"})
     assert affinity_matches(_required([a], [b]), {"b": "1"})
     assert not affinity_matches(_required([]), {"a": "1"})  # an empty term matches nothing
+
+
+def test_node_affinity_term_with_match_fields_never_counts_as_a_match() -> None:
+    # matchFields select node names, which a pool does not know: such a term is no match, even when
+    # its expressions match, and another term of the same affinity still can match.
+    fields = {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
+    by_name = {"matchExpressions": [{"key": "a", "operator": "Exists"}], "matchFields": [fields]}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [by_name]}}}
+    assert not affinity_matches(affinity, {"a": "1"})
+    by_label = {"matchExpressions": [{"key": "b", "operator": "Exists"}]}
+    either = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [by_name, by_label]}}
+    }
+    assert affinity_matches(either, {"a": "1", "b": "1"})
+    assert not affinity_matches(either, {"a": "1"})
+
+
+def test_no_required_node_affinity_matches_every_node() -> None:
+    assert affinity_matches(None, {})
+    assert affinity_matches({"nodeAffinity": {}}, {"a": "1"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,9 +252,10 @@ def test_existing_with_amd_pool_places_each_vendor_stack_on_its_pool() -> None:
     report = audit(facts, release_values(facts), deployments)
     assert report.ok, report.as_json()["violations"]
     placed = agents(report)
-    for agent in AMD_AGENTS & set(placed):
-        assert placed[agent] == ("mi325x",)
-    assert ("mp-gpu-operator-charts", "dra-driver") in placed
+    # The AMD operator's DaemonSets with the device plugin off: each on the MI325X pool alone.
+    for workload in ("dra-driver", "node-labeller", "metrics-exporter"):
+        assert placed[("mp-gpu-operator-charts", workload)] == ("mi325x",)
+    assert ("mp-gpu-operator-charts", "device-plugin") not in placed
     for agent in NVIDIA_AGENTS:
         assert placed[agent] == ("h100",)
     assert placed[CPU_AGENT] == ("cpu",)
@@ -385,3 +418,163 @@ def test_product_modules_never_import_the_offline_tooling() -> None:
                 names = [node.module]
             offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("infra.tooling")]
     assert offenders == []
+
+
+def _gke_with(release: str, section: str | None, key: str, value: Any) -> Any:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    target = releases[release] if section is None else releases[release][section]
+    target[key] = value
+    return audit(facts, releases, [])
+
+
+def test_each_reason_an_agent_misses_its_pool_is_named() -> None:
+    exact = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "tolerations", exact)
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "agent-reach",
+            "subject": "mp-dra-driver-nvidia-gpu/kubelet-plugin",
+            "message": "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': "
+            "it does not tolerate nvidia.com/gpu=present:NoSchedule",
+        }
+    ]
+    report = _gke_with("mp-dra-driver-cpu", None, "nodeSelector", {"modelplane.ai/pool": "nowhere"})
+    assert [v.message for v in report.violations] == [
+        "mp-dra-driver-cpu/kubelet-plugin cannot reach pool 'cpu': "
+        "nodeSelector {'modelplane.ai/pool': 'nowhere'} does not match the pool's labels"
+    ]
+    elsewhere = _required([{"key": "x", "operator": "Exists"}])
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "affinity", elsewhere)
+    assert [v.message for v in report.violations] == [
+        "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': "
+        "its required node affinity matches none of the pool's labels"
+    ]
+
+
+@pytest.mark.parametrize("cleared", [None, {}])
+def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_system_pool(cleared: Any) -> None:
+    # dra-driver-nvidia-gpu 0.4.x confines its kubelet plugin by a default node affinity on the
+    # NVIDIA node labels; values that null it leave only the tolerations, and the untainted
+    # system pool admits it.
+    report = _gke_with("mp-dra-driver-nvidia-gpu", "kubeletPlugin", "affinity", cleared)
+    assert report.lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("system", "gpu")
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "driver-on-system-pool",
+            "subject": "mp-dra-driver-nvidia-gpu/kubelet-plugin",
+            "message": "mp-dra-driver-nvidia-gpu/kubelet-plugin lands on System pool 'system', which it does not "
+            "serve; give it a nodeSelector or affinity for its own pools and tolerate only their taints",
+        }
+    ]
+
+
+def test_a_release_that_does_not_run_an_agent_has_no_placement() -> None:
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    report = audit(facts, release_values(facts), [])
+    with pytest.raises(KeyError) as err:
+        report.lands_on("mp-gpu-operator-charts", "dra-driver")
+    assert err.value.args == (("mp-gpu-operator-charts", "dra-driver"),)
+
+
+def test_toleration_read_from_values_keeps_every_field_and_defaults_the_operator() -> None:
+    full = {"key": "k", "operator": "Exists", "value": "v", "effect": "NoExecute"}
+    assert Toleration.from_values(full) == Toleration("k", "Exists", "v", "NoExecute")
+    assert Toleration.from_values(full).as_json() == full
+    assert Toleration.from_values({"key": "k"}) == Toleration("k", "Equal", "", "")
+    assert Toleration.from_values({"key": "k"}).as_json() == {"key": "k", "operator": "Equal"}
+
+
+def test_audit_report_json_lists_nodes_and_placements_exactly() -> None:
+    facts, deployments = facts_of(cloud_fleet("Civo"))
+    doc = audit(facts, release_values(facts), deployments).as_json()
+    assert doc["nodes"][1] == {
+        "pool": "gpu",
+        "role": "GPU",
+        "labels": {
+            "feature.node.kubernetes.io/pci-10de.present": "true",
+            "kubernetes.io/os": "linux",
+            "modelplane.ai/gpu": "nvidia-l40s",
+            "modelplane.ai/pool": "gpu",
+            # Civo's driver manager evicts the DRA kubelet plugin through this label on upgrades.
+            "nvidia.com/dra-kubelet-plugin": "true",
+            "nvidia.com/gpu.present": "true",
+        },
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+    }
+    assert [w for w in doc["workloads"] if w["release"] == "mp-dra-driver-cpu"] == [
+        {
+            "release": "mp-dra-driver-cpu",
+            "workload": "kubelet-plugin",
+            "nodeSelector": {"modelplane.ai/cpu": "true"},
+            "tolerations": [{"key": "modelplane.ai/cpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+            "pools": ["cpu"],
+        }
+    ]
+
+
+def test_deployment_off_its_pool_names_where_it_can_land() -> None:
+    facts, deployments = facts_of(cloud_fleet("Civo"))
+    anywhere = PodPlacement(
+        "on-gpu", "gpu", {}, (*deployments[0].tolerations, Toleration("modelplane.ai/cpu", "Exists"))
+    )
+    nowhere = PodPlacement(
+        "on-gpu", "gpu", deployments[0].node_selector, deployments[0].tolerations, _required([NO_NODE_HAS_X])
+    )
+    assert [v.as_json() for v in audit(facts, {}, [anywhere]).violations] == [
+        {
+            "check": "deployment-placement",
+            "subject": "deployment/on-gpu",
+            "message": "deployment 'on-gpu' targets pool 'gpu' but can land on 'system', 'gpu', 'cpu'",
+        }
+    ]
+    assert [v.message for v in audit(facts, {}, [nowhere]).violations] == [
+        "deployment 'on-gpu' targets pool 'gpu' but can land on no pool"
+    ]
+
+
+NO_NODE_HAS_X = {"key": "x", "operator": "Exists"}
+
+
+@pytest.mark.parametrize(
+    ("toleration", "shown"),
+    [({"operator": "Exists", "effect": "NoSchedule"}, " with effect NoSchedule"), ({"operator": "Exists"}, "")],
+)
+def test_wildcard_toleration_is_reported_with_its_effect(toleration: dict[str, str], shown: str) -> None:
+    facts, _ = facts_of(cloud_fleet("Civo"))
+    releases = _with_values(facts, "mp-dra-driver-cpu", {"tolerations": [toleration]})
+    assert [v.as_json() for v in audit(facts, releases, []).violations] == [
+        {
+            "check": "wildcard-toleration",
+            "subject": "mp-dra-driver-cpu/kubelet-plugin",
+            "message": f"mp-dra-driver-cpu/kubelet-plugin tolerates every taint{shown} (empty key, operator Exists); "
+            "scope its tolerations to the taints of the pools it serves",
+        }
+    ]
+
+
+def test_existing_clusters_other_nodes_are_an_untainted_system_pool() -> None:
+    facts, _ = facts_of(existing_fleet(amd=False))
+    assert audit(facts, release_values(facts), []).as_json()["nodes"][0] == {
+        "pool": "(unpooled)",
+        "role": "System",
+        "labels": {"kubernetes.io/os": "linux"},
+        "taints": [],
+    }
+
+
+def test_empty_operator_means_equal_and_an_unknown_operator_tolerates_nothing() -> None:
+    assert Toleration("nvidia.com/gpu", "", "true").tolerates(GPU_TAINT)
+    assert not Toleration("nvidia.com/gpu", "", "present").tolerates(GPU_TAINT)
+    assert not Toleration("nvidia.com/gpu", "Gt", "true").tolerates(GPU_TAINT)
+
+
+def test_values_without_tolerations_get_the_charts_default_and_an_empty_list_gets_none() -> None:
+    # dra-driver-nvidia-gpu 0.4.x tolerates the NVIDIA taint by default; an explicit empty list
+    # tolerates nothing, so the plugin no longer reaches the tainted GPU pool.
+    facts, _ = facts_of(cloud_fleet("EKS"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    del releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"]
+    assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
+    releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
+    assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pulumi_policy import PolicyResource
 
 from components.base import policy_inputs
@@ -187,3 +188,81 @@ def test_workload_without_a_cpu_limit_is_rejected() -> None:
 
 def test_workload_whose_claim_is_not_dra_cpu_is_ignored() -> None:
     assert run(cpu_claim_resources, stack_args([template("6", name="other"), workload("1", "1")])) == []
+
+
+def two_containers(
+    engine_cpu: str, sidecar_claims: list[dict[str, str]], sidecar_first: bool = False
+) -> PolicyResource:
+    engine = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai-cpu:v0.11.0",
+        "resources": {"requests": {"cpu": engine_cpu}, "limits": {"cpu": "6"}, "claims": [{"name": "cpu"}]},
+    }
+    sidecar = {
+        "name": "metrics",
+        "image": "prom/statsd-exporter:v0.28.0",
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "100m"}, "claims": sidecar_claims},
+    }
+    containers = [sidecar, engine] if sidecar_first else [engine, sidecar]
+    pod = {"containers": containers, "resourceClaims": [{"name": "cpu", "resourceClaimTemplateName": "qwen-cpu"}]}
+    return stack_resource(
+        "kubernetes:apps/v1:Deployment",
+        {"metadata": {"name": "qwen", "namespace": "models"}, "spec": {"template": {"spec": pod}}},
+        name="qwen",
+    )
+
+
+def test_container_that_does_not_use_the_cpu_claim_keeps_its_own_cpu() -> None:
+    pod = two_containers("6", sidecar_claims=[])
+    assert run(cpu_claim_resources, stack_args([template("6"), pod])) == []
+
+
+def test_every_container_that_uses_the_cpu_claim_must_match_it() -> None:
+    pod = two_containers("6", sidecar_claims=[{"name": "cpu"}])
+    assert run(cpu_claim_resources, stack_args([template("6"), pod])) == [
+        "workload models/qwen, container metrics: requests.cpu is '100m' but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6",
+        "workload models/qwen, container metrics: limits.cpu is '100m' but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6",
+    ]
+
+
+def test_claim_user_is_found_whichever_container_comes_first() -> None:
+    pod = two_containers("4", sidecar_claims=[], sidecar_first=True)
+    assert run(cpu_claim_resources, stack_args([template("6"), pod])) == [
+        "workload models/qwen, container vllm: requests.cpu is '4' but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6"
+    ]
+
+
+def test_workload_without_a_cpu_limit_names_the_missing_limit() -> None:
+    found = run(cpu_claim_resources, stack_args([template("6"), workload("6", None)]))
+    assert found == [
+        "workload models/qwen, container vllm: limits.cpu is nothing but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6"
+    ]
+
+
+@pytest.mark.parametrize(("claimed", "given"), [("6", "5999m"), ("6", "7"), ("500m", "1"), ("1.5", "1")])
+def test_cpu_quantities_one_step_off_the_claim_are_rejected(claimed: str, given: str) -> None:
+    assert len(run(cpu_claim_resources, stack_args([template(claimed), workload(given, claimed)]))) == 1
+
+
+@pytest.mark.parametrize(("claimed", "given"), [("6", "6000m"), ("500m", "0.5"), ("1.5", "1500m"), ("2", 2.0)])
+def test_cpu_quantities_equal_to_the_claim_in_another_spelling_pass(claimed: str, given: Any) -> None:
+    assert run(cpu_claim_resources, stack_args([template(claimed), workload(given, given)])) == []
+
+
+def gpu_template(name: str = "qwen-cpu") -> PolicyResource:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.amd.com", "count": 1.0}}
+    return stack_resource(
+        "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
+        {"metadata": {"name": name, "namespace": "models"}, "spec": {"spec": {"devices": {"requests": [request]}}}},
+        name=f"{name}-claim",
+    )
+
+
+def test_only_claims_on_dra_cpu_capacity_bind_a_workloads_cpu() -> None:
+    # A GPU claim template takes no CPUs: its workload keeps whatever CPU it asks for, or none.
+    assert run(cpu_claim_resources, stack_args([gpu_template(), workload(None, None)])) == []
+    assert run(cpu_claim_resources, stack_args([gpu_template(), workload("2", "4")])) == []

@@ -1,92 +1,245 @@
-"""Property tests over generated fleets: accepted fleets yield consistent pools; rejected ones name a policy."""
+"""Property tests over generated fleets.
+
+The strategy builds fleets that keep every device rule (each pool has a class of its own, whose
+vendor, GPU count and provisioning block match its cluster's cloud), so a valid fleet must be
+accepted and its pools marked by role. Then one pool's class is broken in exactly one way, and
+exactly that rule must fire, on exactly that pool, with the message of that check.
+"""
 
 from __future__ import annotations
 
+import copy
+import re
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from infra.config import ConfigError
 from infra.devices import ACCELERATOR_DRIVER_MISMATCH, CLASS_PROVIDER_MISMATCH, UNSUPPORTED_DEVICES, check_fleet
 from infra.facts import CPU_LABEL, GPU_LABEL, POOL_LABEL, VENDOR_TAINT_KEY, derive_fleet
-from tests.conftest import fleet_of
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, fleet_of
 
 PROVIDERS = ["GKE", "EKS", "AKS", "Civo", "Vultr"]
 SOURCES = [*PROVIDERS, "Existing"]
-DRIVERS = ["gpu.nvidia.com", "gpu.amd.com", "dra.cpu", "dra.net"]
 MACHINE_KEY = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
-CLUSTER_BLOCK = {
-    "GKE": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
-    "EKS": {"region": "us-east-1", "kubernetesVersion": "1.36"},
-    "AKS": {"location": "westeurope", "kubernetesVersion": "1.36"},
-    "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
-    "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.2+1"},
-    "Existing": {},
-}
-POLICIES = {ACCELERATOR_DRIVER_MISMATCH, UNSUPPORTED_DEVICES, CLASS_PROVIDER_MISMATCH}
+NVIDIA, AMD, CPU, NET = "gpu.nvidia.com", "gpu.amd.com", "dra.cpu", "dra.net"
+# Kept modest: the suite runs on shared machines (about two seconds for both tests).
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def device(name: str, driver: str, count: int = 1) -> dict[str, Any]:
+    return {"name": name, "driver": driver, "deviceClassName": driver, "count": count}
 
 
 @st.composite
-def inference_class(draw: st.DrawFn, name: str) -> dict[str, Any]:
-    drivers = draw(st.lists(st.sampled_from(DRIVERS), min_size=1, max_size=3, unique=True))
-    devices = [
-        {"name": f"d{i}", "driver": d, "deviceClassName": d, "count": draw(st.integers(1, 4))}
-        for i, d in enumerate(drivers)
-    ]
+def pool_class(draw: st.DrawFn, name: str, source: str, kind: str | None = None) -> dict[str, Any]:
+    """A class (of `kind`, or any) that keeps every rule on a cluster of `source`."""
+    kinds = ["nvidia", "cpu"] + (["amd", "byo-driver"] if source == "Existing" else [])
+    kind = kind or draw(st.sampled_from(kinds))
+    count = draw(st.integers(1, 8))
+    devices = {
+        "nvidia": [device("gpu", NVIDIA, count)],
+        "amd": [device("gpu", AMD, count)],
+        "cpu": [device("cpu", CPU)],
+        "byo-driver": [device("tpu", "tpu.example.com")],
+    }[kind]
+    if kind == "nvidia" and source == "EKS" and draw(st.booleans()):
+        devices.append(device("efa", NET, draw(st.integers(1, 4))))  # EFA rides along, EKS only
     if draw(st.booleans()):
-        devices.append({"name": "nic", "claim": "Synthetic", "driver": "nic.nvidia.com"})
+        devices.append({"name": "nic", "claim": "Synthetic", "driver": "nic.nvidia.com", "count": 8})
     cls: dict[str, Any] = {"name": name, "devices": devices}
-    provider = draw(st.sampled_from([*PROVIDERS, None]))
-    if provider is not None:
-        block: dict[str, Any] = {MACHINE_KEY[provider]: "m"}
-        if draw(st.booleans()):
-            vendor = draw(st.sampled_from(["nvidia", "amd"]))
-            block["accelerator"] = {"type": f"{vendor}-x", "count": draw(st.integers(1, 4))}
-        cls["provisioning"] = {"provider": provider, provider.lower(): block}
+    if source in PROVIDERS:
+        block: dict[str, Any] = dict(CPU_BLOCKS[source])
+        if kind == "nvidia":
+            block["accelerator"] = {"type": draw(st.sampled_from(["nvidia-l4", "nvidia-h100"])), "count": count}
+        cls["provisioning"] = {"provider": source, source.lower(): block}
+    elif draw(st.booleans()):
+        # An Existing cluster ignores provisioning, even another cloud's and a mismatched one.
+        other = draw(st.sampled_from(PROVIDERS))
+        block = dict(CPU_BLOCKS[other], accelerator={"type": "amd-mi300x", "count": count + 1})
+        cls["provisioning"] = {"provider": other, other.lower(): block}
     return cls
 
 
 @st.composite
-def fleet(draw: st.DrawFn) -> dict[str, Any]:
-    classes = [draw(inference_class(f"c{i}")) for i in range(draw(st.integers(1, 4)))]
+def valid_fleet(draw: st.DrawFn) -> dict[str, Any]:
+    classes: list[dict[str, Any]] = []
     clusters = []
     for k in range(draw(st.integers(1, 3))):
         source = draw(st.sampled_from(SOURCES))
-        pools = [
-            {"name": f"p{j}", "className": draw(st.sampled_from([c["name"] for c in classes]))}
-            for j in range(draw(st.integers(1, 3)))
-        ]
-        clusters.append({"name": f"k{k}", "source": source, source.lower(): CLUSTER_BLOCK[source], "nodePools": pools})
+        pools = []
+        for j in range(draw(st.integers(1, 3))):
+            name = f"c{k}-{j}"
+            classes.append(draw(pool_class(name, source)))
+            pools.append({"name": f"p{j}", "className": name})
+        block = CLUSTER_BLOCKS.get(source, {})
+        clusters.append({"name": f"k{k}", "source": source, source.lower(): dict(block), "nodePools": pools})
     return {"classes": classes, "clusters": clusters}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(fleet())
-def test_accepted_fleets_have_consistent_pools_and_rejected_ones_name_a_policy(raw: dict[str, Any]) -> None:
-    try:
-        parsed = fleet_of(raw)
-    except ConfigError as err:
-        # Only the role rule rejects these generated shapes at load time.
-        assert all("claims no CPU or GPU DRA device" in i.problem for i in err.issues), err
-        return
-    violations = check_fleet(parsed)
-    if violations:
-        for v in violations:
-            assert v.policy in POLICIES
-            assert v.cluster and v.pool and v.class_name and v.fix
-        return
-    for cluster in derive_fleet(parsed):
-        for pool in cluster.pools:
+def kind_of(cls: dict[str, Any]) -> str:
+    drivers = {d["driver"] for d in cls["devices"] if d.get("claim", "DRA") == "DRA"}
+    return "cpu" if drivers == {CPU} else "nvidia" if NVIDIA in drivers else "amd" if AMD in drivers else "byo"
+
+
+def breaks_for(source: str, cls: dict[str, Any]) -> list[str]:
+    """The single-rule breaks that apply to a class on a cluster of `source`."""
+    kind = kind_of(cls)
+    out = []
+    if source in PROVIDERS:
+        out += ["other-provider", "no-provisioning"]
+        if source != "EKS" or kind == "nvidia":
+            out += ["unsupported-driver"]
+        if kind == "nvidia":
+            out += ["drop-accelerator", "fewer-gpus", "more-gpus", "wrong-vendor", "add-dra-cpu"]
+        if kind == "cpu":
+            out += ["cpu-with-accelerator"]
+    else:
+        if kind in ("nvidia", "amd"):
+            out += ["second-vendor", "add-dra-cpu"]
+    return out
+
+
+# (policy, the check's message) per break; each message identifies one check of that policy.
+EXPECTED = {
+    "other-provider": (CLASS_PROVIDER_MISMATCH, r"the class provisions on \w+ but the cluster's source is \w+"),
+    "no-provisioning": (CLASS_PROVIDER_MISMATCH, r"the class has no provisioning but the cluster's source is \w+"),
+    "unsupported-driver": (UNSUPPORTED_DEVICES, r"\w+ clusters cannot serve driver (dra\.net|gpu\.amd\.com) \(.*\)"),
+    "drop-accelerator": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims gpu\.nvidia\.com but its \w+ block sets no "),
+    "fewer-gpus": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims \d+ GPU devices but accelerator\.count is \d+"),
+    "more-gpus": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims \d+ GPU devices but accelerator\.count is \d+"),
+    "wrong-vendor": (ACCELERATOR_DRIVER_MISMATCH, r"accelerator amd-mi300x is a amd GPU but the class claims gpu"),
+    "add-dra-cpu": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims dra\.cpu next to a GPU driver"),
+    "cpu-with-accelerator": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims only dra\.cpu but sets accelerator"),
+    "second-vendor": (ACCELERATOR_DRIVER_MISMATCH, r"the class claims GPUs of two vendors"),
+}
+
+
+def apply_break(draw: st.DrawFn, how: str, source: str, cls: dict[str, Any]) -> None:
+    prov = cls.get("provisioning")
+    block = prov[source.lower()] if prov is not None and source in PROVIDERS else None
+    gpu = next((d for d in cls["devices"] if d["driver"] in (NVIDIA, AMD)), None)
+    if how == "other-provider":
+        other = draw(st.sampled_from([p for p in PROVIDERS if p != source]))
+        moved = dict(block or {})
+        moved.pop(MACHINE_KEY[source], None)
+        moved[MACHINE_KEY[other]] = "m"
+        cls["provisioning"] = {"provider": other, other.lower(): moved}
+    elif how == "no-provisioning":
+        del cls["provisioning"]
+    elif how == "unsupported-driver" and source == "EKS":
+        # EKS serves dra.net; AMD GPUs run on Existing clusters only.
+        assert block is not None and gpu is not None
+        gpu.update(driver=AMD, deviceClassName=AMD)
+        block["accelerator"]["type"] = "amd-mi300x"
+    elif how == "unsupported-driver":
+        cls["devices"].append(device("efa", NET))  # dra.net: installed outside the stack, on EKS only
+    elif how == "drop-accelerator":
+        assert block is not None
+        del block["accelerator"]
+    elif how in ("fewer-gpus", "more-gpus"):
+        assert block is not None and gpu is not None
+        have = block["accelerator"]["count"]
+        if how == "fewer-gpus" and have == 1:
+            block["accelerator"]["count"] = 2  # one device, two GPUs on the machine
+        elif how == "fewer-gpus":
+            gpu["count"] = draw(st.integers(1, have - 1))
+        else:
+            gpu["count"] = have + draw(st.integers(1, 8))
+    elif how == "wrong-vendor":
+        assert block is not None
+        block["accelerator"]["type"] = "amd-mi300x"
+    elif how == "add-dra-cpu":
+        cls["devices"].append(device("cpu", CPU))
+    elif how == "cpu-with-accelerator":
+        assert block is not None
+        block["accelerator"] = {"type": "nvidia-l4", "count": 1}
+    elif how == "second-vendor":
+        assert gpu is not None
+        cls["devices"].append(device("other-gpu", AMD if gpu["driver"] == NVIDIA else NVIDIA))
+    else:
+        raise AssertionError(how)
+
+
+# The kind of class, and the cloud, that each break needs.
+NEEDS: dict[str, tuple[str, list[str]]] = {
+    "other-provider": ("cpu", PROVIDERS),
+    "no-provisioning": ("nvidia", PROVIDERS),
+    "unsupported-driver": ("nvidia", PROVIDERS),
+    "drop-accelerator": ("nvidia", PROVIDERS),
+    "fewer-gpus": ("nvidia", PROVIDERS),
+    "more-gpus": ("nvidia", PROVIDERS),
+    "wrong-vendor": ("nvidia", PROVIDERS),
+    "add-dra-cpu": ("nvidia", SOURCES),
+    "cpu-with-accelerator": ("cpu", PROVIDERS),
+    "second-vendor": ("amd", ["Existing"]),
+}
+
+
+@st.composite
+def broken_fleet(draw: st.DrawFn, how: str) -> tuple[dict[str, Any], str, str]:
+    """A valid fleet with one pool's class broken `how`: (fleet, cluster, pool)."""
+    raw = draw(valid_fleet())
+    classes = {c["name"]: c for c in raw["classes"]}
+    candidates = [
+        (cluster, pool)
+        for cluster in raw["clusters"]
+        for pool in cluster["nodePools"]
+        if how in breaks_for(cluster["source"], classes[pool["className"]])
+    ]
+    if not candidates:  # add a cluster with a pool this break applies to
+        kind, sources = NEEDS[how]
+        source = draw(st.sampled_from(sources))
+        cls = draw(pool_class("extra", source, kind))
+        raw["classes"].append(cls)
+        pool = {"name": "extra", "className": "extra"}
+        block = CLUSTER_BLOCKS.get(source, {})
+        raw["clusters"].append({"name": "extra", "source": source, source.lower(): dict(block), "nodePools": [pool]})
+        classes["extra"] = cls
+        candidates = [(raw["clusters"][-1], pool)]
+    cluster, pool = draw(st.sampled_from(candidates))
+    apply_break(draw, how, cluster["source"], classes[pool["className"]])
+    return raw, cluster["name"], pool["name"]
+
+
+@SETTINGS
+@given(valid_fleet())
+def test_valid_fleets_are_accepted_and_their_pools_marked_by_role(raw: dict[str, Any]) -> None:
+    fleet = fleet_of(raw)  # a ConfigError here fails the test: every generated fleet is valid
+    assert check_fleet(fleet) == []
+    event(f"pools: {sum(len(c['nodePools']) for c in raw['clusters'])}")
+    classes = {c["name"]: c for c in raw["classes"]}
+    for cluster, facts in zip(raw["clusters"], derive_fleet(fleet), strict=True):
+        system, *pools = facts.pools if cluster["source"] != "Existing" else (None, *facts.pools)
+        if system is not None:
+            assert (system.name, system.role, system.taints) == ("system", "System", ())
+        assert [p.name for p in pools] == [p["name"] for p in cluster["nodePools"]]
+        for pool, declared in zip(pools, cluster["nodePools"], strict=True):
+            kind = kind_of(classes[declared["className"]])
             assert pool.labels[POOL_LABEL] == pool.name
             keys = {t.key for t in pool.taints}
-            if pool.role == "GPU":
-                assert pool.accelerator is not None and pool.labels[GPU_LABEL] == pool.accelerator.type
-                assert pool.vendor is not None and keys == {VENDOR_TAINT_KEY[pool.vendor]}
-                assert pool.accelerator.type.startswith(pool.vendor)
-                assert CPU_LABEL not in pool.labels
-            elif pool.role == "CPU":
+            if kind == "cpu":
+                assert pool.role == "CPU"
                 assert pool.accelerator is None and GPU_LABEL not in pool.labels
                 assert pool.labels[CPU_LABEL] == "true" and keys == {CPU_LABEL}
+            elif kind in ("nvidia", "amd"):
+                vendor = kind
+                assert (pool.role, pool.vendor) == ("GPU", vendor)
+                assert keys == {VENDOR_TAINT_KEY[vendor]}
+                assert CPU_LABEL not in pool.labels
+                if cluster["source"] != "Existing":
+                    assert pool.accelerator is not None and pool.labels[GPU_LABEL] == pool.accelerator.type
             else:
-                assert pool.name == "system" and not pool.taints
+                assert pool.role == "GPU"
+
+
+@pytest.mark.parametrize("how", sorted(EXPECTED))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_one_broken_rule_is_reported_once_on_the_broken_pool(how: str, data: st.DataObject) -> None:
+    raw, cluster, pool = data.draw(broken_fleet(how))
+    policy, problem = EXPECTED[how]
+    found = check_fleet(fleet_of(copy.deepcopy(raw)))
+    assert [(v.policy, v.cluster, v.pool) for v in found] == [(policy, cluster, pool)], (how, found)
+    assert re.match(problem, found[0].problem), (how, found[0].problem)

@@ -431,7 +431,32 @@ def test_existing_cluster_without_gpus_installs_the_collector_release() -> None:
     assert inputs["values"]["image"] == {"repository": "otel/opentelemetry-collector-contrib", "tag": "0.161.0"}
     assert inputs["values"]["replicaCount"] == 1.0
     statements = inputs["values"]["config"]["processors"]["transform/modelplane-gpu"]["metric_statements"]
-    assert statements == metric_statements(active_mappings())
+    # Each source is scaled (or given its unit) and renamed; the AMD energy gauge is first made a
+    # cumulative sum, alone in its group, before it is scaled and renamed.
+    renames = [
+        ("DCGM_FI_DEV_FB_USED", 'scale_metric(1048576.0, "By")', "modelplane_gpu_memory_used_bytes"),
+        ("gpu_used_vram", 'scale_metric(1048576.0, "By")', "modelplane_gpu_memory_used_bytes"),
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 'set(metric.unit, "1")', "modelplane_gpu_compute_active_ratio"),
+        ("gpu_gfx_activity", 'scale_metric(0.01, "1")', "modelplane_gpu_compute_active_ratio"),
+        ("DCGM_FI_PROF_DRAM_ACTIVE", 'set(metric.unit, "1")', "modelplane_gpu_memory_bandwidth_ratio"),
+        ("gpu_umc_activity", 'scale_metric(0.01, "1")', "modelplane_gpu_memory_bandwidth_ratio"),
+        ("DCGM_FI_DEV_GPU_TEMP", 'set(metric.unit, "Cel")', "modelplane_gpu_temperature_celsius"),
+        ("gpu_junction_temperature", 'set(metric.unit, "Cel")', "modelplane_gpu_temperature_celsius"),
+        ("DCGM_FI_DEV_POWER_USAGE", 'set(metric.unit, "W")', "modelplane_gpu_power_watts"),
+        ("gpu_package_power", 'set(metric.unit, "W")', "modelplane_gpu_power_watts"),
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 'scale_metric(0.001, "J")', "modelplane_energy_joules_total"),
+        (None, 'convert_gauge_to_sum("cumulative", true)', None),
+        ("gpu_energy_consumed", 'scale_metric(0.000001, "J")', "modelplane_energy_joules_total"),
+        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 'set(metric.unit, "1")', "modelplane_gpu_tensor_active_ratio"),
+    ]
+    expected = []
+    for source, unit, target in renames:
+        if source is None:
+            expected.append({"statements": [f'{unit} where metric.name == "gpu_energy_consumed"']})
+            continue
+        where = f'where metric.name == "{source}"'
+        expected.append({"statements": [f"{unit} {where}", f'set(metric.name, "{target}") {where}']})
+    assert statements == expected
     releases = {r.inputs["name"] for r in of_type(result, "kubernetes:helm.sh/v3:Release")}
     assert "mp-opentelemetry-collector" in releases
 

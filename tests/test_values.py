@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components import values as v
-from components.catalog import CATALOG, CLOUDS, Component
+from components.catalog import CATALOG, CLOUDS, Component, catalog_for
 from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
@@ -18,7 +18,8 @@ OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Existing")
 
 
 def row(cloud: str, key: str) -> Component:
-    return next(c for c in CATALOG[cloud] if c.key == key)
+    # Built by `catalog_for` on each call rather than read from the table loaded at import.
+    return next(c for c in catalog_for(cloud) if c.key == key)
 
 
 def every_row() -> Iterator[tuple[str, Component]]:
@@ -326,3 +327,107 @@ def test_prometheus_selects_monitors_from_every_namespace(cloud: str) -> None:
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_cert_manager_installs_its_crds(cloud: str) -> None:
     assert row(cloud, "cert-manager").values["crds"] == {"enabled": True}
+
+
+def test_amd_operator_keeps_its_default_nfd_rule_and_the_metrics_exporter() -> None:
+    # The DeviceConfig selects nodes by the label the default NodeFeatureRule sets, and the
+    # collector scrapes the device-metrics-exporter (docs/telemetry.md).
+    values = amd()
+    assert values["installdefaultNFDRule"] is True
+    assert values["deviceConfig"]["spec"]["metricsExporter"]["enable"] is True
+    assert values["deviceConfig"]["spec"]["devicePlugin"]["enableNodeLabeller"] is True
+
+
+NVIDIA_TOLERATION_BY_CLOUD = {
+    "AKS": {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+    "GKE": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "EKS": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Civo": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Vultr": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Existing": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_nvidia_daemonsets_tolerate_the_nvidia_taint_as_each_cloud_spells_it(cloud: str) -> None:
+    # AKS pools carry `nvidia.com/gpu=true`, tolerated as AKS's accelerated-node toleration is
+    # spelled; GKE sets `present` itself and an Existing owner picks their own value: Exists.
+    # VKE's own operator runs on Vultr, so there only the DRA driver is ours.
+    keys = ("dra-driver-nvidia-gpu",) if cloud == "Vultr" else ("gpu-operator", "dra-driver-nvidia-gpu")
+    for key in keys:
+        tolerations = [t for _, t in tolerations_in(row(cloud, key).values)]
+        assert tolerations, key
+        assert all(t == NVIDIA_TOLERATION_BY_CLOUD[cloud] for t in tolerations), (key, tolerations)
+
+
+CPU_TOLERATION = {"key": "modelplane.ai/cpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+AMD_TOLERATION = {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(cloud: str) -> None:
+    gpu = [NVIDIA_TOLERATION_BY_CLOUD[cloud], *([AMD_TOLERATION] if cloud == "Existing" else [])]
+    prometheus = row(cloud, "kube-prometheus-stack").values
+    assert prometheus["prometheus-node-exporter"]["tolerations"] == [*gpu, CPU_TOLERATION]
+    assert (prometheus["grafana"], prometheus["alertmanager"]) == ({"enabled": False}, {"enabled": False})
+    if cloud != "Vultr":  # VKE's add-on runs NFD there
+        assert row(cloud, "node-feature-discovery").values == {"worker": {"tolerations": gpu}}
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_gateway_serves_backends_and_lws_keeps_its_chart_defaults(cloud: str) -> None:
+    gateway = row(cloud, "envoy-gateway").values
+    assert gateway == {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
+    assert row(cloud, "leader-worker-set").values == {}
+    assert row(cloud, "cert-manager").values == {"crds": {"enabled": True}}
+
+
+@pytest.mark.parametrize("cloud", ["EKS", "AKS", "Civo", "Existing"])  # VKE runs its own operator
+def test_gpu_operator_elsewhere_than_gke_keeps_the_nodes_toolkit_and_cdi_without_default(cloud: str) -> None:
+    values = row(cloud, "gpu-operator").values
+    assert values["toolkit"] == {"enabled": False}
+    assert values["cdi"] == {"enabled": True}
+    assert "hostPaths" not in values
+    # No `defaultRuntime` (read by no template at v26.3.3); AKS names the node's runtime class.
+    expected_operator = {"runtimeClass": "nvidia-container-runtime"} if cloud == "AKS" else None
+    assert values.get("operator") == expected_operator
+    if cloud != "Civo":
+        assert values["driver"] == {"enabled": False}
+
+
+def test_amd_operator_pins_its_own_images_and_pull_policy() -> None:
+    values = amd()
+    assert values["controllerManager"]["manager"] == {
+        "image": {"repository": "docker.io/rocm/gpu-operator", "tag": "v1.5.1"},
+        "imagePullPolicy": "IfNotPresent",
+    }
+    common = values["deviceConfig"]["spec"]["commonConfig"]
+    assert common["initContainerImage"] == "docker.io/library/busybox:1.36"
+    plugin = values["deviceConfig"]["spec"]["devicePlugin"]
+    # The tags ROCm/k8s-device-plugin's own chart names at its newest tag (1.31.0.9).
+    assert plugin["devicePluginImage"] == "docker.io/rocm/k8s-device-plugin:1.31.0.9"
+    assert plugin["nodeLabellerImage"] == "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
+    assert values["remediation"] == {"enabled": False, "installCRDs": False}
+    assert values["crds"]["defaultCR"]["install"] is True
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_values_sit_at_the_keys_the_charts_read(cloud: str) -> None:
+    # The tolerations above are found wherever they sit; here each must sit at its chart's key.
+    nvidia = [NVIDIA_TOLERATION_BY_CLOUD[cloud]]
+    if cloud != "Vultr":  # VKE runs its own operator
+        assert row(cloud, "gpu-operator").values["daemonsets"] == {"tolerations": nvidia}
+    plugin: dict[str, object] = {"tolerations": nvidia}
+    if cloud == "Civo":  # the driver manager evicts the plugin through this label on driver upgrades
+        plugin["nodeSelector"] = {"nvidia.com/dra-kubelet-plugin": "true"}
+    assert row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"] == plugin
+    spec = row(cloud, "kube-prometheus-stack").values["prometheus"]["prometheusSpec"]
+    assert (spec["podMonitorSelector"], spec["serviceMonitorSelector"]) == ({}, {})
+
+
+def test_amd_operands_read_their_tolerations_at_the_device_configs_keys() -> None:
+    spec = amd()["deviceConfig"]["spec"]
+    assert spec["devicePlugin"]["devicePluginTolerations"] == [AMD_TOLERATION]
+    assert spec["devicePlugin"]["nodeLabellerTolerations"] == [AMD_TOLERATION]
+    assert spec["draDriver"]["tolerations"] == [AMD_TOLERATION]
+    assert spec["metricsExporter"]["tolerations"] == [AMD_TOLERATION]

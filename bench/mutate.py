@@ -1,0 +1,148 @@
+"""`make mutate`: mutation testing of the rule modules, one module at a time.
+
+Each module runs in its own scratch copy of the working tree under `out/mutate/<module>/` with
+mutmut (3.x) configured to mutate only that module and to run only the test files that state its
+rules. The golden-plan comparison (tests/test_generated.py) is never selected: `make golden`
+would accept any changed plan as the new truth, so only intent-level tests count. The CLI tests
+run the program in a subprocess, where the mutant is not active, so they are left out too.
+
+Usage: `python -m bench.mutate [MODULE ...] [--max-children N]` (default: every module, in the
+order below). Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
+names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
+diff. Not part of .ci/run: a module takes 5 to 30 minutes on two shared cores (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "out" / "mutate"
+
+# Module -> the test files that state its rules (in priority order: the device rules first).
+MODULES: dict[str, list[str]] = {
+    "infra/devices.py": [
+        "tests/test_devices.py",
+        "tests/test_properties.py",
+        "tests/test_policies_config.py",
+    ],
+    "components/catalog.py": [
+        "tests/test_catalog.py",
+        "tests/test_values.py",
+        "tests/test_serving_stack.py",
+        "tests/test_policies_releases.py",
+    ],
+    "infra/placement.py": ["tests/test_placement.py", "tests/test_model_deployment.py"],
+    "components/values.py": [
+        "tests/test_values.py",
+        "tests/test_serving_stack.py",
+        "tests/test_policies_releases.py",
+    ],
+    "policies/*": [
+        "tests/test_policies_config.py",
+        "tests/test_policies_pools.py",
+        "tests/test_policies_releases.py",
+        "tests/test_policies_stack.py",
+        "tests/test_analyzer.py",
+    ],
+    "infra/config.py": ["tests/test_config.py"],
+}
+
+CONFIG = """
+[tool.mutmut]
+source_paths = ["infra", "components", "policies"]
+only_mutate = {only}
+do_not_mutate = ["policies/__main__.py"]
+also_copy = ["stacks", "Pulumi.yaml", "__main__.py", "docs", "bench"]
+pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-q"]
+pytest_add_cli_args_test_selection = {tests}
+"""
+
+
+def tracked_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [line for line in out.splitlines() if line and (ROOT / line).is_file()]
+
+
+def scratch_copy(module: str) -> Path:
+    """A copy of the working tree whose pyproject.toml configures mutmut for `module` alone."""
+    where = OUT / module.replace("/", "_").replace("*", "all")
+    shutil.rmtree(where, ignore_errors=True)
+    for rel in tracked_files():
+        dest = where / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest)
+    pyproject = where / "pyproject.toml"
+    config = CONFIG.format(only=json.dumps([module]), tests=json.dumps(MODULES[module]))
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + config, encoding="utf-8")
+    return where
+
+
+def run_module(module: str, max_children: int) -> dict[str, object]:
+    where = scratch_copy(module)
+    mutmut = str(Path(sys.executable).with_name("mutmut"))
+    subprocess.run(
+        ["nice", "-n", "19", mutmut, "run", "--max-children", str(max_children)],
+        cwd=where,
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+    listing = subprocess.run(
+        [mutmut, "results", "--all", "true"], cwd=where, check=True, capture_output=True, text=True
+    ).stdout
+    status: dict[str, str] = {}
+    for line in listing.splitlines():
+        name, _, verdict = line.strip().rpartition(": ")
+        if name:
+            status[name] = verdict
+    counts: dict[str, int] = {}
+    for verdict in status.values():
+        counts[verdict] = counts.get(verdict, 0) + 1
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
+    total = sum(counts.values())
+    report = {
+        "module": module,
+        "mutants": total,
+        "counts": counts,
+        "kill_rate": round(killed / total, 3) if total else None,
+        "survivors": sorted(n for n, v in status.items() if v not in ("killed", "timeout")),
+    }
+    (where / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.mutate", description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"any of {', '.join(MODULES)}")
+    parser.add_argument("--max-children", type=int, default=1)
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {', '.join(unknown)}; choose from {', '.join(MODULES)}")
+    for module in args.modules or list(MODULES):
+        r = run_module(module, args.max_children)
+        counts = r["counts"]
+        assert isinstance(counts, dict)
+        print(
+            f"{module}: {r['mutants']} mutants, killed {counts.get('killed', 0)}, timeout {counts.get('timeout', 0)}, "
+            f"survived {counts.get('survived', 0)}, no tests {counts.get('no tests', 0)}, kill rate {r['kill_rate']}",
+            flush=True,
+        )
+        for name in r["survivors"]:  # type: ignore[attr-defined]
+            print(f"    {name}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
