@@ -38,6 +38,8 @@ MODULES: dict[str, list[str]] = {
         "tests/test_policies_releases.py",
     ],
     "infra/placement.py": ["tests/test_placement.py", "tests/test_model_deployment.py"],
+    # The audit over the scheduling model above, run by the offline plan.
+    "infra/tooling/placement.py": ["tests/test_placement.py"],
     "components/values.py": [
         "tests/test_values.py",
         "tests/test_serving_stack.py",
@@ -48,7 +50,10 @@ MODULES: dict[str, list[str]] = {
         "tests/test_policies_pools.py",
         "tests/test_policies_releases.py",
         "tests/test_policies_stack.py",
+        "tests/test_policies_modes.py",
         "tests/test_analyzer.py",
+        "tests/test_formats.py",
+        "tests/test_machines.py",
     ],
     "infra/config.py": ["tests/test_config.py"],
 }
