@@ -22,13 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from infra.machines import CONTROL_PLANE_FEES, CURRENCY, PRICE_REGION, MachineType, catalog_date, machine
+from infra.machines import (
+    CONTROL_PLANE_FEES,
+    CURRENCY,
+    HOURS_PER_MONTH,
+    PRICE_REGION,
+    MachineType,
+    catalog_date,
+    machine,
+)
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts
-
-# An average month: 8760 hours a year / 12.
-HOURS_PER_MONTH = Decimal(730)
 
 COST_OVER_BUDGET = "cost-over-budget"
 

@@ -16,10 +16,14 @@ the cost arithmetic lives in `infra.cost`. This module imports nothing of ours.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 CURRENCY = "USD"
+
+# An average month: 8760 hours a year / 12. The plan's monthly costs use it, and a price published
+# only per month (Vultr) is turned into an hourly one with it.
+HOURS_PER_MONTH = Decimal(730)
 
 # The region each cloud's prices are read for. A cluster elsewhere is priced at these rates and
 # says so (`regionPriced` in the plan): prices differ by region, the catalog holds one.
@@ -277,10 +281,89 @@ def _vultr() -> list[MachineType]:
     return rows
 
 
-MACHINES: tuple[MachineType, ...] = (*_gke(), *_eks(), *_aks(), *_civo(), *_vultr())
+# --------------------------------------------------------------------------------------------
+# On-demand prices (USD per hour, Linux, the PRICE_REGION of each cloud)
+#
+# Read in SkyPilot's public catalogs, which hold each cloud's list prices per region and zone
+# (columns `InstanceType, ..., Region, AvailabilityZone, Price, SpotPrice`; `Price` is on-demand).
+_SKYPILOT = "https://github.com/skypilot-org/skypilot-catalog/blob"
+# GCP: a GPU machine is listed as two rows, the machine without its GPUs (`g2-standard-8`, ...) and
+# its GPUs (empty InstanceType, `AcceleratorName` L4/A100/H100-MEGA/H200 x `AcceleratorCount`);
+# the machine's price is the sum of the two us-central1 rows, written out below.
+SKYPILOT_GCP = f"{_SKYPILOT}/017e2502fb63c7a28757acd94002b2d6099d3e3d/catalogs/v7/gcp/vms.csv"
+SKYPILOT_AWS = f"{_SKYPILOT}/001367d22a0033fac286a8c71aeac7109e431bcb/catalogs/v7/aws/vms.csv"
+SKYPILOT_AZURE = f"{_SKYPILOT}/098741e70562f65d7af1cceb81e33b284f742604/catalogs/v6/azure/vms.csv"
+# Vultr publishes a monthly cost per plan (the same in every location but Sao Paulo's `-sc1` plans);
+# this file is the `GET /v2/plans` list as of 2025-12-18 (vc2 plans offered in `ewr`). The hourly
+# price is the monthly cost / HOURS_PER_MONTH, to 1/1000000 of a dollar.
+VULTR_PLAN_LIST = (
+    "https://github.com/gmartindelc/mail-server-poc/blob/d095a9fc4e5dbe3ed3797e7112a5b7d771d93bc3/terraform/PLAN_IDS.md"
+)
+
+
+_GCP_GPU = f"{SKYPILOT_GCP} (machine row + GPU row)"
+_VULTR = f"{VULTR_PLAN_LIST} (monthly cost of 2025-12-18 / 730 hours)"
+
+
+def _monthly(usd: int) -> Decimal:
+    return (Decimal(usd) / HOURS_PER_MONTH).quantize(Decimal("0.000001"))
+
+
+_D = Decimal
+PRICES: Mapping[tuple[str, str], tuple[Decimal, str]] = {
+    # GKE, us-central1 (machine row + GPU row where the machine has GPUs).
+    ("GKE", "e2-standard-4"): (_D("0.13402"), SKYPILOT_GCP),
+    ("GKE", "c3-standard-4"): (_D("0.20161"), SKYPILOT_GCP),
+    ("GKE", "c3-standard-8"): (_D("0.40322"), SKYPILOT_GCP),
+    ("GKE", "c3-standard-44"): (_D("2.21769"), SKYPILOT_GCP),
+    ("GKE", "g2-standard-8"): (_D("0.29358") + _D("0.56004"), _GCP_GPU),  # + 1x L4
+    ("GKE", "g2-standard-48"): (_D("1.7615") + _D("2.24016"), _GCP_GPU),  # + 4x L4
+    ("GKE", "a2-highgpu-1g"): (_D("0.73948") + _D("2.93391"), _GCP_GPU),  # + 1x A100
+    ("GKE", "a2-highgpu-2g"): (_D("1.47895") + _D("5.86782"), _GCP_GPU),  # + 2x A100
+    ("GKE", "a2-highgpu-4g"): (_D("2.95791") + _D("11.73563"), _GCP_GPU),  # + 4x A100
+    ("GKE", "a2-highgpu-8g"): (_D("5.91582") + _D("23.47126"), _GCP_GPU),  # + 8x A100
+    ("GKE", "a2-megagpu-16g"): (_D("8.79698") + _D("46.94253"), _GCP_GPU),  # + 16x A100
+    ("GKE", "a3-megagpu-8g"): (_D("9.46006") + _D("82.75421"), _GCP_GPU),  # + 8x H100-MEGA
+    ("GKE", "a3-ultragpu-8g"): (_D("12.266") + _D("74.49392"), _GCP_GPU),  # + 8x H200
+    # EKS, us-east-1.
+    ("EKS", "g6.xlarge"): (_D("0.8048"), SKYPILOT_AWS),
+    ("EKS", "g6e.xlarge"): (_D("1.861"), SKYPILOT_AWS),
+    ("EKS", "m6i.xlarge"): (_D("0.192"), SKYPILOT_AWS),
+    ("EKS", "m7i.2xlarge"): (_D("0.4032"), SKYPILOT_AWS),
+    ("EKS", "m7i.4xlarge"): (_D("0.8064"), SKYPILOT_AWS),
+    ("EKS", "p5.48xlarge"): (_D("98.32"), SKYPILOT_AWS),
+    # AKS, eastus.
+    ("AKS", "Standard_NC24ads_A100_v4"): (_D("3.673"), SKYPILOT_AZURE),
+    ("AKS", "Standard_NC48ads_A100_v4"): (_D("7.346"), SKYPILOT_AZURE),
+    ("AKS", "Standard_NC96ads_A100_v4"): (_D("14.692"), SKYPILOT_AZURE),
+    ("AKS", "Standard_NC40ads_H100_v5"): (_D("6.98"), SKYPILOT_AZURE),
+    ("AKS", "Standard_NC80adis_H100_v5"): (_D("13.96"), SKYPILOT_AZURE),
+    ("AKS", "Standard_ND96asr_v4"): (_D("27.197"), SKYPILOT_AZURE),
+    ("AKS", "Standard_ND96amsr_A100_v4"): (_D("32.77"), SKYPILOT_AZURE),
+    ("AKS", "Standard_D4s_v5"): (_D("0.192"), SKYPILOT_AZURE),
+    ("AKS", "Standard_D8s_v5"): (_D("0.384"), SKYPILOT_AZURE),
+    # Vultr, ewr: monthly cost / HOURS_PER_MONTH.
+    ("Vultr", "vc2-2c-4gb"): (_monthly(20), _VULTR),
+    ("Vultr", "vc2-4c-8gb"): (_monthly(40), _VULTR),
+    ("Vultr", "vc2-6c-16gb"): (_monthly(80), _VULTR),
+    ("Vultr", "vc2-8c-32gb"): (_monthly(160), _VULTR),
+    ("Vultr", "vc2-16c-64gb"): (_monthly(320), _VULTR),
+    ("Vultr", "vc2-24c-96gb"): (_monthly(640), _VULTR),
+}
+
+
+def _priced(row: MachineType) -> MachineType:
+    price = PRICES.get((row.cloud, row.name))
+    if price is None:
+        return row
+    return replace(row, price_usd_hour=price[0], price_source=price[1])
+
+
+MACHINES: tuple[MachineType, ...] = tuple(_priced(m) for m in (*_gke(), *_eks(), *_aks(), *_civo(), *_vultr()))
 
 _BY_KEY: dict[tuple[str, str], MachineType] = {(m.cloud, m.name): m for m in MACHINES}
 assert len(_BY_KEY) == len(MACHINES), "one row per (cloud, machine type)"
+assert set(PRICES) <= set(_BY_KEY), "a price for a machine with no row"
 
 
 def machine(cloud: str, name: str) -> MachineType | None:

@@ -319,14 +319,15 @@ def test_pack_rejects_the_held_example_as_the_guard_does(case: str) -> None:
 # Cost
 
 
-def priced(prices: dict[str, str]) -> Any:
-    """A catalog lookup whose rows carry the given test prices (USD per hour)."""
+def priced(prices: dict[str, str | None]) -> Any:
+    """A catalog lookup whose rows carry the given test prices (USD per hour; None: no price)."""
 
     def lookup(cloud: str, name: str) -> MachineType | None:
         row = machine(cloud, name)
         if row is None or name not in prices:
             return row
-        return replace(row, price_usd_hour=Decimal(prices[name]))
+        price = prices[name]
+        return replace(row, price_usd_hour=None if price is None else Decimal(price))
 
     return lookup
 
@@ -376,7 +377,7 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
 
 
 def test_a_machine_without_a_price_is_left_out_and_named_never_free() -> None:
-    cost = cluster_cost("k", "EKS", [PoolSize("gpu", "p5.48xlarge", 2, None)], priced({}))
+    cost = cluster_cost("k", "EKS", [PoolSize("gpu", "p5.48xlarge", 2, None)], priced({"p5.48xlarge": None}))
     assert cost is not None
     doc = cluster_cost_json(cost)
     assert (doc["monthly"], doc["complete"], doc["unpriced"]) == (73.0, False, ["p5.48xlarge"])
@@ -402,8 +403,10 @@ def test_existing_cluster_shows_no_price_and_provisioned_ones_do() -> None:
     assert (byo["cost"]["monthly"], byo["cost"]["budget"]) == (0.0, None)
     gke = plan_stack(ROOT / "stacks" / "Pulumi.gke-prod.yaml")
     cost = gke["clusters"][0]["cost"]
-    # GKE's cluster fee: 0.10 USD an hour, 73.00 a month; the machines have no price in the catalog.
-    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 73.0, "us-central1")
+    # us-central1: fee 0.10 + system 1 x e2-standard-4 0.13402 + l4 1 x g2-standard-8 0.85362
+    # + cpu 2 x c3-standard-8 0.40322 = 1.89408 /h, x 730 h = 1382.6784 a month.
+    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 1382.68, "us-central1")
+    assert (cost["complete"], cost["unpriced"]) == (True, [])
     assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu"]
 
 
@@ -439,16 +442,18 @@ def two_clusters() -> dict[str, Any]:
 
 
 def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
-    # Two control planes at 0.10 an hour: 146.00 a month, over a budget of 100; machines unpriced.
+    # At maxNodeCount, GKE: fee 0.10 + system 2 x 0.13402 + l4 4 x 0.85362 + cpu 2 x 0.40322 = 4.58896 /h;
+    # EKS: fee 0.10 + system 2 x m6i.xlarge 0.192 + cpu 1 x m7i.2xlarge 0.4032 = 0.8872 /h.
+    # 5.47616 /h x 730 h = 3997.5968 a month, over a budget of 100.
     [message] = run(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
     assert message.startswith(
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 146.00 USD"
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 3997.60 USD"
     )
-    assert "without " in message and "Fix: " in message
+    assert "without " not in message and "Fix: " in message  # every machine of this fleet has a price
 
 
 def test_fleet_within_its_budget_passes() -> None:
-    assert run(cost_over_budget, stack_args(registered(two_clusters(), 146), policy=cost_over_budget)) == []
+    assert run(cost_over_budget, stack_args(registered(two_clusters(), 3998), policy=cost_over_budget)) == []
 
 
 def test_budget_key_is_read_and_rejected_when_not_positive() -> None:
@@ -515,9 +520,55 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
     )
     assert out.returncode == 0, out.stderr
-    assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — price unknown" in out.stdout
-    assert "cost: $73.00 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
-    assert (
-        "stack cost: $73.00 USD/month (catalog 2026-12-01) + unpriced: c3-standard-8, e2-standard-4, g2-standard-8"
-        in (" ".join(out.stdout.split()))
+    # g2-standard-8 at 0.85362 /h: 623.14 a month at 1 node, 2492.57 at 4; the cluster adds the
+    # system pool (97.83..195.67), the cpu pool (2 x 0.40322 x 730 = 588.70) and the fee (73.00).
+    assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — $0.85/h, $623.14..$2,492.57/month" in out.stdout
+    assert "cost: $1,382.68..$3,349.94 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
+    assert "stack cost: $1,382.68..$3,349.94 USD/month (catalog 2026-12-01)\n" in out.stdout
+
+
+def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", "vultr-dev"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
     )
+    assert out.returncode == 0, out.stderr
+    # Vultr publishes monthly costs: vc2-6c-16gb 80 and vc2-8c-32gb 160 a month; the L40S plan has none.
+    assert "l40s GPU 1x nvidia-l40s on vcg-l40s-16c-180g-48vram — 1 node(s), 1..3 — price unknown" in out.stdout
+    assert "system System on vc2-6c-16gb — 1 node(s), 1..2 — $0.11/h, $80.00..$160.00/month" in out.stdout
+    assert (
+        "stack cost: $240.00..$320.00 USD/month (catalog 2026-12-01) + unpriced: Vultr control plane, "
+        "vcg-l40s-16c-180g-48vram" in " ".join(out.stdout.split())
+    )
+
+
+def test_machines_of_the_example_stacks_carry_the_price_read_for_the_priced_region() -> None:
+    expected = {
+        ("GKE", "g2-standard-8"): "0.85362",
+        ("GKE", "c3-standard-8"): "0.40322",
+        ("GKE", "e2-standard-4"): "0.13402",
+        ("EKS", "g6.xlarge"): "0.8048",
+        ("EKS", "m7i.2xlarge"): "0.4032",
+        ("EKS", "m6i.xlarge"): "0.192",
+        ("EKS", "p5.48xlarge"): "98.32",
+        ("AKS", "Standard_NC24ads_A100_v4"): "3.673",
+        ("AKS", "Standard_D8s_v5"): "0.384",
+        ("AKS", "Standard_D4s_v5"): "0.192",
+        ("Vultr", "vc2-8c-32gb"): "0.219178",  # 160 a month / 730 h
+        ("Vultr", "vc2-6c-16gb"): "0.109589",  # 80 a month / 730 h
+    }
+    for (cloud, name), price in expected.items():
+        row = machine(cloud, name)
+        assert row is not None and row.price_usd_hour == Decimal(price), name
+        assert row.price_source is not None and row.price_source.startswith("https://github.com/"), name
+    # No price could be read for these: they stay unknown, never zero.
+    for cloud, name in (("Civo", "g4p.kube.medium"), ("Vultr", "vcg-l40s-16c-180g-48vram")):
+        row = machine(cloud, name)
+        assert row is not None and row.price_usd_hour is None and row.price_source is None
