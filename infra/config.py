@@ -1047,7 +1047,7 @@ def port_args(args: Sequence[str]) -> list[tuple[int, str | None]]:
 
 
 def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    """The engine's port, memory and cache, and `services[]` references (SPEC 8, ModelService)."""
+    """The engine's port, memory and cache, and `services[]` references (docs/serving.md)."""
     from infra.devices import claimed_drivers, role_of  # the role rule lives with the device rules
 
     issues: list[ConfigIssue] = []

@@ -257,7 +257,7 @@ def run() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Model deployments (SPEC 8)
+# Model deployments (docs/serving.md)
 
 
 def deploy_models(
