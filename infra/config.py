@@ -420,7 +420,7 @@ class InferenceCluster(Model):
 
     @property
     def provisioned(self) -> bool:
-        return self.source is not Source.EXISTING
+        return profile(self.source).provisioned
 
 
 class DeploymentDevice(Model):
@@ -436,8 +436,8 @@ class CacheVolume(StrEnum):
 class ModelCache(Model):
     """Where the engine keeps downloaded weights across restarts.
 
-    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's,
-    `CloudProfile.cache_storage_class`); `NodeLocal`: a directory on the node (kept while the pod returns to the
+    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's class,
+    listed in docs/serving.md); `NodeLocal`: a directory on the node (kept while the pod returns to the
     same node, nothing to provision).
     """
 
@@ -1475,7 +1475,7 @@ def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
     clusters = fleet_raw.get("clusters")
     if isinstance(clusters, list):
         for c in clusters:
-            if isinstance(c, Mapping) and c.get("source") == "Existing":
+            if isinstance(c, Mapping) and c.get("source") == vocab.EXISTING:
                 block = c.get("existing")
                 key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
                 keys.add(str(key))

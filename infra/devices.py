@@ -315,7 +315,7 @@ def check_machine(
         return out
     block = f"{class_at}.provisioning.{prov.provider.lower()}"
     name = prov.machine_name
-    machine_at = f"{block}.{MACHINE_KEYS[prov.provider]}"
+    machine_at = f"{block}.{profile(prov.provider).machine_key}"
     row = machine(source, name)
     if row is None:
         reject(
@@ -449,10 +449,6 @@ def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
 def cpu_device_index(cls: InferenceClass) -> int:
     """The index of the class's first dra.cpu device (where its CPU claim is written)."""
     return next(i for i, d in enumerate(cls.devices) if d.driver == CPU_CLAIM_DRIVER)
-
-
-# The key of each cloud's machine type in its provisioning block (camelCase, as in the stack file).
-MACHINE_KEYS = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
 
 
 def cluster_region(cluster: InferenceCluster) -> str | None:

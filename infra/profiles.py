@@ -62,6 +62,9 @@ class CloudProfile:
     gpu_vendors: tuple[str, ...]
     # The small general-purpose machine of the system pool; None where nothing is provisioned.
     system_machine: str | None
+    # The key of the machine type in a class's provisioning block for this cloud (camelCase, as in
+    # the stack file); "" where nothing is provisioned.
+    machine_key: str = ""
     # DRA drivers the cluster component installs outside the serving stack.
     external_drivers: tuple[str, ...] = ()
     # Where the NVIDIA driver lives on a node's host filesystem: the DRA driver's `nvidiaDriverRoot`.
@@ -136,6 +139,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="e2-standard-4",
+            machine_key="machineType",
             # GKE's driver installation is disabled on DRA pools; the stack applies Google's COS
             # installer, which puts the driver here, and installs the toolkit next to it (NVIDIA
             # GPU Operator docs, "Google GKE"; Google's GKE DRA guide,
@@ -179,6 +183,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="m6i.xlarge",
+            machine_key="instanceType",
             # aws-dranet, installed by the EKS cluster component for EFA pools.
             external_drivers=(vocab.NET_DRIVER,),
             # The AL2023 NVIDIA AMI ships driver and toolkit (EKS user guide, "Use NVIDIA GPUs
@@ -205,6 +210,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="Standard_D4s_v5",
+            machine_key="vmSize",
             # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
             # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
             # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series
@@ -232,6 +238,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="g4p.kube.small",
+            machine_key="size",
             # Civo's GPU image has the toolkit but no driver; Civo's guide installs the driver
             # with the operator (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
             nvidia_driver_root=OPERATOR_DRIVER_ROOT,
@@ -251,6 +258,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="vc2-6c-16gb",
+            machine_key="plan",
             # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself
             # (modelplaneai/modelplane functions/compose-vultr-cluster/function/fn.py waits for
             # its gpu-operator/nvidia-operator-validator); the stack adds only the DRA driver.
