@@ -38,7 +38,7 @@ from pydantic.alias_generators import to_camel
 
 from infra import vocabulary as vocab
 from infra.formats import image_problem, parse_image, parse_quantity
-from infra.profiles import profile
+from infra.profiles import PROFILES, profile
 from infra.vocabulary import CPU_DRIVER
 
 NAMESPACE = "modelplane"
@@ -813,8 +813,10 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
         base = f"clusters[{ki}]"
         wanted = cluster.source.lower()
         if getattr(cluster, wanted) is None:
-            if cluster.source is Source.EXISTING:
-                hint = "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`"
+            if not cluster.provisioned:  # the cluster is the owner's: its block names the kubeconfig
+                hint = (
+                    f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with `pulumi config set --secret`"
+                )
             else:
                 hint = f"add a '{wanted}' block ({_block_keys(wanted)})"
             issues.append(
@@ -1475,8 +1477,10 @@ def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
     clusters = fleet_raw.get("clusters")
     if isinstance(clusters, list):
         for c in clusters:
-            if isinstance(c, Mapping) and c.get("source") == vocab.EXISTING:
-                block = c.get("existing")
+            source = str(c.get("source")) if isinstance(c, Mapping) else ""
+            # A cluster the program does not provision names its kubeconfig key in its block.
+            if isinstance(c, Mapping) and source in PROFILES and not PROFILES[source].provisioned:
+                block = c.get(source.lower())
                 key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
                 keys.add(str(key))
     return keys
