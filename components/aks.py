@@ -101,6 +101,12 @@ def autoscaler_owned(pool: PoolFacts, path: str = "count") -> list[str] | None:
 
 class AksCluster(ClusterComponent):
     TYPE_TOKEN = "modelplane:aks:AksCluster"
+    POOL_NAME_KIND = "AKS agent pool name"
+    POOL_NAME_RULE = "AKS names are 1-12 lowercase letters and digits, so longer names are shortened"
+
+    @staticmethod
+    def cloud_pool_name(pool: str) -> str:
+        return agent_pool_name(pool)
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts

@@ -78,6 +78,13 @@ class ClusterComponent(pulumi.ComponentResource):
     """
 
     TYPE_TOKEN: ClassVar[str]
+    # The most distinct zones the cluster's pools may name (the component's network plan); None: any.
+    ZONE_LIMIT: ClassVar[int | None] = None
+    # Where the cloud shortens pool names it does not accept (`cloud_pool_name`): what it calls the
+    # short name and its rule, for the error when two pools shorten to one name. None: pools keep
+    # their names.
+    POOL_NAME_KIND: ClassVar[str | None] = None
+    POOL_NAME_RULE: ClassVar[str] = ""
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     schedulable_pools: pulumi.Output[list[dict[str, Any]]]
@@ -92,6 +99,11 @@ class ClusterComponent(pulumi.ComponentResource):
         super().__init__(self.TYPE_TOKEN, name, self.policy_facts, opts)
         self.facts = args.facts
         self.protect = args.protect
+
+    @staticmethod
+    def cloud_pool_name(pool: str) -> str:
+        """The name the cloud gives a pool of this name (see `POOL_NAME_KIND`)."""
+        return pool
 
     def child(self, suffix: str, *, protect: bool = False, **extra: Any) -> pulumi.ResourceOptions:
         """Options for a child resource: parented here; protected when asked and `protect` applies."""

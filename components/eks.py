@@ -231,6 +231,7 @@ def efa_network_interfaces(
 
 class EksCluster(ClusterComponent):
     TYPE_TOKEN = "modelplane:eks:EksCluster"
+    ZONE_LIMIT = MAX_ZONES
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)

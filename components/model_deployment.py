@@ -16,7 +16,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.config import (
-    CACHE_STORAGE_CLASS,
     CPU_CLAIM_CAPACITY,
     CPU_CLAIM_DRIVER,
     PORT_FLAG,
@@ -25,12 +24,12 @@ from infra.config import (
     Device,
     ModelDeploymentSpec,
     SecureValue,
-    Source,
     claimed_cpus,
     port_args,
 )
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.placement import PodPlacement, Toleration
+from infra.profiles import profile
 
 TYPE_TOKEN = "modelplane:deploy:ModelDeployment"
 
@@ -170,7 +169,7 @@ def engine_args(spec: ModelDeploymentSpec) -> list[str]:
 def cache_storage_class(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> str | None:
     """The StorageClass of a PersistentVolumeClaim cache; None leaves the cluster's default."""
     assert spec.cache is not None
-    chosen = spec.cache.storage_class_name or CACHE_STORAGE_CLASS[Source(cluster.source)]
+    chosen = spec.cache.storage_class_name or profile(cluster.source).cache_storage_class
     assert chosen is not None, "a cloud without a StorageClass needs storageClassName (validated)"
     return chosen or None
 

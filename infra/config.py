@@ -38,7 +38,7 @@ from pydantic.alias_generators import to_camel
 
 from infra import vocabulary as vocab
 from infra.formats import image_problem, parse_image, parse_quantity
-from infra.profiles import profile
+from infra.profiles import PROFILES, profile
 from infra.vocabulary import CPU_DRIVER
 
 NAMESPACE = "modelplane"
@@ -420,7 +420,7 @@ class InferenceCluster(Model):
 
     @property
     def provisioned(self) -> bool:
-        return self.source is not Source.EXISTING
+        return profile(self.source).provisioned
 
 
 class DeploymentDevice(Model):
@@ -436,8 +436,8 @@ class CacheVolume(StrEnum):
 class ModelCache(Model):
     """Where the engine keeps downloaded weights across restarts.
 
-    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's,
-    `CACHE_STORAGE_CLASS`); `NodeLocal`: a directory on the node (kept while the pod returns to the
+    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's class,
+    listed in docs/serving.md); `NodeLocal`: a directory on the node (kept while the pod returns to the
     same node, nothing to provision).
     """
 
@@ -813,8 +813,10 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
         base = f"clusters[{ki}]"
         wanted = cluster.source.lower()
         if getattr(cluster, wanted) is None:
-            if cluster.source is Source.EXISTING:
-                hint = "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`"
+            if not cluster.provisioned:  # the cluster is the owner's: its block names the kubeconfig
+                hint = (
+                    f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with `pulumi config set --secret`"
+                )
             else:
                 hint = f"add a '{wanted}' block ({_block_keys(wanted)})"
             issues.append(
@@ -1031,26 +1033,6 @@ def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
     return issues
 
 
-# The StorageClass a PersistentVolumeClaim cache uses on each cloud unless `storageClassName` is
-# set. "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
-# program builds it has no CSI driver that provisions volumes, so a claim would never bind.
-CACHE_STORAGE_CLASS: Mapping[Source, str | None] = {
-    # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
-    Source.GKE: "standard-rwo",
-    # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
-    # add-on a new cluster does not have, and the EKS component does not install it.
-    Source.EKS: None,
-    # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk CSI driver)
-    Source.AKS: "managed-csi",
-    # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
-    # (WaitForFirstConsumer).
-    Source.CIVO: "civo-volume",
-    # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
-    # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
-    Source.VULTR: "vultr-block-storage",
-    Source.EXISTING: "",
-}
-
 # The flag vLLM's OpenAI server takes its listening port from (`vllm serve --port`, default 8000).
 PORT_FLAG = "--port"
 
@@ -1067,7 +1049,7 @@ def port_args(args: Sequence[str]) -> list[tuple[int, str | None]]:
 
 
 def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    """The engine's port, memory and cache, and `services[]` references (SPEC 8, ModelService)."""
+    """The engine's port, memory and cache, and `services[]` references (docs/serving.md)."""
     from infra.devices import claimed_drivers, role_of  # the role rule lives with the device rules
 
     issues: list[ConfigIssue] = []
@@ -1126,7 +1108,7 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             cache is not None
             and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM
             and cache.storage_class_name is None
-            and CACHE_STORAGE_CLASS[cluster.source] is None
+            and profile(cluster.source).cache_storage_class is None
         ):
             issues.append(
                 ConfigIssue(
@@ -1257,89 +1239,77 @@ def _check_capacity_claims(
     ]
 
 
-# A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
-# (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
-# `name`); the API holds node pool names to the same form.
-GKE_NAME = re.compile(r"^[a-z]")
-# AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-', alphanumeric at
-# both ends (AKS's naming restrictions, https://github.com/MicrosoftDocs/azure-docs/issues/47952).
-AKS_DNS_PREFIX_MAX = 54
-# EKS takes `major.minor` only (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
-EKS_VERSION = re.compile(r"^\d+\.\d+\Z")
-# EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the `aws:`
-# prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
-AWS_TAG_KEY_MAX = 128
-AWS_TAG_VALUE_MAX = 256
-
-
 def _check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
-    """The names and values a cluster's cloud API refuses, checked where the fleet declares them."""
+    """The names and values a cluster's cloud API refuses (its `CloudProfile`), checked where the fleet declares them."""
     issues: list[ConfigIssue] = []
-    if cluster.source is Source.GKE:
-        if not GKE_NAME.match(cluster.name):
+    cloud = profile(cluster.source)
+    if cloud.name_rule is not None:
+        rule = cloud.name_rule
+        if not rule.pattern.match(cluster.name):
             issues.append(
                 ConfigIssue(
-                    file,
-                    f"{base}.name",
-                    f"GKE cluster names start with a letter, not {shown(cluster.name)}",
-                    "start the name with a lowercase letter",
+                    file, f"{base}.name", f"{cloud.name} cluster names {rule.says}, not {shown(cluster.name)}", rule.fix
                 )
             )
         for pi, pool in enumerate(cluster.node_pools):
-            if not GKE_NAME.match(pool.name):
+            if not rule.pattern.match(pool.name):
                 issues.append(
                     ConfigIssue(
                         file,
                         f"{base}.nodePools[{pi}].name",
-                        f"GKE node pool names start with a letter, not {shown(pool.name)}",
-                        "start the name with a lowercase letter",
+                        f"{cloud.name} node pool names {rule.says}, not {shown(pool.name)}",
+                        rule.fix,
                     )
                 )
-    if cluster.source is Source.AKS and len(cluster.name) > AKS_DNS_PREFIX_MAX:
+    if cloud.name_max_length is not None and len(cluster.name) > cloud.name_max_length:
         issues.append(
             ConfigIssue(
                 file,
                 f"{base}.name",
-                f"the name is the AKS dnsPrefix, which holds at most {AKS_DNS_PREFIX_MAX} characters, not {len(cluster.name)}",
-                f"shorten the name to {AKS_DNS_PREFIX_MAX} characters",
+                f"the name is the {cloud.name} {cloud.name_used_as}, which holds at most {cloud.name_max_length} "
+                f"characters, not {len(cluster.name)}",
+                f"shorten the name to {cloud.name_max_length} characters",
             )
         )
-    if cluster.source is Source.EKS:
-        if cluster.eks is not None and not EKS_VERSION.match(cluster.eks.kubernetes_version):
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"{base}.eks.kubernetesVersion",
-                    f"EKS takes a major.minor version, not {shown(cluster.eks.kubernetes_version)}",
-                    "write it as EKS lists it, e.g. 1.34",
-                )
+    block = getattr(cluster, cluster.source.lower())
+    version = getattr(block, "kubernetes_version", None)
+    if cloud.version_pattern is not None and version is not None and not cloud.version_pattern.match(version):
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{base}.{cluster.source.lower()}.kubernetesVersion",
+                f"{cloud.name} takes {cloud.version_form}, not {shown(version)}",
+                f"write it as {cloud.name} lists it, e.g. {cloud.version_example}",
             )
+        )
+    tags = cloud.label_tags
+    if tags is not None:
         for key, value in cluster.labels.items():
             where = f"{base}.labels.{cut(key)}"
-            if key.lower().startswith("aws:"):
+            if key.lower().startswith(tags.reserved_prefix):
                 issues.append(
                     ConfigIssue(
                         file,
                         where,
-                        f"the tag key {shown(key)} uses the prefix 'aws:' that AWS reserves",
+                        f"the tag key {shown(key)} uses the prefix '{tags.reserved_prefix}' that {tags.owner} reserves",
                         "rename the label",
                     )
                 )
-            elif not 1 <= len(key) <= AWS_TAG_KEY_MAX:
+            elif not 1 <= len(key) <= tags.key_max:
                 issues.append(
                     ConfigIssue(
                         file,
                         where,
-                        f"an AWS tag key holds 1-{AWS_TAG_KEY_MAX} characters, not {len(key)}",
+                        f"an {tags.owner} tag key holds 1-{tags.key_max} characters, not {len(key)}",
                         "shorten the key",
                     )
                 )
-            if len(value) > AWS_TAG_VALUE_MAX:
+            if len(value) > tags.value_max:
                 issues.append(
                     ConfigIssue(
                         file,
                         where,
-                        f"an AWS tag value holds at most {AWS_TAG_VALUE_MAX} characters, not {len(value)}",
+                        f"an {tags.owner} tag value holds at most {tags.value_max} characters, not {len(value)}",
                         "shorten the value",
                     )
                 )
@@ -1507,8 +1477,10 @@ def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
     clusters = fleet_raw.get("clusters")
     if isinstance(clusters, list):
         for c in clusters:
-            if isinstance(c, Mapping) and c.get("source") == "Existing":
-                block = c.get("existing")
+            source = str(c.get("source")) if isinstance(c, Mapping) else ""
+            # A cluster the program does not provision names its kubeconfig key in its block.
+            if isinstance(c, Mapping) and source in PROFILES and not PROFILES[source].provisioned:
+                block = c.get(source.lower())
                 key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
                 keys.add(str(key))
     return keys

@@ -19,7 +19,6 @@ Rules (names are the policy names, the contract):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -31,7 +30,6 @@ from infra.config import (
     InferenceClass,
     InferenceCluster,
     Role,
-    Source,
     claimed_cpus,
 )
 from infra.machines import MachineType, machine
@@ -256,29 +254,18 @@ def class_cpu_claim(cls: InferenceClass) -> int:
     )
 
 
-# AKS zones are the numbers of the location's availability zones (`--zones 1 2 3`,
-# https://learn.microsoft.com/azure/aks/availability-zones).
-AKS_ZONES = frozenset({"1", "2", "3"})
-# A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones); an EC2
-# Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
-# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
-_LETTER_ZONE = {
-    "GKE": re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
-    "EKS": re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
-}
-
-
 def zone_problem(source: str, region: str, zone: str) -> str | None:
-    """Why `zone` is not a zone of `region` on this cloud, or None when it is."""
-    if source == Source.AKS:
-        if zone in AKS_ZONES:
+    """Why `zone` is not a zone of `region` on this cloud (its `CloudProfile` zone form), or None when it is."""
+    cloud = profile(source)
+    if cloud.zone_names:
+        if zone in cloud.zone_names:
             return None
-        return f"AKS zones are the location's zone numbers 1, 2 or 3, not '{zone}'"
-    pattern = _LETTER_ZONE.get(source)
-    if pattern is None:
-        # Civo and Vultr place a cluster's nodes in its region; they have no zones to pick.
+        *first, last = cloud.zone_names
+        numbers = f"{', '.join(first)} or {last}" if first else last
+        return f"{source} zones are the location's zone numbers {numbers}, not '{zone}'"
+    if cloud.zone_pattern is None:
         return f"{source} clusters have no zones inside a region, so zone '{zone}' cannot be honoured"
-    match = pattern.match(zone)
+    match = cloud.zone_pattern.match(zone)
     if match is None:
         return f"'{zone}' is not a {source} zone name"
     if match.group("region") != region:
@@ -305,7 +292,7 @@ def check_machine(
     `class_path` locate the pool and the class in the stack file (by name when not given).
     """
     out: list[Violation] = []
-    if source == Source.EXISTING:
+    if not profile(source).provisioned:
         return out
     prov = cls.provisioning
     pool_at = pool_path or f"clusters[name={cluster}].nodePools[name={pool}]"
@@ -328,7 +315,7 @@ def check_machine(
         return out
     block = f"{class_at}.provisioning.{prov.provider.lower()}"
     name = prov.machine_name
-    machine_at = f"{block}.{MACHINE_KEYS[prov.provider]}"
+    machine_at = f"{block}.{profile(prov.provider).machine_key}"
     row = machine(source, name)
     if row is None:
         reject(
@@ -462,10 +449,6 @@ def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
 def cpu_device_index(cls: InferenceClass) -> int:
     """The index of the class's first dra.cpu device (where its CPU claim is written)."""
     return next(i for i, d in enumerate(cls.devices) if d.driver == CPU_CLAIM_DRIVER)
-
-
-# The key of each cloud's machine type in its provisioning block (camelCase, as in the stack file).
-MACHINE_KEYS = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
 
 
 def cluster_region(cluster: InferenceCluster) -> str | None:

@@ -10,6 +10,7 @@ This module imports only the vocabulary, so both `infra` and `components` can re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -30,6 +31,27 @@ GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 
 
 @dataclass(frozen=True)
+class NameRule:
+    """A form the cloud's API holds cluster and node pool names to, beyond a DNS label."""
+
+    pattern: re.Pattern[str]
+    # What the form is, as an error states it: "<cloud> cluster names <says>, not 'x'".
+    says: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class TagRules:
+    """The limits of the cloud tags a cluster's labels become."""
+
+    # Who sets the limits, as an error names them ("an AWS tag key ...").
+    owner: str
+    reserved_prefix: str
+    key_max: int
+    value_max: int
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -40,6 +62,9 @@ class CloudProfile:
     gpu_vendors: tuple[str, ...]
     # The small general-purpose machine of the system pool; None where nothing is provisioned.
     system_machine: str | None
+    # The key of the machine type in a class's provisioning block for this cloud (camelCase, as in
+    # the stack file); "" where nothing is provisioned.
+    machine_key: str = ""
     # DRA drivers the cluster component installs outside the serving stack.
     external_drivers: tuple[str, ...] = ()
     # Where the NVIDIA driver lives on a node's host filesystem: the DRA driver's `nvidiaDriverRoot`.
@@ -75,6 +100,26 @@ class CloudProfile:
     # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler
     # the cluster component installs).
     autoscaler: bool = True
+    # The StorageClass a PersistentVolumeClaim model cache uses unless `storageClassName` is set.
+    # "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
+    # program builds it has no CSI driver that provisions volumes, so a claim would never bind.
+    cache_storage_class: str | None = ""
+    # The form the cloud's API holds cluster and node pool names to; None: any DNS label.
+    name_rule: NameRule | None = None
+    # The cloud field the cluster's name becomes, and how many characters it holds.
+    name_used_as: str = ""
+    name_max_length: int | None = None
+    # The form the cloud's API takes `kubernetesVersion` in, and an example of it; None: any version.
+    version_pattern: re.Pattern[str] | None = None
+    version_form: str = ""
+    version_example: str = ""
+    # The cloud tags the cluster with its labels, within these limits; None: labels are not tags.
+    label_tags: TagRules | None = None
+    # Zones: a cloud names its zones either from a fixed set (`zone_names`), or as its region plus a
+    # suffix (`zone_pattern`, whose `region` group is the region); neither: the cloud has no zones
+    # inside a region to pick.
+    zone_names: tuple[str, ...] = ()
+    zone_pattern: re.Pattern[str] | None = None
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:
@@ -94,6 +139,7 @@ PROFILES: Mapping[str, CloudProfile] = {
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="e2-standard-4",
+            machine_key="machineType",
             # GKE's driver installation is disabled on DRA pools; the stack applies Google's COS
             # installer, which puts the driver here, and installs the toolkit next to it (NVIDIA
             # GPU Operator docs, "Google GKE"; Google's GKE DRA guide,
@@ -123,24 +169,48 @@ PROFILES: Mapping[str, CloudProfile] = {
             # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).
             nodes_per_zone=True,
             default_zones=3,
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
+            cache_storage_class="standard-rwo",
+            # A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
+            # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
+            # `name`); the API holds node pool names to the same form.
+            name_rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter"),
+            # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
+            zone_pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
         ),
         CloudProfile(
             name=vocab.EKS,
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="m6i.xlarge",
+            machine_key="instanceType",
             # aws-dranet, installed by the EKS cluster component for EFA pools.
             external_drivers=(vocab.NET_DRIVER,),
             # The AL2023 NVIDIA AMI ships driver and toolkit (EKS user guide, "Use NVIDIA GPUs
             # with DRA": https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia.html).
             # Managed node groups scale only through an autoscaler: the EKS component installs the
             # Kubernetes Cluster Autoscaler (components/eks.py).
+            # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
+            # add-on a new cluster does not have, and the EKS component does not install it.
+            cache_storage_class=None,
+            # EKS takes `major.minor` only
+            # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
+            version_pattern=re.compile(r"^\d+\.\d+\Z"),
+            version_form="a major.minor version",
+            version_example="1.34",
+            # EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the
+            # `aws:` prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+            label_tags=TagRules(owner="AWS", reserved_prefix="aws:", key_max=128, value_max=256),
+            # An EC2 Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
+            zone_pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
         ),
         CloudProfile(
             name=vocab.AKS,
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="Standard_D4s_v5",
+            machine_key="vmSize",
             # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
             # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
             # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series
@@ -151,12 +221,24 @@ PROFILES: Mapping[str, CloudProfile] = {
             nvidia_runtime_class="nvidia-container-runtime",
             # AKS's accelerated-node toleration spells the value it taints with.
             nvidia_toleration_value="true",
+            # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk
+            # CSI driver)
+            cache_storage_class="managed-csi",
+            # AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-',
+            # alphanumeric at both ends (AKS's naming restrictions,
+            # https://github.com/MicrosoftDocs/azure-docs/issues/47952).
+            name_used_as="dnsPrefix",
+            name_max_length=54,
+            # AKS zones are the numbers of the location's availability zones (`--zones 1 2 3`,
+            # https://learn.microsoft.com/azure/aks/availability-zones).
+            zone_names=("1", "2", "3"),
         ),
         CloudProfile(
             name=vocab.CIVO,
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="g4p.kube.small",
+            machine_key="size",
             # Civo's GPU image has the toolkit but no driver; Civo's guide installs the driver
             # with the operator (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
             nvidia_driver_root=OPERATOR_DRIVER_ROOT,
@@ -166,12 +248,17 @@ PROFILES: Mapping[str, CloudProfile] = {
             # Civo pools have a fixed node count: pulumi-civo's KubernetesNodePool has no scaling
             # bounds and the stack installs no autoscaler.
             autoscaler=False,
+            # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
+            # (WaitForFirstConsumer).
+            cache_storage_class="civo-volume",
+            # Civo places a cluster's nodes in its region; it has no zones to pick.
         ),
         CloudProfile(
             name=vocab.VULTR,
             provisioned=True,
             gpu_vendors=(vocab.NVIDIA,),
             system_machine="vc2-6c-16gb",
+            machine_key="plan",
             # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself
             # (modelplaneai/modelplane functions/compose-vultr-cluster/function/fn.py waits for
             # its gpu-operator/nvidia-operator-validator); the stack adds only the DRA driver.
@@ -179,6 +266,10 @@ PROFILES: Mapping[str, CloudProfile] = {
             # VKE's operator would start a device plugin; the GPU Operator skips it on nodes
             # labelled so (gpu-operator v26.3.3 controllers/state_manager.go, `gpu.deploy.*`).
             nvidia_pool_labels={"nvidia.com/gpu.deploy.device-plugin": "false"},
+            # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
+            # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
+            cache_storage_class="vultr-block-storage",
+            # Vultr places a cluster's nodes in its region; it has no zones to pick.
         ),
         CloudProfile(
             name=vocab.EXISTING,
@@ -186,6 +277,8 @@ PROFILES: Mapping[str, CloudProfile] = {
             # AMD hardware comes only with an owner's cluster; no provisioned cloud offers it here.
             gpu_vendors=(vocab.NVIDIA, vocab.AMD),
             system_machine=None,
+            # The owner's cluster has a default StorageClass or none; the program leaves it to it.
+            cache_storage_class="",
         ),
     )
 }

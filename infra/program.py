@@ -15,10 +15,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from components.aks import agent_pool_name
 from components.base import ClusterComponent
-from components.clusters import cluster_component
-from components.eks import MAX_ZONES as EKS_MAX_ZONES
+from components.clusters import cluster_class, cluster_component
 from components.eks import declared_zones
 from components.model_deployment import (
     ModelDeployment,
@@ -42,7 +40,6 @@ from infra.config import (
     ConfigError,
     ConfigIssue,
     Fleet,
-    Source,
     check_existing_secrets,
     namespace_key_issues,
     parse_fleet,
@@ -163,7 +160,7 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
 def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
     """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
 
-    The cloud modules own the values (EKS's subnet plan, AKS's pool-name form); the rule is stated
+    The cloud modules own the values (`ClusterComponent.ZONE_LIMIT`, `cloud_pool_name`); the rule is stated
     here so it runs before the first registration of the whole program, never inside a component
     after other clusters registered.
     """
@@ -171,35 +168,35 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
     for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
         base = f"clusters[{ki}]"
         pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
-        if cluster.source is Source.EKS:
-            zones = declared_zones(cf.pools)
-            if len(zones) > EKS_MAX_ZONES:
-                over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:EKS_MAX_ZONES]))
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{base}.nodePools[{pool_index[over.name]}].zones",
-                        f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the EKS network has "
-                        f"subnets for at most {EKS_MAX_ZONES}",
-                        f"name at most {EKS_MAX_ZONES} distinct zones across the cluster's pools",
-                    )
+        kind = cluster_class(cluster.source)
+        limit = kind.ZONE_LIMIT
+        zones = declared_zones(cf.pools)
+        if limit is not None and len(zones) > limit:
+            over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.nodePools[{pool_index[over.name]}].zones",
+                    f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the {cluster.source} network has "
+                    f"subnets for at most {limit}",
+                    f"name at most {limit} distinct zones across the cluster's pools",
                 )
-        if cluster.source is Source.AKS:
+            )
+        if kind.POOL_NAME_KIND is not None:
             seen: dict[str, str] = {}
             for pool in cf.pools:
-                aks_name = agent_pool_name(pool.name)
-                if aks_name in seen and pool.name in pool_index:
+                cloud_name = kind.cloud_pool_name(pool.name)
+                if cloud_name in seen and pool.name in pool_index:
                     issues.append(
                         ConfigIssue(
                             file,
                             f"{base}.nodePools[{pool_index[pool.name]}].name",
-                            f"pool '{pool.name}' gets the AKS agent pool name '{aks_name}', as pool "
-                            f"'{seen[aks_name]}' does",
-                            "rename the pool: AKS names are 1-12 lowercase letters and digits, so longer "
-                            "names are shortened",
+                            f"pool '{pool.name}' gets the {kind.POOL_NAME_KIND} '{cloud_name}', as pool "
+                            f"'{seen[cloud_name]}' does",
+                            f"rename the pool: {kind.POOL_NAME_RULE}",
                         )
                     )
-                seen.setdefault(aks_name, pool.name)
+                seen.setdefault(cloud_name, pool.name)
     return issues
 
 
@@ -260,7 +257,7 @@ def run() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Model deployments (SPEC 8)
+# Model deployments (docs/serving.md)
 
 
 def deploy_models(

@@ -15,7 +15,7 @@ A value that is unknown in a preview is said so (`policies.props.undecided`), ne
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,23 +86,41 @@ def _taint_strings(value: Any) -> tuple[Taint, ...]:
     return tuple(found)
 
 
-def pool_marking(source: str, pool: Mapping[str, Any]) -> PoolMarking:
-    """Read labels, taints and accelerators from one pool, in its cloud's spelling."""
-    if source == "GKE":
-        config = pool.get("nodeConfig") or {}
-        return PoolMarking(
-            strings(config.get("labels")),
-            _taints(config.get("taints")),
-            bool(mappings(config.get("guestAccelerators"))),
-        )
-    if source == "EKS":
-        ami = str(pool.get("amiType") or "")
-        return PoolMarking(
-            strings(pool.get("labels")), _taints(pool.get("taints")), any(k in ami for k in EKS_ACCELERATED_AMI)
-        )
-    if source == "AKS":
-        return PoolMarking(strings(pool.get("nodeLabels")), _taint_strings(pool.get("nodeTaints")), None)
+def _gke_pool(pool: Mapping[str, Any]) -> PoolMarking:
+    config = pool.get("nodeConfig") or {}
+    return PoolMarking(
+        strings(config.get("labels")), _taints(config.get("taints")), bool(mappings(config.get("guestAccelerators")))
+    )
+
+
+def _eks_pool(pool: Mapping[str, Any]) -> PoolMarking:
+    ami = str(pool.get("amiType") or "")
+    return PoolMarking(
+        strings(pool.get("labels")), _taints(pool.get("taints")), any(k in ami for k in EKS_ACCELERATED_AMI)
+    )
+
+
+def _aks_pool(pool: Mapping[str, Any]) -> PoolMarking:
+    return PoolMarking(strings(pool.get("nodeLabels")), _taint_strings(pool.get("nodeTaints")), None)
+
+
+def _plain_pool(pool: Mapping[str, Any]) -> PoolMarking:
     return PoolMarking(strings(pool.get("labels")), _taints(pool.get("taints")), None)
+
+
+# How each resource type spells a pool's labels, taints and accelerators (a standalone pool, or
+# one of a cluster's inline pools); other types spell them `labels` and `taints`.
+POOL_SPELLING: Mapping[str, Callable[[Mapping[str, Any]], PoolMarking]] = {
+    "gcp:container/nodePool:NodePool": _gke_pool,
+    "aws:eks/nodeGroup:NodeGroup": _eks_pool,
+    "azure-native:containerservice:AgentPool": _aks_pool,
+    "azure-native:containerservice:ManagedCluster": _aks_pool,
+}
+
+
+def pool_marking(resource_type: str, pool: Mapping[str, Any]) -> PoolMarking:
+    """Read labels, taints and accelerators from one pool, in its resource type's spelling."""
+    return POOL_SPELLING.get(resource_type, _plain_pool)(pool)
 
 
 def marking_problems(source: str, pool: PoolMarking) -> list[str]:
@@ -153,7 +171,7 @@ def _validate_pool_role_marking(args: ResourceValidationArgs, report_violation: 
         return
     for pool in pools:
         with undecided(f"the labels, taints or accelerators of node pool {args.name}"):
-            marking = pool_marking(source, pool)
+            marking = pool_marking(args.resource_type, pool)
         label = marking.labels.get(POOL_LABEL) or "?"
         for problem in marking_problems(source, marking):
             report_violation(f"pool '{label}' ({args.name}): {problem}", None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from infra import vocabulary as vocab
+
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RESOURCE_CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
@@ -16,20 +18,20 @@ SERVING_STACK = "modelplane:stack:ServingStack"
 
 # Standalone node-pool resources, and the cloud (a `source`) whose spelling each uses.
 NODE_POOLS: Mapping[str, str] = {
-    "gcp:container/nodePool:NodePool": "GKE",
-    "aws:eks/nodeGroup:NodeGroup": "EKS",
-    "azure-native:containerservice:AgentPool": "AKS",
-    "civo:index/kubernetesNodePool:KubernetesNodePool": "Civo",
-    "vultr:index/kubernetesNodePools:KubernetesNodePools": "Vultr",
+    "gcp:container/nodePool:NodePool": vocab.GKE,
+    "aws:eks/nodeGroup:NodeGroup": vocab.EKS,
+    "azure-native:containerservice:AgentPool": vocab.AKS,
+    "civo:index/kubernetesNodePool:KubernetesNodePool": vocab.CIVO,
+    "vultr:index/kubernetesNodePools:KubernetesNodePools": vocab.VULTR,
 }
 
 # Cloud clusters, and the property holding the pools some clouds declare inline (the system pool).
 CLUSTERS: Mapping[str, str] = {
-    "gcp:container/cluster:Cluster": "GKE",
-    "aws:eks/cluster:Cluster": "EKS",
-    "azure-native:containerservice:ManagedCluster": "AKS",
-    "civo:index/kubernetesCluster:KubernetesCluster": "Civo",
-    "vultr:index/kubernetes:Kubernetes": "Vultr",
+    "gcp:container/cluster:Cluster": vocab.GKE,
+    "aws:eks/cluster:Cluster": vocab.EKS,
+    "azure-native:containerservice:ManagedCluster": vocab.AKS,
+    "civo:index/kubernetesCluster:KubernetesCluster": vocab.CIVO,
+    "vultr:index/kubernetes:Kubernetes": vocab.VULTR,
 }
 INLINE_POOLS: Mapping[str, str] = {
     "azure-native:containerservice:ManagedCluster": "agentPoolProfiles",

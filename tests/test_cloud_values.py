@@ -154,3 +154,28 @@ def test_unknown_key_fix_reads_once(tmp_path: Path) -> None:
 def test_a_boolean_is_not_a_count() -> None:
     raw = set_at("classes[0].devices[0].count", True)
     assert rejected_paths(raw) == ["classes[0].devices[0].count"]
+
+
+# The message of each cloud rule that the cloud profile states (name form, name length, version
+# form, tag limits), as a user reads it.
+MESSAGES: list[tuple[str, str, Any, str]] = [
+    ("GKE", "clusters[0].name", "1prod", "GKE cluster names start with a letter, not '1prod'"),
+    ("GKE", "clusters[0].nodePools[1].name", "1cpu", "GKE node pool names start with a letter, not '1cpu'"),
+    ("AKS", "clusters[0].name", "a" * 55, "the name is the AKS dnsPrefix, which holds at most 54 characters, not 55"),
+    ("EKS", "clusters[0].eks.kubernetesVersion", "1.35.2", "EKS takes a major.minor version, not '1.35.2'"),
+    (
+        "EKS",
+        "clusters[0].labels",
+        {"aws:team": "ml"},
+        "the tag key 'aws:team' uses the prefix 'aws:' that AWS reserves",
+    ),
+    ("EKS", "clusters[0].labels", {"t" * 129: "ml"}, "an AWS tag key holds 1-128 characters, not 129"),
+    ("EKS", "clusters[0].labels", {"team": "x" * 257}, "an AWS tag value holds at most 256 characters, not 257"),
+]
+
+
+@pytest.mark.parametrize(("source", "path", "value", "message"), MESSAGES)
+def test_a_cloud_rule_says_what_the_cloud_refuses(source: str, path: str, value: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        fleet_of(set_at(path, value, source))
+    assert message in [i.problem for i in err.value.issues]

@@ -16,6 +16,7 @@ from infra.devices import (
     claimed_drivers,
     cluster_dra_drivers,
     role_of,
+    zone_problem,
 )
 from infra.facts import derive_fleet
 from tests.conftest import cpu_class, fleet_of, gpu_class
@@ -466,3 +467,32 @@ def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_
     assert [(i.path, i.problem) for i in err.value.issues] == [
         ("clusters[1].nodePools[1].className", "class 'net' claims no CPU or GPU DRA device, so it cannot back a pool")
     ]
+
+
+@pytest.mark.parametrize(
+    ("source", "region", "zone", "problem"),
+    [
+        ("GKE", "us-central1", "us-central1-a", None),
+        (
+            "GKE",
+            "us-central1",
+            "us-east1-b",
+            "zone 'us-east1-b' is in region us-east1, not in the cluster's region us-central1",
+        ),
+        ("GKE", "us-central1", "central-a", "'central-a' is not a GKE zone name"),
+        ("EKS", "us-east-1", "us-east-1a", None),
+        (
+            "EKS",
+            "us-east-1",
+            "us-west-2b",
+            "zone 'us-west-2b' is in region us-west-2, not in the cluster's region us-east-1",
+        ),
+        ("EKS", "us-east-1", "use1-az1", "'use1-az1' is not a EKS zone name"),
+        ("AKS", "eastus", "2", None),
+        ("AKS", "eastus", "eastus-1", "AKS zones are the location's zone numbers 1, 2 or 3, not 'eastus-1'"),
+        ("Civo", "LON1", "a", "Civo clusters have no zones inside a region, so zone 'a' cannot be honoured"),
+        ("Vultr", "ewr", "a", "Vultr clusters have no zones inside a region, so zone 'a' cannot be honoured"),
+    ],
+)
+def test_a_zone_is_checked_in_its_clouds_form(source: str, region: str, zone: str, problem: str | None) -> None:
+    assert zone_problem(source, region, zone) == problem

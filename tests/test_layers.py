@@ -41,6 +41,40 @@ def test_the_vocabulary_imports_nothing_of_the_project() -> None:
     assert not {m for m in modules if m.split(".")[0] in {"infra", "components", "policies"}}
 
 
+# Where a cloud's name may decide what code does: its profile row and its own cluster module.
+MAY_BRANCH_ON_CLOUD = {
+    Path("infra/profiles.py"),
+    Path("infra/vocabulary.py"),
+    *(Path(f"components/{m}.py") for m in ("gke", "eks", "aks", "civo", "vultr", "existing")),
+}
+CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Existing"}
+CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "EXISTING"}
+
+
+def names_a_cloud(node: ast.expr) -> bool:
+    """`"AKS"`, `Source.AKS`, `vocab.AKS`, or a tuple or set holding one."""
+    if isinstance(node, ast.Constant):
+        return node.value in CLOUD_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr in CLOUD_CONSTANTS
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(names_a_cloud(e) for e in node.elts)
+    return False
+
+
+def test_no_product_module_compares_a_source_with_a_cloud_name_outside_the_profiles_and_cloud_modules() -> None:
+    offenders = []
+    for package in ("infra", "components", "policies"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel in MAY_BRANCH_ON_CLOUD:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Compare) and any(map(names_a_cloud, [node.left, *node.comparators])):
+                    offenders.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    assert offenders == []
+
+
 def test_a_catalog_whose_tags_disagree_with_the_cloud_profile_does_not_load() -> None:
     amd_on_gke = [Component("amd", "gpu-operator-charts", "https://x", "v1", "ns", dra_drivers=("gpu.amd.com",))]
     with pytest.raises(CatalogError, match="GKE: the catalog serves"):

@@ -92,7 +92,8 @@ AMD_SPEC: Path = ("deviceConfig", "spec")
 AMD_DEFAULT_SELECTOR = {"feature.node.kubernetes.io/amd-gpu": "true"}
 
 # (release, workload, paths): the one table of node agents the audit knows how to read. Defaults
-# come from each chart's values.yaml at the pinned version (reference/accelerator-facts.md).
+# come from each chart's values.yaml at the pinned version (the chart and version of its catalog row,
+# `components.catalog`).
 AGENT_WORKLOADS: tuple[AgentWorkload, ...] = (
     AgentWorkload(
         "mp-dra-driver-nvidia-gpu",

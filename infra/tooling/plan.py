@@ -2,8 +2,8 @@
 
 `plan_stack` loads one stack file, evaluates the device rules, runs `infra.program.run` under the
 mock runtime with the stack's config, runs the policy pack over what the program registered, and
-returns the SPEC 9 JSON document. It previews as the engine does (`infra.tooling.mockrun`): by
-default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
+returns the plan's JSON document (`modelplane plan --json`). It previews as the engine does
+(`infra.tooling.mockrun`): by default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
 Kubernetes objects of a cluster not yet created with no properties, the pack told it is a dry
 run), or with `mode="update"` an update of a stack whose resources all exist. Pools come from the same derived facts the components were given;
 releases are read back from what the ServingStack actually registered (values included).
@@ -178,7 +178,8 @@ def cost_hook(ctx: PlanContext) -> None:
     costs: list[ClusterCost] = []
     for facts, cluster in zip(ctx.facts, ctx.doc["clusters"], strict=True):
         cost = facts_cost(facts)
-        # Pools keep their SPEC shape; their costs sit under the cluster's `cost.pools`, by name.
+        # Pools keep the shape the plan document gives them; their costs sit under the cluster's
+        # `cost.pools`, by name.
         cluster["cost"] = cluster_cost_json(cost) if cost is not None else None
         if cost is not None:
             costs.append(cost)
@@ -198,7 +199,7 @@ HOOKS: list[PlanHook] = [placement_hook, cost_hook]
 
 
 def plan_stack(path: Path, display: str | None = None, mode: str = "preview") -> dict[str, Any]:
-    """The SPEC 9 document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
+    """The plan document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
     if mode not in MODES:
         raise ValueError(f"unknown plan mode '{mode}' (use one of {', '.join(MODES)})")
     preview = mode == "preview"
