@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -507,12 +509,10 @@ def test_pack_reports_the_budget_advisory_by_default_and_mandatory_by_config() -
     ]
 
 
-def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
-    import subprocess
-    import sys
-
+def plan_tree(stack: str) -> subprocess.CompletedProcess[str]:
+    """The human plan of a committed stack, printed wide enough that no cost line wraps."""
     out = subprocess.run(
-        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", "gke-prod"],
+        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", stack],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -520,6 +520,11 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
     )
     assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
+    out = plan_tree("gke-prod")
     # g2-standard-8 at 0.85362 /h: 623.14 a month at 1 node, 2492.57 at 4; the cluster adds the
     # system pool (97.83..195.67), the cpu pool (2 x 0.40322 x 730 = 588.70) and the fee (73.00).
     assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — $0.85/h, $623.14..$2,492.57/month" in out.stdout
@@ -528,18 +533,7 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", "vultr-dev"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
-    )
-    assert out.returncode == 0, out.stderr
+    out = plan_tree("vultr-dev")
     # Vultr publishes monthly costs: vc2-6c-16gb 80 and vc2-8c-32gb 160 a month; the L40S plan has none.
     assert "l40s GPU 1x nvidia-l40s on vcg-l40s-16c-180g-48vram — 1 node(s), 1..3 — price unknown" in out.stdout
     assert "system System on vc2-6c-16gb — 1 node(s), 1..2 — $0.11/h, $80.00..$160.00/month" in out.stdout
