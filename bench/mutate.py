@@ -55,7 +55,13 @@ MODULES: dict[str, list[str]] = {
         "tests/test_formats.py",
         "tests/test_machines.py",
     ],
-    "infra/config.py": ["tests/test_config.py"],
+    "infra/config.py": [
+        "tests/test_config.py",
+        "tests/test_guard.py",
+        "tests/test_cloud_values.py",
+        "tests/test_formats.py",
+        "tests/test_stack_file_bounds.py",
+    ],
 }
 
 CONFIG = """

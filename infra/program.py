@@ -74,8 +74,10 @@ def read_fleet(file: str) -> Fleet:
 
     Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
     text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
-    put the decrypted text into its `ConfigTypeError` when it is not JSON. Other `modelplane:`
-    keys are checked by the same rule as the plan's.
+    put the decrypted text into its `ConfigTypeError` when it is not JSON. The exception is
+    `SECRET_FLEET_KEYS` (`deployments`, secret as a whole once one env value is `secure:`): it is
+    read as raw text and never echoed. Other `modelplane:` keys are checked by the same rule as
+    the plan's.
     """
     cfg = pulumi.Config(NAMESPACE)
     plain_keys, secret_keys = config_keys()
