@@ -6,8 +6,10 @@ rules. The golden-plan comparison (tests/test_generated.py) is never selected: `
 would accept any changed plan as the new truth, so only intent-level tests count. The CLI tests
 run the program in a subprocess, where the mutant is not active, so they are left out too.
 
-Usage: `python -m bench.mutate [MODULE ...] [--max-children N]` (default: every module, in the
-order below). Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
+Usage: `python -m bench.mutate [MODULE ...] [--max-children N] [--mutants PATTERN ...]` (default:
+every module, in the order below). `--mutants` runs only the mutants whose names match a pattern
+(fnmatch, as `mutmut results` prints them, e.g. `infra.config.x_port_args__mutmut_*`), to check that
+new tests kill what survived without measuring the whole module again. Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
 names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
 diff. Not part of .ci/run: a module takes 5 to 30 minutes on two shared cores (docs/benchmarks.md).
 """
@@ -15,10 +17,12 @@ diff. Not part of .ci/run: a module takes 5 to 30 minutes on two shared cores (d
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +61,8 @@ MODULES: dict[str, list[str]] = {
     ],
     "infra/config.py": [
         "tests/test_config.py",
+        "tests/test_model_service.py",
+        "tests/test_reference.py",
         "tests/test_guard.py",
         "tests/test_cloud_values.py",
         "tests/test_formats.py",
@@ -100,11 +106,11 @@ def scratch_copy(module: str) -> Path:
     return where
 
 
-def run_module(module: str, max_children: int) -> dict[str, object]:
+def run_module(module: str, max_children: int, patterns: Sequence[str] = ()) -> dict[str, object]:
     where = scratch_copy(module)
     mutmut = str(Path(sys.executable).with_name("mutmut"))
     subprocess.run(
-        ["nice", "-n", "19", mutmut, "run", "--max-children", str(max_children)],
+        ["nice", "-n", "19", mutmut, "run", "--max-children", str(max_children), *patterns],
         cwd=where,
         check=False,
         stdout=subprocess.DEVNULL,
@@ -115,7 +121,7 @@ def run_module(module: str, max_children: int) -> dict[str, object]:
     status: dict[str, str] = {}
     for line in listing.splitlines():
         name, _, verdict = line.strip().rpartition(": ")
-        if name:
+        if name and (not patterns or any(fnmatch.fnmatch(name, p) for p in patterns)):
             status[name] = verdict
     counts: dict[str, int] = {}
     for verdict in status.values():
@@ -137,12 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mutate", description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"any of {', '.join(MODULES)}")
     parser.add_argument("--max-children", type=int, default=1)
+    parser.add_argument("--mutants", nargs="+", default=[], metavar="PATTERN", help="run only these mutants")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     for module in args.modules or list(MODULES):
-        r = run_module(module, args.max_children)
+        r = run_module(module, args.max_children, args.mutants)
         counts = r["counts"]
         assert isinstance(counts, dict)
         print(
