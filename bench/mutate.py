@@ -135,8 +135,9 @@ def run_module(module: str, max_children: int, patterns: Sequence[str] = ()) -> 
         "kill_rate": round(killed / total, 3) if total else None,
         "survivors": sorted(n for n, v in status.items() if v not in ("killed", "timeout")),
     }
-    # A run of named mutants reports on those alone; it never replaces the module's full report.
-    (where / ("report-selected.json" if patterns else "report.json")).write_text(
+    # Reports sit beside the scratch copies, which each run replaces. A run of named mutants
+    # reports on those alone; it never replaces the module's full report.
+    (OUT / f"{where.name}{'.selected' if patterns else ''}.json").write_text(
         json.dumps(report, indent=2), encoding="utf-8"
     )
     return report
