@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from infra.devices import ACCELERATOR_DRIVER_MISMATCH, CLASS_PROVIDER_MISMATCH, UNSUPPORTED_DEVICES, check_fleet
+from infra import devices
+from infra.config import Fleet
+from infra.devices import (
+    ACCELERATOR_DRIVER_MISMATCH,
+    CLASS_PROVIDER_MISMATCH,
+    UNSUPPORTED_DEVICES,
+    Violation,
+    check_fleet,
+)
 from infra.facts import CPU_LABEL, GPU_LABEL, POOL_LABEL, VENDOR_TAINT_KEY, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, fleet_of
 
@@ -243,3 +253,84 @@ def test_one_broken_rule_is_reported_once_on_the_broken_pool(how: str, data: st.
     found = check_fleet(fleet_of(copy.deepcopy(raw)))
     assert [(v.policy, v.cluster, v.pool) for v in found] == [(policy, cluster, pool)], (how, found)
     assert re.match(problem, found[0].problem), (how, found[0].problem)
+
+
+# The properties must earn their name: each planted wrong rule below makes one of them fail. The
+# planted runs use their own settings (no example database, so a planted failure is never replayed
+# against the real rules) over the same strategies and assertions as the tests above.
+PLANTED = settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],  # a planted failure needs finding, not shrinking
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def always_reject(fleet: Fleet) -> list[Violation]:
+    """A rule that rejects every pool of every fleet, whatever it claims."""
+    return [
+        Violation(CLASS_PROVIDER_MISMATCH, c.name, p.name, p.class_name, None, "planted", "none")
+        for c in fleet.clusters
+        for p in c.node_pools
+    ]
+
+
+def never_reject(fleet: Fleet) -> list[Violation]:
+    """A rule that accepts every fleet."""
+    return []
+
+
+def first_pool_only(fleet: Fleet) -> list[Violation]:
+    """The real rules, reported on the fleet's first pool whichever pool broke them."""
+    first = (fleet.clusters[0].name, fleet.clusters[0].node_pools[0].name)
+    return [replace(v, cluster=first[0], pool=first[1]) for v in devices.check_fleet(fleet)]
+
+
+def run_planted(
+    property_test: Any, rule: Any, monkeypatch: pytest.MonkeyPatch, strategies: dict[str, Any], **args: Any
+) -> None:
+    """Run `property_test`'s body under `rule` in place of the device rules."""
+    monkeypatch.setattr(sys.modules[__name__], "check_fleet", rule)
+    PLANTED(given(**strategies)(property_test.hypothesis.inner_test))(**args)
+
+
+def test_the_valid_fleet_property_fails_under_a_rule_that_rejects_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(AssertionError):
+        run_planted(
+            test_valid_fleets_are_accepted_and_their_pools_marked_by_role,
+            always_reject,
+            monkeypatch,
+            {"raw": valid_fleet()},
+        )
+
+
+@pytest.mark.parametrize("rule", [always_reject, never_reject, first_pool_only], ids=lambda r: r.__name__)
+def test_the_broken_fleet_property_fails_under_a_rule_that_misses_or_misplaces_a_break(
+    rule: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(AssertionError):
+        run_planted(
+            test_one_broken_rule_is_reported_once_on_the_broken_pool,
+            rule,
+            monkeypatch,
+            {"data": st.data()},
+            how="fewer-gpus",
+        )
+
+
+def test_the_planted_runs_pass_under_the_real_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control: the harness above fails because of the planted rule, not of itself."""
+    run_planted(
+        test_valid_fleets_are_accepted_and_their_pools_marked_by_role,
+        devices.check_fleet,
+        monkeypatch,
+        {"raw": valid_fleet()},
+    )
+    run_planted(
+        test_one_broken_rule_is_reported_once_on_the_broken_pool,
+        devices.check_fleet,
+        monkeypatch,
+        {"data": st.data()},
+        how="fewer-gpus",
+    )
