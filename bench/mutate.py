@@ -33,6 +33,9 @@ MODULES: dict[str, list[str]] = {
     "infra/devices.py": [
         "tests/test_devices.py",
         "tests/test_properties.py",
+        "tests/test_machine_rules.py",
+        "tests/test_machines.py",
+        "tests/test_guard.py",
         "tests/test_policies_config.py",
     ],
     "components/catalog.py": [

@@ -298,7 +298,7 @@ def check_machine(
     pool_at = pool_path or f"clusters[name={cluster}].nodePools[name={pool}]"
     class_at = class_path or f"classes[name={cls.name}]"
 
-    def reject(policy: str, problem: str, fix: str, driver: str | None = None, path: str = "") -> None:
+    def reject(policy: str, problem: str, fix: str, *, path: str, driver: str | None = None) -> None:
         out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, file, path))
 
     if region is not None:
@@ -412,7 +412,7 @@ def _check_gpu_machine(
         )
 
 
-def check_fleet_machines(fleet: Fleet, file: str = "") -> list[Violation]:
+def check_fleet_machines(fleet: Fleet, file: str) -> list[Violation]:
     """Every machine-rule violation of a fleet, in config order, in `file`.
 
     Paths name the cluster, pool and class (`classes[name=l4].provisioning.gke.machineType`), as
