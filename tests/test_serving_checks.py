@@ -72,8 +72,10 @@ def raw_fleet(source: str = "GKE", *deployments: dict[str, Any], services: Any =
 
 
 def serving(raw: dict[str, Any]) -> list[tuple[str, str, str]]:
-    fleet = Fleet.model_validate(copy.deepcopy(raw))
-    return [(i.path, i.problem, i.fix) for i in check_serving(fleet, FILE)]
+    """The issues check_serving finds, each of which names the stack file."""
+    found = check_serving(Fleet.model_validate(copy.deepcopy(raw)), FILE)
+    assert [i.file for i in found] == [FILE] * len(found)
+    return [(i.path, i.problem, i.fix) for i in found]
 
 
 def paths(raw: dict[str, Any]) -> list[str]:
