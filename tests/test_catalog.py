@@ -416,6 +416,17 @@ def test_every_problem_of_every_row_is_reported_each_on_its_line() -> None:
     ]
 
 
+def test_dependency_message_lists_every_tag_of_the_dependency() -> None:
+    # The dependency carries two tags and still lacks one of its dependent's: both sides are named in full.
+    rows = [c("nfd", ("a", "b")), c("dra", ("a", "b", "c"), ("nfd",))]
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("X", rows)
+    assert str(err.value).splitlines()[1:] == [
+        "  X: 'dra' (tagged a, b, c) depends on 'nfd' (tagged a, b), which lacks c: a cluster claiming only c "
+        "would install 'dra' without it; untag 'nfd' or add the missing tags to it",
+    ]
+
+
 def test_install_order_lists_each_row_once_after_its_dependencies() -> None:
     rows = [c("gpu", deps=("nfd", "cm")), c("nfd"), c("cm"), c("dra", deps=("gpu", "ghost"))]
     assert [x.key for x in install_order(rows)] == ["nfd", "cm", "gpu", "dra"]

@@ -7,6 +7,7 @@ catalog rows the cluster joins, so these tests need no cloud component.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROVISIONED = tuple(CLUSTER_BLOCKS)
 
 NVIDIA_AGENTS = {("mp-dra-driver-nvidia-gpu", "kubelet-plugin"), ("mp-gpu-operator", "operands")}
-AMD_AGENTS = {(a.release, a.workload) for a in AGENT_WORKLOADS if a.release == "mp-gpu-operator-charts"}
+# The AMD operator's four DaemonSets, written out rather than read from the table under test.
+AMD_AGENTS = {
+    ("mp-gpu-operator-charts", w) for w in ("dra-driver", "device-plugin", "node-labeller", "metrics-exporter")
+}
 CPU_AGENT = ("mp-dra-driver-cpu", "kubelet-plugin")
 NFD_WORKER = ("mp-node-feature-discovery", "worker")
 
@@ -337,8 +341,8 @@ def test_deployment_that_can_land_off_its_pool_is_caught() -> None:
 def test_deployment_tolerations_alone_never_place_it() -> None:
     """The per-driver list is harmless: without the pool selector the pod could go anywhere."""
     facts, deployments = facts_of(existing_fleet(amd=True))
-    for dep in deployments:
-        assert [p for _, p in audit(facts, {}, [dep]).deployments] == [(dep.pool,)]
+    lands = [(dep.name, pools) for dep in deployments for _, pools in audit(facts, {}, [dep]).deployments]
+    assert lands == [("h100-engine", ("h100",)), ("cpu-engine", ("cpu",)), ("mi325x-engine", ("mi325x",))]
 
 
 @pytest.mark.parametrize("source", ["Vultr", "Existing"])
@@ -359,10 +363,11 @@ def test_gateway_proxies_that_tolerate_pool_taints_are_caught() -> None:
     assert ("gateway-placement", "gateway/envoy-gateway-system/modelplane") in checks(report)
 
 
-def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:
+def test_wildcard_allowlist_holds_only_the_node_exporter_with_its_reason() -> None:
     known = {(a.release, a.workload) for a in AGENT_WORKLOADS}
-    for entry, reason in WILDCARD_ALLOWLIST.items():
-        assert entry in known and len(reason) > 20
+    assert set(WILDCARD_ALLOWLIST) == {("mp-kube-prometheus-stack", "node-exporter")}
+    assert set(WILDCARD_ALLOWLIST) <= known
+    assert all(len(reason) > 20 for reason in WILDCARD_ALLOWLIST.values())
 
 
 def test_audit_report_json_names_pools_and_violations() -> None:
@@ -397,13 +402,27 @@ def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.Monk
     import infra.placement
     from infra.tooling.plan import plan_stack
 
-    # Without the hardware labels the GPU operator's operands select no node.
+    # Without the hardware labels neither the NVIDIA plugin's default affinity nor the GPU
+    # operator's operand selector matches the GPU pool.
     monkeypatch.setattr(infra.placement, "DISCOVERED_LABELS", {})
     doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
     assert not doc["ok"]
-    found = [v for v in doc["violations"] if v["policy"] == "placement"]
-    assert found and all(v["enforcement"] == "mandatory" for v in found)
-    assert any(v["resource"] == "civo-lon1/mp-gpu-operator/operands" for v in found)
+    assert [v for v in doc["violations"] if v["policy"] == "placement"] == [
+        {
+            "policy": "placement",
+            "enforcement": "mandatory",
+            "message": "cluster 'civo-lon1': mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'l40s': "
+            "its required node affinity matches none of the pool's labels [agent-reach]",
+            "resource": "civo-lon1/mp-dra-driver-nvidia-gpu/kubelet-plugin",
+        },
+        {
+            "policy": "placement",
+            "enforcement": "mandatory",
+            "message": "cluster 'civo-lon1': mp-gpu-operator/operands cannot reach pool 'l40s': "
+            "nodeSelector {'nvidia.com/gpu.present': 'true'} does not match the pool's labels [agent-reach]",
+            "resource": "civo-lon1/mp-gpu-operator/operands",
+        },
+    ]
 
 
 def test_product_modules_never_import_the_offline_tooling() -> None:
@@ -578,3 +597,44 @@ def test_values_without_tolerations_get_the_charts_default_and_an_empty_list_get
     assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
     releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
     assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ()
+
+
+def test_an_agent_missing_a_pool_for_two_taints_names_both() -> None:
+    # A pool whose nodes carry a second blocking taint besides the vendor's (one the cluster owner adds).
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    extra = Taint("example.com/dedicated", "ml", "NoExecute")
+    pools = tuple(dataclasses.replace(p, taints=(*p.taints, extra)) if p.name == "gpu" else p for p in facts.pools)
+    facts = dataclasses.replace(facts, pools=pools)
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
+    reach = [v.message for v in audit(facts, releases, []).violations if v.check == "agent-reach"]
+    assert reach == [
+        "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': it does not tolerate "
+        "nvidia.com/gpu=present:NoSchedule, example.com/dedicated=ml:NoExecute",
+        "mp-gpu-operator/operands cannot reach pool 'gpu': it does not tolerate example.com/dedicated=ml:NoExecute",
+        "mp-node-feature-discovery/worker cannot reach pool 'gpu': it does not tolerate "
+        "example.com/dedicated=ml:NoExecute",
+    ]
+
+
+# ROCm/gpu-operator helm-charts-k8s/values.yaml @v1.5.1, deviceConfig.spec: the DRA driver is off
+# by default (draDriver.enable: false); the device plugin (devicePlugin.enableDevicePlugin), the node
+# labeller (devicePlugin.enableNodeLabeller) and the metrics exporter (metricsExporter.enable) are on.
+@pytest.mark.parametrize(
+    ("workload", "flag", "lands"),
+    [
+        ("dra-driver", ("draDriver", "enable"), None),
+        ("device-plugin", ("devicePlugin", "enableDevicePlugin"), ("mi325x",)),
+        ("node-labeller", ("devicePlugin", "enableNodeLabeller"), ("mi325x",)),
+        ("metrics-exporter", ("metricsExporter", "enable"), ("mi325x",)),
+    ],
+)
+def test_an_amd_agent_whose_values_omit_its_enable_flag_follows_the_charts_default(
+    workload: str, flag: tuple[str, str], lands: tuple[str, ...] | None
+) -> None:
+    facts, _ = facts_of(existing_fleet(amd=True))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    section, key = flag
+    del releases["mp-gpu-operator-charts"]["deviceConfig"]["spec"][section][key]
+    placed = agents(audit(facts, releases, []))
+    assert placed.get(("mp-gpu-operator-charts", workload)) == lands
