@@ -18,7 +18,7 @@ from components.catalog import release_values
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
-from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, audit
+from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -356,11 +356,38 @@ def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
     assert [pools for _, pools in report.gateways] == [expected]
 
 
+def test_audit_report_json_lists_gateways_only_when_there_are_some() -> None:
+    from components.model_service import gateway_proxy_placement
+
+    facts, deployments = facts_of(cloud_fleet("Vultr"))
+    with_gateway = audit(facts, release_values(facts), deployments, [gateway_proxy_placement(facts)]).as_json()
+    assert with_gateway["gateways"] == [{"name": "envoy-gateway-system/modelplane", "pools": ["system"]}]
+    assert "gateways" not in audit(facts, release_values(facts), deployments).as_json()
+
+
 def test_gateway_proxies_that_tolerate_pool_taints_are_caught() -> None:
     facts, deployments = facts_of(cloud_fleet("Vultr"))
-    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, deployments[0].tolerations)
+    tolerations = (*deployments[0].tolerations, *deployments[1].tolerations)
+    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, tolerations)
     report = audit(facts, release_values(facts), [], [loose])
-    assert ("gateway-placement", "gateway/envoy-gateway-system/modelplane") in checks(report)
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "gateway-placement",
+            "subject": "gateway/envoy-gateway-system/modelplane",
+            "message": "the proxies of gateway envoy-gateway-system/modelplane can land on 'gpu', 'cpu'; "
+            "they belong on system nodes",
+        }
+    ]
+
+
+def test_gateway_proxies_that_fit_no_node_are_caught() -> None:
+    facts, _ = facts_of(cloud_fleet("Vultr"))
+    nowhere = PodPlacement("envoy-gateway-system/modelplane", "", {}, (), _required([NO_NODE_HAS_X]))
+    report = audit(facts, release_values(facts), [], [nowhere])
+    assert [pools for _, pools in report.gateways] == [()]
+    assert [v.message for v in report.violations] == [
+        "the proxies of gateway envoy-gateway-system/modelplane can land on no node; they belong on system nodes"
+    ]
 
 
 def test_wildcard_allowlist_holds_only_the_node_exporter_with_its_reason() -> None:
@@ -396,6 +423,16 @@ def test_plan_reports_placement_json() -> None:
     doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
     assert doc["placement"][0]["deployments"] == [{"name": "qwen", "pool": "cpu", "pools": ["cpu"]}]
+    # The recipe publishes its engine through the Gateway, so the Gateway's proxies are audited too.
+    assert doc["placement"][0]["gateways"] == [{"name": "envoy-gateway-system/modelplane", "pools": ["system"]}]
+
+
+def test_plan_audits_no_gateway_on_a_cluster_that_publishes_no_service() -> None:
+    from infra.tooling.plan import plan_stack
+
+    doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
+    assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-lon1"]
+    assert "gateways" not in doc["placement"][0]
 
 
 def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -486,6 +523,21 @@ def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_sy
             "serve; give it a nodeSelector or affinity for its own pools and tolerate only their taints",
         }
     ]
+
+
+def test_chart_default_affinity_has_one_term_per_label_so_any_one_admits_a_node() -> None:
+    affinity = _any_label_in(("a", "1"), ("b", "2"))
+    assert affinity == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]},
+                    {"matchExpressions": [{"key": "b", "operator": "In", "values": ["2"]}]},
+                ]
+            }
+        }
+    }
+    assert affinity_matches(affinity, {"b": "2"}) and not affinity_matches(affinity, {"b": "1"})
 
 
 def test_a_release_that_does_not_run_an_agent_has_no_placement() -> None:
@@ -638,3 +690,16 @@ def test_an_amd_agent_whose_values_omit_its_enable_flag_follows_the_charts_defau
     del releases["mp-gpu-operator-charts"]["deviceConfig"]["spec"][section][key]
     placed = agents(audit(facts, releases, []))
     assert placed.get(("mp-gpu-operator-charts", workload)) == lands
+
+
+def test_an_agent_for_every_node_does_not_end_the_audit_of_the_agents_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The node exporter (serves every node) first: the CPU driver after it is still checked.
+    import infra.tooling.placement
+
+    reordered = sorted(AGENT_WORKLOADS, key=lambda a: a.serves is not None)
+    assert (reordered[0].release, reordered[0].workload) == ("mp-kube-prometheus-stack", "node-exporter")
+    monkeypatch.setattr(infra.tooling.placement, "AGENT_WORKLOADS", tuple(reordered))
+    facts, _ = facts_of(cloud_fleet("Civo"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    del releases["mp-dra-driver-cpu"]["nodeSelector"]
+    assert checks(audit(facts, releases, [])) == {("driver-on-system-pool", "mp-dra-driver-cpu/kubelet-plugin")}
