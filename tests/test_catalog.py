@@ -489,9 +489,10 @@ def test_a_cloud_whose_rows_break_the_dependency_rule_fails_to_load(monkeypatch:
 
 
 # Pods at system-node-critical or system-cluster-critical: the GPU operator's daemonsets
-# (gpu-operator values.yaml @v26.3.3), the NVIDIA DRA driver's controller and kubelet plugin
-# (dra-driver-nvidia-gpu values.yaml @v0.4.1) and the CPU driver's DaemonSet (dra-driver-cpu
-# templates/daemonset.yaml). VKE runs its own GPU operator.
+# (deployments/gpu-operator/values.yaml @v26.3.3, `daemonsets.priorityClassName`), the NVIDIA DRA
+# driver's controller and kubelet plugin (deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1)
+# and the CPU driver's DaemonSet, fixed in deployment/helm/dra-driver-cpu/templates/daemonset.yaml.
+# VKE runs its own GPU operator.
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_the_drivers_and_the_gpu_operator_are_the_rows_with_critical_pods(cloud: str) -> None:
     rows = catalog_for(cloud)
