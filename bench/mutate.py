@@ -45,8 +45,9 @@ MODULES: dict[str, list[str]] = {
         "tests/test_policies_releases.py",
     ],
     "infra/placement.py": ["tests/test_placement.py", "tests/test_model_deployment.py"],
-    # The audit over the scheduling model above, run by the offline plan.
-    "infra/tooling/placement.py": ["tests/test_placement.py"],
+    # The audit over the scheduling model above, run by the offline plan (the recipes' Gateway
+    # audit is asserted in test_model_service).
+    "infra/tooling/placement.py": ["tests/test_placement.py", "tests/test_model_service.py"],
     "components/values.py": [
         "tests/test_values.py",
         "tests/test_serving_stack.py",

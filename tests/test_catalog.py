@@ -11,10 +11,16 @@ from components.catalog import (
     Component,
     catalog_for,
     check_dependencies,
+    check_served_drivers,
+    critical_pod_namespaces,
     install_order,
     join_components,
+    load_catalog,
+    release_values,
     supported_drivers,
 )
+from infra.facts import derive_cluster
+from tests.conftest import cpu_class, fleet_of
 
 EXPECTED_SUPPORTED = {
     "GKE": ["dra.cpu", "gpu.nvidia.com"],
@@ -416,6 +422,17 @@ def test_every_problem_of_every_row_is_reported_each_on_its_line() -> None:
     ]
 
 
+def test_dependency_message_lists_every_tag_of_the_dependency() -> None:
+    # The dependency carries two tags and still lacks one of its dependent's: both sides are named in full.
+    rows = [c("nfd", ("a", "b")), c("dra", ("a", "b", "c"), ("nfd",))]
+    with pytest.raises(CatalogError) as err:
+        check_dependencies("X", rows)
+    assert str(err.value).splitlines()[1:] == [
+        "  X: 'dra' (tagged a, b, c) depends on 'nfd' (tagged a, b), which lacks c: a cluster claiming only c "
+        "would install 'dra' without it; untag 'nfd' or add the missing tags to it",
+    ]
+
+
 def test_install_order_lists_each_row_once_after_its_dependencies() -> None:
     rows = [c("gpu", deps=("nfd", "cm")), c("nfd"), c("cm"), c("dra", deps=("gpu", "ghost"))]
     assert [x.key for x in install_order(rows)] == ["nfd", "cm", "gpu", "dra"]
@@ -426,3 +443,90 @@ def test_collector_row_carries_the_collector_values() -> None:
         [otel] = [r for r in catalog_for(cloud) if r.key == "opentelemetry-collector"]
         assert otel.values["mode"] == "deployment"
         assert "transform/modelplane-gpu" in otel.values["config"]["processors"]
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_each_clouds_tags_and_external_drivers_agree_with_its_profile(cloud: str) -> None:
+    check_served_drivers(cloud, catalog_for(cloud))  # raises CatalogError otherwise
+
+
+def test_a_catalog_serving_other_drivers_than_its_profile_fails_to_load() -> None:
+    # EKS's profile serves dra.cpu, gpu.nvidia.com and the external dra.net; these rows tag no NVIDIA driver.
+    rows = [c("cpu", ("dra.cpu",))]
+    with pytest.raises(CatalogError) as err:
+        check_served_drivers("EKS", rows)
+    assert str(err.value) == (
+        "EKS: the catalog serves ['dra.cpu', 'dra.net'] but the cloud profile says "
+        "['dra.cpu', 'dra.net', 'gpu.nvidia.com']; tag the rows or change the profile's gpu_vendors / "
+        "external_drivers so they agree"
+    )
+
+
+def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
+    loaded = load_catalog()
+    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Existing"]
+    assert {cloud: [r.key for r in rows] for cloud, rows in loaded.items()} == {
+        cloud: [r.key for r in catalog_for(cloud)] for cloud in CLOUDS
+    }
+
+
+def test_a_cloud_whose_rows_break_the_dependency_rule_fails_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import components.catalog
+
+    real = components.catalog.catalog_for
+
+    def with_a_duplicate(cloud: str) -> list[Component]:
+        rows = real(cloud)
+        return [*rows, rows[0]] if cloud == "Civo" else rows
+
+    monkeypatch.setattr(components.catalog, "catalog_for", with_a_duplicate)
+    with pytest.raises(CatalogError) as err:
+        load_catalog()
+    assert str(err.value).splitlines()[1:] == [
+        "  Civo: key 'cert-manager' appears twice",
+        "  Civo: release name 'mp-cert-manager' appears twice",
+    ]
+
+
+# Pods at system-node-critical or system-cluster-critical: the GPU operator's daemonsets
+# (deployments/gpu-operator/values.yaml @v26.3.3, `daemonsets.priorityClassName`), the NVIDIA DRA
+# driver's controller and kubelet plugin (deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1)
+# and the CPU driver's DaemonSet, fixed in deployment/helm/dra-driver-cpu/templates/daemonset.yaml.
+# VKE runs its own GPU operator.
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_the_drivers_and_the_gpu_operator_are_the_rows_with_critical_pods(cloud: str) -> None:
+    rows = catalog_for(cloud)
+    operator = set() if cloud == "Vultr" else {"mp-gpu-operator"}
+    assert {r.release for r in rows if r.critical_pods is True} == {
+        "mp-dra-driver-nvidia-gpu",
+        "mp-dra-driver-cpu",
+        *operator,
+    }
+    namespaces = ["dra-driver-cpu", "dra-driver-nvidia-gpu"] + ([] if cloud == "Vultr" else ["gpu-operator"])
+    assert critical_pod_namespaces(rows) == namespaces
+
+
+def test_a_cpu_only_cluster_gets_the_untagged_rows_and_the_cpu_driver() -> None:
+    fleet = fleet_of(
+        {
+            "classes": [cpu_class("cpu", None)],
+            "clusters": [
+                {
+                    "name": "lab",
+                    "source": "Existing",
+                    "existing": {},
+                    "nodePools": [{"name": "cpu", "className": "cpu"}],
+                }
+            ],
+        }
+    )
+    values = release_values(derive_cluster(fleet, fleet.clusters[0]))
+    assert sorted(values) == [
+        "mp-cert-manager",
+        "mp-dra-driver-cpu",
+        "mp-gateway-helm",
+        "mp-kube-prometheus-stack",
+        "mp-lws",
+        "mp-opentelemetry-collector",
+    ]
+    assert values["mp-dra-driver-cpu"]["nodeSelector"] == {"modelplane.ai/cpu": "true"}

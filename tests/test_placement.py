@@ -7,6 +7,7 @@ catalog rows the cluster joins, so these tests need no cloud component.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from components.catalog import release_values
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
-from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, audit
+from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROVISIONED = tuple(CLUSTER_BLOCKS)
 
 NVIDIA_AGENTS = {("mp-dra-driver-nvidia-gpu", "kubelet-plugin"), ("mp-gpu-operator", "operands")}
-AMD_AGENTS = {(a.release, a.workload) for a in AGENT_WORKLOADS if a.release == "mp-gpu-operator-charts"}
+# The AMD operator's four DaemonSets, written out rather than read from the table under test.
+AMD_AGENTS = {
+    ("mp-gpu-operator-charts", w) for w in ("dra-driver", "device-plugin", "node-labeller", "metrics-exporter")
+}
 CPU_AGENT = ("mp-dra-driver-cpu", "kubelet-plugin")
 NFD_WORKER = ("mp-node-feature-discovery", "worker")
 
@@ -337,8 +341,8 @@ def test_deployment_that_can_land_off_its_pool_is_caught() -> None:
 def test_deployment_tolerations_alone_never_place_it() -> None:
     """The per-driver list is harmless: without the pool selector the pod could go anywhere."""
     facts, deployments = facts_of(existing_fleet(amd=True))
-    for dep in deployments:
-        assert [p for _, p in audit(facts, {}, [dep]).deployments] == [(dep.pool,)]
+    lands = [(dep.name, pools) for dep in deployments for _, pools in audit(facts, {}, [dep]).deployments]
+    assert lands == [("h100-engine", ("h100",)), ("cpu-engine", ("cpu",)), ("mi325x-engine", ("mi325x",))]
 
 
 @pytest.mark.parametrize("source", ["Vultr", "Existing"])
@@ -352,17 +356,45 @@ def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
     assert [pools for _, pools in report.gateways] == [expected]
 
 
+def test_audit_report_json_lists_gateways_only_when_there_are_some() -> None:
+    from components.model_service import gateway_proxy_placement
+
+    facts, deployments = facts_of(cloud_fleet("Vultr"))
+    with_gateway = audit(facts, release_values(facts), deployments, [gateway_proxy_placement(facts)]).as_json()
+    assert with_gateway["gateways"] == [{"name": "envoy-gateway-system/modelplane", "pools": ["system"]}]
+    assert "gateways" not in audit(facts, release_values(facts), deployments).as_json()
+
+
 def test_gateway_proxies_that_tolerate_pool_taints_are_caught() -> None:
     facts, deployments = facts_of(cloud_fleet("Vultr"))
-    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, deployments[0].tolerations)
+    tolerations = (*deployments[0].tolerations, *deployments[1].tolerations)
+    loose = PodPlacement("envoy-gateway-system/modelplane", "", {}, tolerations)
     report = audit(facts, release_values(facts), [], [loose])
-    assert ("gateway-placement", "gateway/envoy-gateway-system/modelplane") in checks(report)
+    assert [v.as_json() for v in report.violations] == [
+        {
+            "check": "gateway-placement",
+            "subject": "gateway/envoy-gateway-system/modelplane",
+            "message": "the proxies of gateway envoy-gateway-system/modelplane can land on 'gpu', 'cpu'; "
+            "they belong on system nodes",
+        }
+    ]
 
 
-def test_wildcard_allowlist_entries_are_known_workloads_with_reasons() -> None:
+def test_gateway_proxies_that_fit_no_node_are_caught() -> None:
+    facts, _ = facts_of(cloud_fleet("Vultr"))
+    nowhere = PodPlacement("envoy-gateway-system/modelplane", "", {}, (), _required([NO_NODE_HAS_X]))
+    report = audit(facts, release_values(facts), [], [nowhere])
+    assert [pools for _, pools in report.gateways] == [()]
+    assert [v.message for v in report.violations] == [
+        "the proxies of gateway envoy-gateway-system/modelplane can land on no node; they belong on system nodes"
+    ]
+
+
+def test_wildcard_allowlist_holds_only_the_node_exporter_with_its_reason() -> None:
     known = {(a.release, a.workload) for a in AGENT_WORKLOADS}
-    for entry, reason in WILDCARD_ALLOWLIST.items():
-        assert entry in known and len(reason) > 20
+    assert set(WILDCARD_ALLOWLIST) == {("mp-kube-prometheus-stack", "node-exporter")}
+    assert set(WILDCARD_ALLOWLIST) <= known
+    assert all(len(reason) > 20 for reason in WILDCARD_ALLOWLIST.values())
 
 
 def test_audit_report_json_names_pools_and_violations() -> None:
@@ -391,19 +423,43 @@ def test_plan_reports_placement_json() -> None:
     doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
     assert doc["placement"][0]["deployments"] == [{"name": "qwen", "pool": "cpu", "pools": ["cpu"]}]
+    # The recipe publishes its engine through the Gateway, so the Gateway's proxies are audited too.
+    assert doc["placement"][0]["gateways"] == [{"name": "envoy-gateway-system/modelplane", "pools": ["system"]}]
+
+
+def test_plan_audits_no_gateway_on_a_cluster_that_publishes_no_service() -> None:
+    from infra.tooling.plan import plan_stack
+
+    doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
+    assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-lon1"]
+    assert "gateways" not in doc["placement"][0]
 
 
 def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     import infra.placement
     from infra.tooling.plan import plan_stack
 
-    # Without the hardware labels the GPU operator's operands select no node.
+    # Without the hardware labels neither the NVIDIA plugin's default affinity nor the GPU
+    # operator's operand selector matches the GPU pool.
     monkeypatch.setattr(infra.placement, "DISCOVERED_LABELS", {})
     doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
     assert not doc["ok"]
-    found = [v for v in doc["violations"] if v["policy"] == "placement"]
-    assert found and all(v["enforcement"] == "mandatory" for v in found)
-    assert any(v["resource"] == "civo-lon1/mp-gpu-operator/operands" for v in found)
+    assert [v for v in doc["violations"] if v["policy"] == "placement"] == [
+        {
+            "policy": "placement",
+            "enforcement": "mandatory",
+            "message": "cluster 'civo-lon1': mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'l40s': "
+            "its required node affinity matches none of the pool's labels [agent-reach]",
+            "resource": "civo-lon1/mp-dra-driver-nvidia-gpu/kubelet-plugin",
+        },
+        {
+            "policy": "placement",
+            "enforcement": "mandatory",
+            "message": "cluster 'civo-lon1': mp-gpu-operator/operands cannot reach pool 'l40s': "
+            "nodeSelector {'nvidia.com/gpu.present': 'true'} does not match the pool's labels [agent-reach]",
+            "resource": "civo-lon1/mp-gpu-operator/operands",
+        },
+    ]
 
 
 def test_product_modules_never_import_the_offline_tooling() -> None:
@@ -467,6 +523,21 @@ def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_sy
             "serve; give it a nodeSelector or affinity for its own pools and tolerate only their taints",
         }
     ]
+
+
+def test_chart_default_affinity_has_one_term_per_label_so_any_one_admits_a_node() -> None:
+    affinity = _any_label_in(("a", "1"), ("b", "2"))
+    assert affinity == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]},
+                    {"matchExpressions": [{"key": "b", "operator": "In", "values": ["2"]}]},
+                ]
+            }
+        }
+    }
+    assert affinity_matches(affinity, {"b": "2"}) and not affinity_matches(affinity, {"b": "1"})
 
 
 def test_a_release_that_does_not_run_an_agent_has_no_placement() -> None:
@@ -578,3 +649,57 @@ def test_values_without_tolerations_get_the_charts_default_and_an_empty_list_get
     assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
     releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
     assert audit(facts, releases, []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ()
+
+
+def test_an_agent_missing_a_pool_for_two_taints_names_both() -> None:
+    # A pool whose nodes carry a second blocking taint besides the vendor's (one the cluster owner adds).
+    facts, _ = facts_of(cloud_fleet("GKE"))
+    extra = Taint("example.com/dedicated", "ml", "NoExecute")
+    pools = tuple(dataclasses.replace(p, taints=(*p.taints, extra)) if p.name == "gpu" else p for p in facts.pools)
+    facts = dataclasses.replace(facts, pools=pools)
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    releases["mp-dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"] = []
+    reach = [v.message for v in audit(facts, releases, []).violations if v.check == "agent-reach"]
+    assert reach == [
+        "mp-dra-driver-nvidia-gpu/kubelet-plugin cannot reach pool 'gpu': it does not tolerate "
+        "nvidia.com/gpu=present:NoSchedule, example.com/dedicated=ml:NoExecute",
+        "mp-gpu-operator/operands cannot reach pool 'gpu': it does not tolerate example.com/dedicated=ml:NoExecute",
+        "mp-node-feature-discovery/worker cannot reach pool 'gpu': it does not tolerate "
+        "example.com/dedicated=ml:NoExecute",
+    ]
+
+
+# ROCm/gpu-operator helm-charts-k8s/values.yaml @v1.5.1, deviceConfig.spec: the DRA driver is off
+# by default (draDriver.enable: false); the device plugin (devicePlugin.enableDevicePlugin), the node
+# labeller (devicePlugin.enableNodeLabeller) and the metrics exporter (metricsExporter.enable) are on.
+@pytest.mark.parametrize(
+    ("workload", "flag", "lands"),
+    [
+        ("dra-driver", ("draDriver", "enable"), None),
+        ("device-plugin", ("devicePlugin", "enableDevicePlugin"), ("mi325x",)),
+        ("node-labeller", ("devicePlugin", "enableNodeLabeller"), ("mi325x",)),
+        ("metrics-exporter", ("metricsExporter", "enable"), ("mi325x",)),
+    ],
+)
+def test_an_amd_agent_whose_values_omit_its_enable_flag_follows_the_charts_default(
+    workload: str, flag: tuple[str, str], lands: tuple[str, ...] | None
+) -> None:
+    facts, _ = facts_of(existing_fleet(amd=True))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    section, key = flag
+    del releases["mp-gpu-operator-charts"]["deviceConfig"]["spec"][section][key]
+    placed = agents(audit(facts, releases, []))
+    assert placed.get(("mp-gpu-operator-charts", workload)) == lands
+
+
+def test_an_agent_for_every_node_does_not_end_the_audit_of_the_agents_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The node exporter (serves every node) first: the CPU driver after it is still checked.
+    import infra.tooling.placement
+
+    reordered = sorted(AGENT_WORKLOADS, key=lambda a: a.serves is not None)
+    assert (reordered[0].release, reordered[0].workload) == ("mp-kube-prometheus-stack", "node-exporter")
+    monkeypatch.setattr(infra.tooling.placement, "AGENT_WORKLOADS", tuple(reordered))
+    facts, _ = facts_of(cloud_fleet("Civo"))
+    releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
+    del releases["mp-dra-driver-cpu"]["nodeSelector"]
+    assert checks(audit(facts, releases, [])) == {("driver-on-system-pool", "mp-dra-driver-cpu/kubelet-plugin")}
