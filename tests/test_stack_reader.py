@@ -559,6 +559,25 @@ def test_the_valid_fleet_parses() -> None:
             "Fix: write it as memory: {value}",
         ),
         (
+            (*DEVICE, "attributes"),
+            {"model": "L4"},
+            "classes[0].devices[0].attributes.model: 'model' is a mapping with keys {string, version, bool, int} "
+            "(got 'L4'). Fix: write it as model: {string, version, bool, int}",
+        ),
+        # A name the user chose stays as written, even where it is the Python name of a field.
+        (
+            (*DEVICE, "attributes"),
+            {"int_": 4},
+            "classes[0].devices[0].attributes.int_: 'int_' is a mapping with keys {string, version, bool, int} "
+            "(got 4). Fix: write it as int_: {string, version, bool, int}",
+        ),
+        (
+            ("classes", 0),
+            "l4",
+            "classes[0]: each item of 'classes' is a mapping with keys {name, devices} (got 'l4'). "
+            "Fix: write item 0 as - {name, devices}",
+        ),
+        (
             POOL,
             "cpu",
             "clusters[0].nodePools[1]: each item of 'nodePools' is a mapping with keys {name, className} "
@@ -573,10 +592,12 @@ def test_a_validation_error_names_the_path_the_problem_and_the_fix(
 
 
 def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
-    assert fleet_issues(((*POOL, "nodeCount"), -1), ((*POOL, "zzz"), 1), (("clusters", 0, "source"), "gke")) == [
+    edits = (("classes", 0, "zzz"), 1), ((*POOL, "nodeCount"), -1), (("clusters", 0, "source"), "gke")
+    assert fleet_issues(*edits) == [
+        "F.yaml: classes[0].zzz: unknown key 'zzz'. "
+        "Fix: remove or rename it (known keys: name, description, devices, provisioning)",
         "F.yaml: clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr' or 'Existing' "
         "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr' or 'Existing'",
         "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "
         "Fix: raise the value to the minimum",
-        f"F.yaml: clusters[0].nodePools[1].zzz: unknown key 'zzz'. Fix: remove or rename it (known keys: {POOL_KEYS})",
     ]
