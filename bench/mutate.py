@@ -72,6 +72,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_cloud_values.py",
         "tests/test_formats.py",
         "tests/test_stack_file_bounds.py",
+        "tests/test_stack_reader.py",
     ],
 }
 

@@ -648,17 +648,21 @@ def _fields_of(model: type[BaseModel]) -> list[str]:
 def _model_at(loc: Sequence[str | int]) -> type[BaseModel] | None:
     """The model class that owns the mapping at `loc` (used for did-you-mean on unknown keys)."""
     current: Any = Fleet
+    user_keyed = False
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or user_keyed:
+            # A list index, or a name the user chose in a map of models (`attributes.<name>`).
+            user_keyed = False
             continue
-        if current is None or not (isinstance(current, type) and issubclass(current, BaseModel)):
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
         field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
         if field is None:
-            # dict-valued fields (attributes, capacity) key by user names
             return None
         current = _inner_model(field.annotation)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+        user_keyed = get_origin(field.annotation) is dict
+    # The mapping at `attributes` itself is keyed by the user, not by a model's fields.
+    return None if user_keyed or not (isinstance(current, type) and issubclass(current, BaseModel)) else current
 
 
 def _inner_model(annotation: Any) -> Any:
@@ -671,12 +675,6 @@ def _inner_model(annotation: Any) -> Any:
         if found is not None:
             return found
     return None
-
-
-def _value_dict_model(loc: Sequence[str | int]) -> bool:
-    """True when loc ends in a user-keyed map (attributes.<name>, capacity.<name>)."""
-    named = [p for p in loc if isinstance(p, str)]
-    return len(named) >= 2 and named[-2] in ("attributes", "capacity", "labels")
 
 
 _TYPE_FIX = {
@@ -701,10 +699,10 @@ _TYPE_FIX = {
 }
 
 
-def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[str | int]) -> list[ConfigIssue]:
+def _issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]:
     issues = []
     for e in err.errors():
-        loc = list(prefix) + [p for p in e["loc"] if isinstance(p, str | int)]
+        loc = [p for p in e["loc"] if isinstance(p, str | int)]
         kind = e["type"]
         owner_of_last = _model_at(loc[:-1]) if loc and isinstance(loc[-1], str) else None
         if owner_of_last is not None and str(loc[-1]) in owner_of_last.model_fields:
@@ -713,7 +711,7 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
         if kind == "extra_forbidden":
             parent = loc[:-1]
             key = str(loc[-1])
-            owner = _model_at(parent[len(prefix) :]) if prefix == [] else _model_at(parent)
+            owner = _model_at(parent)
             known = _fields_of(owner) if owner else []
             close = difflib.get_close_matches(key, known, n=1)
             hint = (
@@ -740,8 +738,13 @@ def _issues_from_validation(file: str, err: ValidationError, prefix: Sequence[st
             if owner is not None:
                 required = [f.alias or n for n, f in owner.model_fields.items() if f.is_required()]
                 keys = ", ".join(required or _fields_of(owner))
-                msg = f"'{loc[-1]}' is a mapping with keys {{{keys}}}"
-                fix = f"write it as {loc[-1]}: {{{keys}}}"
+                if isinstance(loc[-1], int):
+                    # A list item has no key of its own; name the list it belongs to.
+                    msg = f"each item of '{loc[-2]}' is a mapping with keys {{{keys}}}"
+                    fix = f"write item {loc[-1]} as - {{{keys}}}"
+                else:
+                    msg = f"'{loc[-1]}' is a mapping with keys {{{keys}}}"
+                    fix = f"write it as {loc[-1]}: {{{keys}}}"
         if kind == "string_type" and isinstance(given, int | float) and not isinstance(given, bool):
             fix = f'quote it: "{given}" (YAML reads an unquoted {given} as a number)'
         if kind in ("enum", "literal_error"):
@@ -1371,7 +1374,7 @@ def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
     try:
         fleet = Fleet.model_validate(dict(raw))
     except ValidationError as err:
-        raise ConfigError(_issues_from_validation(file, err, [])) from None
+        raise ConfigError(_issues_from_validation(file, err)) from None
     issues = check_references(fleet, file)
     from infra.devices import pools_without_role  # the role rule lives with the device rules
 
@@ -1582,38 +1585,49 @@ _StackLoader.add_constructor("tag:yaml.org,2002:int", _StackLoader.construct_yam
 
 
 def _check_expanded_size(root: yaml.Node) -> None:
-    """Refuse the document when a value, with every alias expanded, passes MAX_EXPANDED_SIZE."""
-    sizes: dict[int, int] = {}
+    """Refuse the document when a value, with every alias expanded, passes MAX_EXPANDED_SIZE or MAX_DEPTH.
+
+    The loader bounds nesting as written; an alias puts a whole value where it stands, so a chain
+    of aliases nests deeper than the text does (and overflows the JSON encoder every config value
+    goes through). Both bounds are measured here with the aliases expanded.
+    """
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (size, depth), aliases expanded
     active: set[int] = set()
 
-    def size(node: yaml.Node) -> int:
+    def measure(node: yaml.Node) -> tuple[int, int]:
         key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
+        if key in measured:
+            return measured[key]
+        if key in active:  # visited, not yet measured: the node is its own ancestor
             raise StackFileError(
                 "an alias refers to a value that contains it", node.start_mark, "write the value out instead"
             )
         active.add(key)
-        total = 1
+        total, depth = 1, 1
         if isinstance(node, yaml.ScalarNode):
             total += len(node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            total += sum(size(item) for item in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
+        else:
+            children = node.value if isinstance(node, yaml.SequenceNode) else [n for kv in node.value for n in kv]
+            for child_size, child_depth in map(measure, children):
+                total += child_size
+                depth = max(depth, child_depth + 1)
+        # The innermost value past a bound: a child that passed it raised already.
         if total > MAX_EXPANDED_SIZE:
-            # The innermost value past the bound: a child that passed it raised already.
             raise StackFileError(
                 f"this value expands to more than {MAX_EXPANDED_SIZE} characters once its YAML aliases are expanded",
                 node.start_mark,
                 "write the values out instead of repeating aliases",
             )
-        active.discard(key)
-        sizes[key] = total
-        return total
+        if depth > MAX_DEPTH:
+            raise StackFileError(
+                f"this value nests deeper than {MAX_DEPTH} levels once its YAML aliases are expanded",
+                node.start_mark,
+                "flatten the value or remove it",
+            )
+        measured[key] = (total, depth)
+        return total, depth
 
-    size(root)
+    measure(root)
 
 
 def _line_and_column(text: str, index: int) -> str:
@@ -1656,10 +1670,10 @@ def read_yaml(path: Path, file: str) -> Any:
         _check_expanded_size(node)
         return loader.construct_document(node)
     except yaml.reader.ReaderError as err:
+        # Read from a str, the only ReaderError is a non-printable character, given as its code point
+        # (yaml/pyyaml lib/yaml/reader.py at 6.0.4, Reader.check_printable).
         where = _line_and_column(text, err.position)
-        problem = (
-            f"character #x{err.character:04x} is not allowed in YAML" if isinstance(err.character, int) else str(err)
-        )
+        problem = f"character #x{err.character:04x} is not allowed in YAML"
         raise ConfigError([ConfigIssue(file, where, problem, "remove the character")]) from None
     except StackFileError as err:
         mark = err.problem_mark
