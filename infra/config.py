@@ -26,9 +26,11 @@ import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StrictInt,
     StringConstraints,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -470,6 +472,22 @@ class SecureValue(Model):
     secure: str
 
 
+# An env value is plain text or a `secure:` mapping. The discriminator picks the one member the
+# value can be (a mapping: a secret reference), so a mistake gets one error, not one per member.
+# The tags appear in pydantic's error locations; `_issues_from_validation` drops them, since they
+# name no place in the stack file (the parentheses keep them apart from the keys users write).
+UNION_TAGS = frozenset({"(text)", "(secure)"})
+
+
+def _env_value_kind(value: Any) -> str:
+    return "(secure)" if isinstance(value, dict | SecureValue) else "(text)"
+
+
+EnvValue = Annotated[
+    Annotated[str, Tag("(text)")] | Annotated[SecureValue, Tag("(secure)")], Discriminator(_env_value_kind)
+]
+
+
 class ModelDeploymentSpec(Model):
     # The name is also the Service's name, and a Service's name is an RFC 1035 label
     # (https://kubernetes.io/docs/concepts/services-networking/service/): it starts with a letter.
@@ -484,7 +502,7 @@ class ModelDeploymentSpec(Model):
     # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
     # Kubernetes 1.32, the floor here is 1.34), and not empty. A `secure:` value (a gated model's
     # token) reaches the pod through a Secret, never in plain.
-    env: dict[str, str | SecureValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
     # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
     shm_size: str = "2Gi"
 
@@ -702,7 +720,7 @@ _TYPE_FIX = {
 def _issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]:
     issues = []
     for e in err.errors():
-        loc = [p for p in e["loc"] if isinstance(p, str | int)]
+        loc = [p for p in e["loc"] if isinstance(p, str | int) and p not in UNION_TAGS]
         kind = e["type"]
         owner_of_last = _model_at(loc[:-1]) if loc and isinstance(loc[-1], str) else None
         if owner_of_last is not None and str(loc[-1]) in owner_of_last.model_fields:

@@ -13,6 +13,7 @@ from infra.config import (
     MAX_FILE_BYTES,
     ConfigError,
     ConfigIssue,
+    SecureValue,
     format_path,
     load_stack_file,
     parse_fleet,
@@ -601,3 +602,58 @@ def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
         "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "
         "Fix: raise the value to the minimum",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "issues"),
+    [
+        # Plain text or a `secure:` mapping: one error for one mistake, at the value's own path.
+        (
+            4,
+            [
+                "deployments[0].env.HF_TOKEN: input should be a valid string (got 4). "
+                'Fix: quote it: "4" (YAML reads an unquoted 4 as a number)'
+            ],
+        ),
+        (["x"], ["deployments[0].env.HF_TOKEN: input should be a valid string. Fix: write a string"]),
+        (
+            {"secure": 1, "x": 2},
+            [
+                "deployments[0].env.HF_TOKEN.secure: input should be a valid string (got 1). "
+                'Fix: quote it: "1" (YAML reads an unquoted 1 as a number)',
+                "deployments[0].env.HF_TOKEN.x: unknown key 'x'. Fix: remove or rename it (known keys: secure)",
+            ],
+        ),
+        ({}, ["deployments[0].env.HF_TOKEN.secure: field required. Fix: add 'secure'"]),
+    ],
+    ids=["number", "list", "bad-secure-mapping", "empty-mapping"],
+)
+def test_an_env_value_gets_one_error_for_the_form_it_was_written_in(value: Any, issues: list[str]) -> None:
+    deployment = {
+        "name": "qwen",
+        "cluster": "prod",
+        "pool": "gpu",
+        "image": "vllm/vllm-openai:v0.23.0",
+        "memory": "24Gi",
+        "devices": [{"name": "gpu"}],
+        "env": {"HF_TOKEN": value},
+    }
+    assert fleet_issues((("deployments",), [deployment])) == [f"F.yaml: {i}" for i in issues]
+
+
+def test_env_values_of_both_forms_parse() -> None:
+    raw = copy.deepcopy(FLEET)
+    raw["deployments"] = [
+        {
+            "name": "qwen",
+            "cluster": "prod",
+            "pool": "gpu",
+            "image": "vllm/vllm-openai:v0.23.0",
+            "memory": "24Gi",
+            "devices": [{"name": "gpu"}],
+            "env": {"LEVEL": "DEBUG", "HF_TOKEN": {"secure": "v1:abc"}},
+        }
+    ]
+    env = parse_fleet(raw, "F.yaml").deployments[0].env
+    assert env["LEVEL"] == "DEBUG" and isinstance(env["HF_TOKEN"], SecureValue)
+    assert env["HF_TOKEN"].secure == "v1:abc"
