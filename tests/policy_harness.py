@@ -90,13 +90,14 @@ def resource_args(
     config: Mapping[str, Any] | None = None,
     protect: bool = False,
     parent: str | None = None,
+    urn: str | None = None,
 ) -> ResourceValidationArgs:
-    """Arguments for a resource policy: one resource's inputs and options."""
+    """Arguments for a resource policy: one resource's inputs and options (`urn`: a parent's type chain)."""
     resolved = policy_config(policy, config) if policy is not None else dict(config or {})
     return ResourceValidationArgs(
         type_token,
         engine_props(props),
-        urn_of(type_token, name),
+        urn or urn_of(type_token, name),
         name,
         options(protect, parent),
         None,
