@@ -9,8 +9,14 @@ import pytest
 from pulumi_policy.proxy import UnknownValueError
 
 from components.catalog import CATALOG
-from policies.resource_rules import amd_operator_values, no_wildcard_tolerations, pinned_versions
-from tests.policy_harness import UNKNOWN_STRING_VALUE, resource_args, run
+from policies.resource_rules import (
+    amd_operator_values,
+    chart_name,
+    no_wildcard_tolerations,
+    parent_type,
+    pinned_versions,
+)
+from tests.policy_harness import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, resource_args, run, verdict
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -165,3 +171,117 @@ def test_deployment_tolerating_everything_is_rejected() -> None:
     }
     found = check(no_wildcard_tolerations, props, token=DEPLOYMENT)
     assert len(found) == 1 and "spec.template.spec.tolerations[0]" in found[0]
+
+
+# Which releases a resource states: a ServingStack's plan, or a Release outside any ServingStack.
+
+STACK = "modelplane:stack:ServingStack"
+
+
+@pytest.mark.parametrize(
+    ("urn", "parent"),
+    [
+        ("urn:pulumi:dev::modelplane::kubernetes:helm.sh/v3:Release::mp-lws", ""),
+        (f"urn:pulumi:dev::modelplane::{STACK}$kubernetes:helm.sh/v3:Release::byo-stack-lws", STACK),
+        (
+            f"urn:pulumi:dev::modelplane::modelplane:existing:ExistingCluster${STACK}$kubernetes:helm.sh/v3:Release::x",
+            STACK,
+        ),
+        (
+            "urn:pulumi:dev::modelplane::modelplane:existing:ExistingCluster$kubernetes:helm.sh/v3:Release::x",
+            "modelplane:existing:ExistingCluster",
+        ),
+        ("mp-lws", ""),
+    ],
+)
+def test_parent_type_is_the_type_before_the_resources_own_in_the_urn(urn: str, parent: str) -> None:
+    assert parent_type(urn) == parent
+
+
+@pytest.mark.parametrize(
+    ("chain", "judged"),
+    [
+        ("", True),
+        ("modelplane:existing:ExistingCluster$", True),
+        (f"{STACK}$", False),
+        (f"modelplane:existing:ExistingCluster${STACK}$", False),
+    ],
+)
+def test_release_is_judged_on_its_own_only_outside_a_serving_stack(chain: str, judged: bool) -> None:
+    urn = f"urn:pulumi:dev::modelplane::{chain}{RELEASE}::byo-stack-lws"
+    args = resource_args(RELEASE, release("lws", "^0.8", {}), name="byo-stack-lws", urn=urn)
+    expected = ["release mp-lws (chart lws) pins '^0.8'; pin an exact chart version"] if judged else []
+    assert run(pinned_versions, args) == expected
+
+
+def stack_plan(*releases: dict[str, Any]) -> dict[str, Any]:
+    return {"cluster": "byo", "source": "Existing", "releases": list(releases)}
+
+
+def test_serving_stack_plan_names_each_release_by_name_then_key_then_stack() -> None:
+    named = {"key": "lws", **release("lws", "^0.8", {})}
+    keyed = {"key": "cert-manager", "chart": "cert-manager", "version": ""}
+    bare = {"chart": "gateway-helm", "version": "1.x"}
+    args = resource_args(STACK, stack_plan(named, keyed, bare), name="byo-stack")
+    assert run(pinned_versions, args) == [
+        "release mp-lws (chart lws) pins '^0.8'; pin an exact chart version",
+        "release cert-manager (chart cert-manager) pins no version; pin an exact chart version",
+        "release byo-stack (chart gateway-helm) pins '1.x'; pin an exact chart version",
+    ]
+
+
+def test_release_without_a_version_or_chart_says_so() -> None:
+    props = {"name": "mp-x", "values": {}}
+    assert check(pinned_versions, props) == ["release mp-x (chart ) pins no version; pin an exact chart version"]
+
+
+@pytest.mark.parametrize(
+    ("chart", "name"),
+    [
+        ("gpu-operator-charts", "gpu-operator-charts"),
+        ("rocm/gpu-operator-charts", "gpu-operator-charts"),
+        ("oci://registry.k8s.io/lws/charts/lws", "lws"),
+        ("oci://registry.k8s.io/lws/charts/lws/", "lws"),
+        ("", ""),
+    ],
+)
+def test_chart_name_is_the_last_path_segment(chart: str, name: str) -> None:
+    assert chart_name({"chart": chart}) == name
+
+
+@pytest.mark.parametrize(
+    ("policy", "token", "props", "what"),
+    [
+        (pinned_versions, STACK, {"releases": UNKNOWN_ARRAY_VALUE}, "the releases planned by r"),
+        (
+            pinned_versions,
+            RELEASE,
+            release("lws", UNKNOWN_STRING_VALUE, {}),
+            "the chart version or values of release mp-lws",
+        ),
+        (
+            amd_operator_values,
+            RELEASE,
+            {"name": "mp-x", "chart": UNKNOWN_STRING_VALUE, "version": "v1.5.1"},
+            "the chart or values of release mp-x",
+        ),
+        (
+            no_wildcard_tolerations,
+            RELEASE,
+            release("x", "1.0.0", {"tolerations": UNKNOWN_ARRAY_VALUE}),
+            "the tolerations in the values of release mp-x",
+        ),
+        (
+            no_wildcard_tolerations,
+            DEPLOYMENT,
+            {"metadata": {"name": "qwen"}, "spec": {"template": {"spec": {"tolerations": UNKNOWN_ARRAY_VALUE}}}},
+            "the pod tolerations of deployment r",
+        ),
+    ],
+)
+def test_unknown_value_in_a_preview_names_what_is_undecided(
+    policy: Any, token: str, props: dict[str, Any], what: str
+) -> None:
+    found = verdict(policy, resource_args(token, props, name="r", policy=policy))
+    assert isinstance(found, str) and found.startswith(f"undecided: {what} is not known in this preview ("), found
+    assert found.endswith("; the policy decides on `pulumi up`, which knows it")
