@@ -12,6 +12,7 @@ from components.catalog import CATALOG
 from policies.resource_rules import (
     amd_operator_values,
     chart_name,
+    image_problems,
     no_wildcard_tolerations,
     parent_type,
     pinned_versions,
@@ -285,3 +286,84 @@ def test_unknown_value_in_a_preview_names_what_is_undecided(
     found = verdict(policy, resource_args(token, props, name="r", policy=policy))
     assert isinstance(found, str) and found.startswith(f"undecided: {what} is not known in this preview ("), found
     assert found.endswith("; the policy decides on `pulumi up`, which knows it")
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("values", "found"),
+    [
+        # A digest pins an image whatever its tag says.
+        ({"manager": {"image": {"repository": "rocm/gpu-operator", "tag": "latest", "digest": DIGEST}}}, []),
+        ({"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "latest", "digest": DIGEST}}, []),
+        (
+            {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "580.95.05", "digest": "sha1:x"}},
+            ["values.driver: image nvcr.io/nvidia/driver has an invalid digest 'sha1:x'"],
+        ),
+        # A `repository` outside an image (a git or chart source) is not an image.
+        ({"source": {"repository": "https://github.com/ROCm/gpu-operator"}}, []),
+        ({"repository": "https://github.com/ROCm/gpu-operator"}, []),
+        ({"sources": [{"repository": "https://github.com/ROCm/gpu-operator"}]}, []),
+        ({"app": {"version": "latest"}}, []),
+        # Images in lists are found where they are.
+        (
+            {"containers": [{"image": "busybox:1.37"}, {"image": "busybox:latest"}]},
+            ["values.containers[1].image: image busybox:latest floats on tag 'latest'"],
+        ),
+        # A `<x>Image` next to a {repository, tag} image is an image of its own.
+        (
+            {"exporter": {"repository": "rocm/device-metrics-exporter", "tag": "v1.5.1", "initImage": "busybox"}},
+            ["values.exporter.initImage: image busybox is untagged"],
+        ),
+        # Every image of a mapping is read, whichever key comes first.
+        (
+            {"image": "busybox:1.37", "sidecar": {"image": "busybox:latest"}},
+            ["values.sidecar.image: image busybox:latest floats on tag 'latest'"],
+        ),
+    ],
+)
+def test_images_are_judged_by_tag_and_digest_where_they_are(values: dict[str, Any], found: list[str]) -> None:
+    assert image_problems(values) == found
+
+
+def test_pinned_versions_reports_each_floating_image_with_its_release() -> None:
+    values = {"containers": [{"image": "busybox"}]}
+    assert check(pinned_versions, release("x", "1.0.0", values)) == [
+        "release mp-x: values.containers[0].image: image busybox is untagged; pin an exact tag"
+    ]
+
+
+def test_amd_operator_that_undoes_every_fix_gets_every_message() -> None:
+    values = {
+        "kmm": {"enabled": True, "watch": True},
+        "crds": {"defaultCR": {"upgrade": False}},
+        "deviceConfig": {"spec": {"draDriver": {"enable": True}, "devicePlugin": {"enableDevicePlugin": True}}},
+    }
+    assert check(amd_operator_values, release("gpu-operator-charts", "v1.5.1", values)) == [
+        "release mp-gpu-operator-charts: kmm.enabled must be false (the chart enables KMM, which this stack "
+        "never uses)",
+        "release mp-gpu-operator-charts: kmm.watch must be false (the chart has the operator watch KMM's resources, "
+        "whose CRDs only the disabled KMM subchart installs, so the operator cannot start)",
+        "release mp-gpu-operator-charts: crds.defaultCR.upgrade must be true (the chart renders its DeviceConfig at "
+        "install only, so later values never reach it)",
+        "release mp-gpu-operator-charts: deviceConfig.spec.devicePlugin.enableDevicePlugin must be false when the "
+        "DRA driver is on (the chart enables the device plugin; the operator rejects both together)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dra", "plugin", "rejected"), [(True, False, False), (False, None, False), (True, None, True)]
+)
+def test_amd_device_plugin_is_judged_only_next_to_the_dra_driver(
+    dra: bool, plugin: bool | None, rejected: bool
+) -> None:
+    props = catalog_release("Existing", "amd-gpu-operator")
+    spec = props["values"]["deviceConfig"]["spec"]
+    spec["draDriver"]["enable"] = dra
+    if plugin is None:
+        spec["devicePlugin"].pop("enableDevicePlugin")
+    else:
+        spec["devicePlugin"]["enableDevicePlugin"] = plugin
+    found = check(amd_operator_values, props)
+    assert (found != []) == rejected and all("enableDevicePlugin must be false" in m for m in found)
