@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from pulumi_policy import PolicyResource
+from pulumi_policy.proxy import UnknownValueError
 
 from components.base import policy_inputs
 from components.catalog import Component, cluster_components
 from components.serving_stack import planned_release
 from infra.facts import ClusterFacts, derive_cluster
-from policies.stack_rules import cpu_claim_resources, device_stack_filtered
+from policies.props import plain, undecided
+from policies.stack_rules import claimed_cpus, cpu_claim_resources, device_stack_filtered, unknown_error
 from tests.conftest import cpu_class, fleet_of
-from tests.policy_harness import run, stack_args, stack_resource
+from tests.policy_harness import (
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    located,
+    run,
+    stack_args,
+    stack_resource,
+    verdict,
+)
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -266,3 +277,111 @@ def test_only_claims_on_dra_cpu_capacity_bind_a_workloads_cpu() -> None:
     # A GPU claim template takes no CPUs: its workload keeps whatever CPU it asks for, or none.
     assert run(cpu_claim_resources, stack_args([gpu_template(), workload(None, None)])) == []
     assert run(cpu_claim_resources, stack_args([gpu_template(), workload("2", "4")])) == []
+
+
+def test_stack_violations_are_reported_on_the_serving_stack() -> None:
+    facts, _ = byo_facts()
+    resources = stack_of([c for c in cluster_components(facts) if c.key != "dra-driver-cpu"])
+    assert located(device_stack_filtered, stack_args(resources)) == [
+        ("cluster 'byo': pools claim dra.cpu but release mp-dra-driver-cpu is not installed", resources[1].urn)
+    ]
+
+
+def test_unknown_stack_plan_in_a_preview_names_the_stack() -> None:
+    facts, specs = byo_facts()
+    cluster = stack_resource("modelplane:existing:ExistingCluster", policy_inputs(facts, specs), name="byo")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": ["dra.cpu"], "releases": UNKNOWN_ARRAY_VALUE},
+        name="byo-stack",
+        parent=cluster,
+    )
+    found = verdict(device_stack_filtered, stack_args([cluster, stack]))
+    assert isinstance(found, str) and found.startswith(
+        "undecided: the releases of byo-stack is not known in this preview"
+    )
+
+
+def cpu_request(cpus: Any, count: float | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": cpus}}}
+    if count is not None:
+        exactly["count"] = count
+    return {"name": "cpu", "exactly": exactly}
+
+
+GPU_REQUEST = {"name": "gpu", "exactly": {"deviceClassName": "gpu.amd.com", "count": 1.0}}
+
+
+@pytest.mark.parametrize(
+    ("requests", "cpus"),
+    [
+        ([cpu_request("3", count=2)], Decimal(6)),
+        ([GPU_REQUEST, cpu_request("6")], Decimal(6)),
+        ([cpu_request("2"), cpu_request("500m", count=3)], Decimal("3.5")),
+        ([cpu_request("0")], Decimal(0)),
+        ([GPU_REQUEST], None),
+        ([], None),
+    ],
+)
+def test_cpus_claimed_are_each_dra_cpu_request_times_its_count(requests: list[Any], cpus: Decimal | None) -> None:
+    props = {"metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": requests}}}}
+    assert claimed_cpus(stack_resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", props, name="t")) == cpus
+
+
+def test_workload_without_a_namespace_is_named_in_the_default_namespace() -> None:
+    claim = template("10", namespace="")
+    pod = workload("8", "10")
+    pod_props = {"metadata": {"name": "qwen"}, "spec": dict(pod.props["spec"])}
+    unnamespaced = stack_resource("kubernetes:apps/v1:Deployment", plain(pod_props), name="qwen")
+    assert located(cpu_claim_resources, stack_args([claim, unnamespaced])) == [
+        (
+            "workload default/qwen, container vllm: requests.cpu is '8' but claim 'cpu' takes 10 CPUs from dra.cpu; "
+            "request and limit exactly 10",
+            unnamespaced.urn,
+        )
+    ]
+
+
+def test_every_workload_that_misreads_its_claim_is_reported() -> None:
+    first = workload("4", "6")
+    second = stack_resource(
+        "kubernetes:apps/v1:Deployment",
+        {**plain(first.props), "metadata": {"name": "qwen-b", "namespace": "models"}},
+        name="qwen-b",
+    )
+    assert [m.split(":")[0] for m in run(cpu_claim_resources, stack_args([template("6"), first, second]))] == [
+        "workload models/qwen, container vllm",
+        "workload models/qwen-b, container vllm",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resource", "what"),
+    [
+        (
+            stack_resource(
+                "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
+                {"metadata": {"name": "qwen-cpu", "namespace": "models"}, "spec": {"spec": UNKNOWN_OBJECT_VALUE}},
+                name="qwen-cpu-claim",
+            ),
+            "the CPUs claimed by qwen-cpu-claim",
+        ),
+        (
+            stack_resource(
+                "kubernetes:apps/v1:Deployment",
+                {"metadata": {"name": "qwen", "namespace": "models"}, "spec": {"template": UNKNOWN_OBJECT_VALUE}},
+                name="qwen",
+            ),
+            "the containers and claims of qwen",
+        ),
+    ],
+)
+def test_unknown_claim_or_workload_in_a_preview_names_it(resource: PolicyResource, what: str) -> None:
+    found = verdict(cpu_claim_resources, stack_args([template("6"), resource]))
+    assert isinstance(found, str) and found.startswith(f"undecided: {what} is not known in this preview"), found
+
+
+def test_own_unknown_error_keeps_its_message_inside_an_undecided_read() -> None:
+    with pytest.raises(UnknownValueError) as err, undecided("the releases of byo-stack"):
+        raise unknown_error("what qwen claims is not known in this preview")
+    assert err.value.message == "what qwen claims is not known in this preview"
