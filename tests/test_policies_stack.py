@@ -385,3 +385,105 @@ def test_own_unknown_error_keeps_its_message_inside_an_undecided_read() -> None:
     with pytest.raises(UnknownValueError) as err, undecided("the releases of byo-stack"):
         raise unknown_error("what qwen claims is not known in this preview")
     assert err.value.message == "what qwen claims is not known in this preview"
+
+
+def lone_stack(props: dict[str, Any], keys: list[str]) -> list[PolicyResource]:
+    """A ServingStack with no cluster component above it, and a Release for each key."""
+    stack = stack_resource("modelplane:stack:ServingStack", {"cluster": "byo", **props}, name="byo-stack")
+    return [stack, *(stack_resource(RELEASE, {}, name=f"byo-stack-{k}", parent=stack) for k in keys)]
+
+
+def existing(*keys: str) -> list[Component]:
+    from components.catalog import CATALOG
+
+    return [c for c in CATALOG["Existing"] if c.key in keys]
+
+
+@pytest.mark.parametrize(
+    ("props", "keys", "found"),
+    [
+        (
+            {"source": "Existing"},
+            [],
+            [
+                "stack byo-stack registers no output 'draDrivers', 'releases', which this policy reads "
+                "(components.serving_stack); it cannot check the stack's releases"
+            ],
+        ),
+        (
+            {
+                "source": "Existing",
+                "draDrivers": [],
+                "releases": [{"key": "x"}, {"chart": "y"}, {"key": "leader-worker-set"}],
+            },
+            [],
+            [
+                "cluster 'byo': release 'x' is not in the Existing catalog",
+                "cluster 'byo': release '' is not in the Existing catalog",
+                "cluster 'byo': release mp-lws is planned but no Release registers it",
+            ],
+        ),
+        (
+            {
+                "source": "Existing",
+                "draDrivers": [],
+                "releases": [planned_release(c, False) for c in existing("node-feature-discovery")],
+            },
+            ["node-feature-discovery"],
+            [
+                "cluster 'byo': release mp-node-feature-discovery is for gpu.nvidia.com, gpu.amd.com, which no pool "
+                "claims (claimed: none)"
+            ],
+        ),
+    ],
+)
+def test_stack_filter_messages_name_the_stack_and_the_release(
+    props: dict[str, Any], keys: list[str], found: list[str]
+) -> None:
+    assert run(device_stack_filtered, stack_args(lone_stack(props, keys))) == found
+
+
+def test_claimed_gpu_drivers_without_their_shared_component_are_named_together() -> None:
+    from components.catalog import CATALOG, join_components
+
+    joined = join_components(CATALOG["Existing"], ["gpu.amd.com", "gpu.nvidia.com"], False)
+    planned = [c for c in joined if c.key != "node-feature-discovery"]
+    props = {
+        "source": "Existing",
+        "draDrivers": ["gpu.amd.com", "gpu.nvidia.com"],
+        "releases": [planned_release(c, False) for c in planned],
+    }
+    assert run(device_stack_filtered, stack_args(lone_stack(props, [c.key for c in planned]))) == [
+        "cluster 'byo': pools claim gpu.nvidia.com, gpu.amd.com but release mp-node-feature-discovery is not installed"
+    ]
+
+
+def test_stack_under_a_resource_that_is_no_cluster_component_is_not_joined_to_pools() -> None:
+    parent = stack_resource("pulumi:pulumi:Stack", {}, name="modelplane-dev")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": [], "releases": []},
+        name="byo-stack",
+        parent=parent,
+    )
+    assert run(device_stack_filtered, stack_args([parent, stack])) == []
+
+
+def test_cluster_component_without_pools_and_stack_drivers_unlike_its_pools_are_named() -> None:
+    facts, specs = byo_facts()
+    no_pools = {k: v for k, v in policy_inputs(facts, specs).items() if k != "pools"}
+    cluster = stack_resource("modelplane:existing:ExistingCluster", no_pools, name="byo")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": [], "releases": []},
+        name="byo-stack",
+        parent=cluster,
+    )
+    assert run(device_stack_filtered, stack_args([cluster, stack])) == [
+        "cluster component byo registers no output 'pools', which this policy reads"
+    ]
+    three = stack_of(list(cluster_components(facts)), dra_drivers=["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"])
+    assert (
+        "cluster 'byo': the stack installs for drivers [dra.cpu, gpu.amd.com, gpu.nvidia.com] but the cluster's "
+        "pools claim [dra.cpu, gpu.amd.com]"
+    ) in run(device_stack_filtered, stack_args(three))
