@@ -367,3 +367,25 @@ def test_amd_device_plugin_is_judged_only_next_to_the_dra_driver(
         spec["devicePlugin"]["enableDevicePlugin"] = plugin
     found = check(amd_operator_values, props)
     assert (found != []) == rejected and all("enableDevicePlugin must be false" in m for m in found)
+
+
+@pytest.mark.parametrize(
+    ("values", "paths"),
+    [
+        ({"tolerations": None, "daemonset": {"tolerations": [WILDCARD]}}, ["values.daemonset.tolerations[0]"]),
+        ({"tolerations": [], "worker": {"tolerations": [WILDCARD]}}, ["values.worker.tolerations[0]"]),
+        ({"a": UNKNOWN_STRING_VALUE, "b": {"tolerations": [WILDCARD]}}, ["values.b.tolerations[0]"]),
+        (
+            {"extraDaemonSets": [UNKNOWN_STRING_VALUE, {"name": "x"}, {"tolerations": [{"key": "k"}, WILDCARD]}]},
+            ["values.extraDaemonSets[2].tolerations[1]"],
+        ),
+    ],
+)
+def test_every_wildcard_toleration_is_found_past_unknown_and_empty_values(
+    values: dict[str, Any], paths: list[str]
+) -> None:
+    assert check(no_wildcard_tolerations, release("x", "1.0.0", values)) == [
+        f"release mp-x: {p} tolerates every taint (empty key, operator Exists); tolerate the taint keys of the "
+        "pools it runs on"
+        for p in paths
+    ]

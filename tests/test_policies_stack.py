@@ -487,3 +487,14 @@ def test_cluster_component_without_pools_and_stack_drivers_unlike_its_pools_are_
         "cluster 'byo': the stack installs for drivers [dra.cpu, gpu.amd.com, gpu.nvidia.com] but the cluster's "
         "pools claim [dra.cpu, gpu.amd.com]"
     ) in run(device_stack_filtered, stack_args(three))
+
+
+def test_cpu_claim_after_a_claim_on_another_driver_is_still_checked() -> None:
+    pod = workload("4", "6")
+    props = plain(pod.props)
+    props["spec"]["template"]["spec"]["resourceClaims"].insert(0, {"name": "gpu", "resourceClaimTemplateName": "gpu"})
+    deployment = stack_resource("kubernetes:apps/v1:Deployment", props, name="qwen")
+    assert run(cpu_claim_resources, stack_args([gpu_template("gpu"), template("6"), deployment])) == [
+        "workload models/qwen, container vllm: requests.cpu is '4' but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6"
+    ]
