@@ -306,6 +306,12 @@ DIGEST = "sha256:" + "ab" * 32
         ({"repository": "https://github.com/ROCm/gpu-operator"}, []),
         ({"sources": [{"repository": "https://github.com/ROCm/gpu-operator"}]}, []),
         ({"app": {"version": "latest"}}, []),
+        # An image that overrides only the chart's tag is judged by that tag; an empty one keeps the chart's.
+        ({"image": {"tag": "latest"}}, ["values.image: the chart's image floats on tag 'latest'"]),
+        ({"driver": {"image": {"tag": "v1.5.1"}}}, []),
+        ({"image": {"tag": "latest", "digest": DIGEST}}, []),
+        ({"image": {"tag": "", "pullPolicy": "Always"}}, []),
+        ({"settings": {"tag": "latest"}}, []),
         # Images in lists are found where they are.
         (
             {"containers": [{"image": "busybox:1.37"}, {"image": "busybox:latest"}]},
