@@ -231,6 +231,12 @@ def test_serving_stack_plan_names_each_release_by_name_then_key_then_stack() -> 
     ]
 
 
+def test_release_without_a_name_is_named_by_its_resource() -> None:
+    assert check(pinned_versions, {"chart": "lws", "version": "^0.8"}) == [
+        "release r (chart lws) pins '^0.8'; pin an exact chart version"
+    ]
+
+
 def test_release_without_a_version_or_chart_says_so() -> None:
     props = {"name": "mp-x", "values": {}}
     assert check(pinned_versions, props) == ["release mp-x (chart ) pins no version; pin an exact chart version"]
