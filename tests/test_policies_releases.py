@@ -16,6 +16,7 @@ from policies.resource_rules import (
     no_wildcard_tolerations,
     parent_type,
     pinned_versions,
+    wildcard_tolerations,
 )
 from tests.policy_harness import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, resource_args, run, verdict
 
@@ -401,3 +402,9 @@ def test_every_wildcard_toleration_is_found_past_unknown_and_empty_values(
         "pools it runs on"
         for p in paths
     ]
+
+
+def test_keys_after_a_tolerations_key_are_still_searched() -> None:
+    # A plain mapping keeps its order (the engine's Struct does not), so the tolerations key comes first.
+    values = {"tolerations": [], "worker": {"tolerations": [WILDCARD]}}
+    assert wildcard_tolerations(values, "values") == ["values.worker.tolerations[0]"]
