@@ -201,7 +201,8 @@ def image_problems(values: Any, path: str = "values", image_context: bool = Fals
     """Images in Helm values that are untagged or float (`latest`), with where they are.
 
     Shapes: `image: repo:tag`, `<x>Image: repo:tag`, `image: {repository, tag}` (or `digest`),
-    `{repository, tag}` anywhere, and NVIDIA's `{repository, image, version}`.
+    `{repository, tag}` anywhere, `image: {tag}` over the chart's repository, and NVIDIA's
+    `{repository, image, version}`.
     """
     found: list[str] = []
     values = plain(values)
@@ -215,6 +216,13 @@ def image_problems(values: Any, path: str = "values", image_context: bool = Fals
             problem = tag_problem(values.get("tag"), values.get("digest"))
             if problem:
                 found.append(f"{path}: image {repository} {problem}")
+        elif image_context and values.get("tag"):
+            # `image: {tag: ...}` alone overrides the chart's tag and keeps its repository: Helm
+            # overlays user values on the chart's values.yaml key by key
+            # (https://helm.sh/docs/v3/chart_template_guide/values_files/), so the tag still floats.
+            problem = tag_problem(values.get("tag"), values.get("digest"))
+            if problem:
+                found.append(f"{path}: the chart's image {problem}")
         nvidia_shape = isinstance(repository, str) and "version" in values
         for key, value in values.items():
             here = f"{path}.{key}"

@@ -44,6 +44,7 @@ __all__ = [
     "UNKNOWN_OBJECT_VALUE",
     "UNKNOWN_STRING_VALUE",
     "engine_props",
+    "located",
     "policy_config",
     "resource_args",
     "run",
@@ -90,13 +91,14 @@ def resource_args(
     config: Mapping[str, Any] | None = None,
     protect: bool = False,
     parent: str | None = None,
+    urn: str | None = None,
 ) -> ResourceValidationArgs:
-    """Arguments for a resource policy: one resource's inputs and options."""
+    """Arguments for a resource policy: one resource's inputs and options (`urn`: a parent's type chain)."""
     resolved = policy_config(policy, config) if policy is not None else dict(config or {})
     return ResourceValidationArgs(
         type_token,
         engine_props(props),
-        urn_of(type_token, name),
+        urn or urn_of(type_token, name),
         name,
         options(protect, parent),
         None,
@@ -139,10 +141,15 @@ def run(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> l
 
     `UnknownValueError` propagates: the server reports it as an advisory preview diagnostic.
     """
-    messages: list[str] = []
+    return [message for message, _ in located(policy, args)]
+
+
+def located(policy: Policy, args: ResourceValidationArgs | StackValidationArgs) -> list[tuple[str, str | None]]:
+    """Each message a policy reports with the URN it names (None: the resource under validation)."""
+    messages: list[tuple[str, str | None]] = []
 
     def report_violation(message: str, urn: str | None = None) -> None:
-        messages.append(message)
+        messages.append((message, urn))
 
     if isinstance(policy, ResourceValidationPolicy) and isinstance(args, ResourceValidationArgs):  # noqa: SIM114
         result = policy.validate(args, report_violation)

@@ -38,9 +38,9 @@ from infra.machines import MACHINES, MachineType, machine, render_machines_doc
 from infra.program import guard
 from infra.tooling.plan import plan_stack
 from policies.config_rules import CONFIG_POLICIES
-from policies.stack_rules import cost_over_budget
+from policies.stack_rules import cost_over_budget, registered_cluster_cost
 from tests.conftest import cpu_class, fleet_of, gpu_class
-from tests.policy_harness import resource_args, run, stack_args, stack_resource
+from tests.policy_harness import located, resource_args, run, stack_args, stack_resource
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -463,6 +463,67 @@ def test_budget_key_is_read_and_rejected_when_not_positive() -> None:
     assert fleet_of(raw).budget is not None and fleet_of(raw).budget.monthly_usd == Decimal(500)  # type: ignore[union-attr]
     with pytest.raises(Exception, match=r"budget\.monthlyUsd"):
         fleet_of(dict(gke_fleet(), budget={"monthlyUsd": 0}))
+
+
+def registered_props(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    fleet = fleet_of(raw)
+    specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
+    return policy_inputs(derive_cluster(fleet, fleet.cluster_named(name)), specs)
+
+
+def test_cost_inputs_are_read_from_each_registered_pool() -> None:
+    raw = gke_fleet()
+    raw["clusters"][0]["nodePools"][0]["nodeCount"] = 0  # autoscaled from zero
+    props = registered_props(raw, "gke-a")
+    props["pools"][2]["machine"] = None
+    cost = registered_cluster_cost(stack_resource("modelplane:gke:GkeCluster", props, name="gke-a"))
+    assert cost is not None and (cost.name, cost.source) == ("gke-a", "GKE")
+    assert [p.size for p in cost.pools] == [
+        PoolSize("system", "e2-standard-4", 1, 2),
+        PoolSize("l4", "g2-standard-8", 0, 4),
+        PoolSize("cpu", None, 2, None),
+    ]
+
+
+def test_existing_cluster_component_has_no_registered_cost() -> None:
+    raw = {
+        "classes": [cpu_class("byo-cpu", None)],
+        "clusters": [
+            {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "c", "className": "byo-cpu"}]}
+        ],
+    }
+    props = registered_props(raw, "byo")
+    assert registered_cluster_cost(stack_resource("modelplane:existing:ExistingCluster", props, name="byo")) is None
+
+
+def test_budget_message_names_the_machines_it_could_not_price() -> None:
+    raw = {
+        "classes": [
+            cpu_class("c16", "GKE", {"machineType": "zz-custom-16"}),
+            cpu_class("c8", "GKE", {"machineType": "zz-custom-8"}),
+        ],
+        "clusters": [cluster("gke-a", "GKE", [{"name": "a", "className": "c16"}, {"name": "b", "className": "c8"}])],
+    }
+    resources = registered(raw, 100)
+    # At maxNodeCount: fee 0.10 + system 2 x e2-standard-4 0.13402 = 0.36804 /h, x 730 h = 268.6692 a month.
+    assert located(cost_over_budget, stack_args(resources, policy=cost_over_budget)) == [
+        (
+            "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 268.67 USD a month with "
+            "every autoscaled pool at maxNodeCount (without zz-custom-16, zz-custom-8, which have no price in the "
+            "machine catalog). Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or raise "
+            "modelplane:budget.monthlyUsd",
+            resources[0].urn,
+        )
+    ]
+
+
+def test_budget_message_of_a_fully_priced_fleet_names_no_missing_price() -> None:
+    [(message, _)] = located(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
+    assert message == (
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 3997.60 USD a month with "
+        "every autoscaled pool at maxNodeCount. Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or "
+        "raise modelplane:budget.monthlyUsd"
+    )
 
 
 # --------------------------------------------------------------------------------------------

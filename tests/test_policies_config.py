@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
 import pulumi
 import pytest
+from pulumi_policy import ResourceValidationPolicy
 from pulumi_policy.proxy import UnknownValueError
 
 from components.base import policy_inputs
-from infra.devices import fleet_violations
+from infra.devices import (
+    ACCELERATOR_DRIVER_MISMATCH,
+    CLASS_PROVIDER_MISMATCH,
+    UNSUPPORTED_DEVICES,
+    ZONE_OUTSIDE_REGION,
+    fleet_violations,
+)
 from infra.facts import derive_cluster
 from infra.program import guard
-from policies.config_rules import CONFIG_POLICIES, accelerator_driver_mismatch, class_provider_mismatch
+from policies.config_rules import CONFIG_POLICIES, _validator, accelerator_driver_mismatch, class_provider_mismatch
 from policies.config_rules import unsupported_devices as unsupported_devices_policy
 from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
 from tests.policy_harness import UNKNOWN_ARRAY_VALUE, resource_args, run
@@ -159,3 +167,67 @@ def test_unknown_pools_during_preview_raise_for_an_advisory_diagnostic() -> None
 def test_other_resource_types_are_ignored() -> None:
     args = resource_args("kubernetes:helm.sh/v3:Release", {"source": "GKE", "pools": [{"name": "x"}]})
     assert run(unsupported_devices_policy, args) == []
+
+
+# Each config policy is `_validator(<its name>)` over the one verdict of `cluster_violations`.
+
+TWO_RULES_BROKEN = {
+    "classes": [
+        gpu_class("l4-bare", "GKE", {"machineType": "g2-standard-8"}),
+        cpu_class("civo-cpu", "Civo", {"size": "g4p.kube.medium"}),
+    ],
+    "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4-bare"), ("cpu", "civo-cpu")])],
+}
+
+OWN_MESSAGES = {
+    ACCELERATOR_DRIVER_MISMATCH: [
+        "cluster 'gke-a', pool 'gpu', class 'l4-bare': the class claims gpu.nvidia.com but its GKE block sets no "
+        "accelerator, so its nodes would get no GPU. Fix: set provisioning.gke.accelerator {type, count} to the "
+        "GPUs the machine carries"
+    ],
+    CLASS_PROVIDER_MISMATCH: [
+        "cluster 'gke-a', pool 'cpu', class 'civo-cpu': the class provisions on Civo but the cluster's source is "
+        "GKE. Fix: reference a class whose provisioning.provider is GKE, or add a GKE class"
+    ],
+    UNSUPPORTED_DEVICES: [],
+}
+
+
+def validated(policy_name: str, token: str, props: dict[str, Any], name: str = "gke-a") -> list[str]:
+    policy = ResourceValidationPolicy(name=policy_name, description=policy_name, validate=_validator(policy_name))
+    return run(policy, resource_args(token, props, name=name))
+
+
+@pytest.mark.parametrize("policy_name", sorted(OWN_MESSAGES))
+def test_config_policy_reports_exactly_the_violations_of_its_own_name(policy_name: str) -> None:
+    props = registered_cluster_props(TWO_RULES_BROKEN, "gke-a")
+    assert validated(policy_name, "modelplane:gke:GkeCluster", props) == OWN_MESSAGES[policy_name]
+
+
+def test_config_policy_ignores_resources_that_are_not_cluster_components() -> None:
+    props = registered_cluster_props(TWO_RULES_BROKEN, "gke-a")
+    assert validated(ACCELERATOR_DRIVER_MISMATCH, "modelplane:stack:ServingStack", props) == []
+
+
+@pytest.mark.parametrize("props", [{"source": "GKE"}, {"pools": []}, {}])
+def test_cluster_component_without_source_or_pools_is_reported_by_name(props: dict[str, Any]) -> None:
+    assert validated(CLASS_PROVIDER_MISMATCH, "modelplane:gke:GkeCluster", props, name="gke-b") == [
+        "cluster component gke-b registers no 'source' or 'pools', which the pack reads "
+        "(components.base.policy_inputs); the pack cannot check its pools"
+    ]
+
+
+def test_zones_of_a_cluster_component_that_registers_no_region_are_left_unchecked() -> None:
+    raw = copy.deepcopy(TWO_RULES_BROKEN)
+    raw["clusters"][0]["nodePools"][0]["zones"] = ["us-central1-a"]
+    props = registered_cluster_props(raw, "gke-a")
+    assert props["pools"][1]["zones"] == ["us-central1-a"]
+    assert validated(ZONE_OUTSIDE_REGION, "modelplane:gke:GkeCluster", props) == []
+    props["region"] = "europe-west4"
+    assert validated(ZONE_OUTSIDE_REGION, "modelplane:gke:GkeCluster", props) == [
+        "cluster 'gke-a', pool 'gpu', class 'l4-bare': zone 'us-central1-a' is in region us-central1, not in the "
+        "cluster's region europe-west4 (at clusters[name=gke-a].nodePools[name=gpu].zones[0]). Fix: list only zones "
+        "of europe-west4 in the pool's zones, or drop zones to let the cloud choose"
+    ]
+    del props["region"]
+    assert validated(ZONE_OUTSIDE_REGION, "modelplane:gke:GkeCluster", props) == []

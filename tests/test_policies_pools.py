@@ -9,7 +9,7 @@ import pytest
 from policies import tokens
 from policies.resource_rules import pool_role_marking, protect_clusters
 from tests.conftest import cpu_class, gpu_class, run_fleet
-from tests.policy_harness import resource_args, run
+from tests.policy_harness import UNKNOWN_OBJECT_VALUE, resource_args, run, verdict
 
 GKE_POOL = "gcp:container/nodePool:NodePool"
 EKS_POOL = "aws:eks/nodeGroup:NodeGroup"
@@ -151,3 +151,65 @@ def test_protect_clusters_is_advisory_unless_configured() -> None:
     from pulumi_policy import EnforcementLevel
 
     assert protect_clusters.enforcement_level is EnforcementLevel.ADVISORY
+
+
+@pytest.mark.parametrize(
+    ("token", "props", "found"),
+    [
+        (
+            CIVO_POOL,
+            marked({**GPU_LABELS, "modelplane.ai/cpu": "true"}, [NVIDIA_TAINT]),
+            ["pool 'l40s' (pool): it carries both modelplane.ai/gpu and modelplane.ai/cpu; a pool has one role"],
+        ),
+        (
+            CIVO_POOL,
+            marked({"modelplane.ai/pool": "gaudi", "modelplane.ai/gpu": "intel-gaudi3"}, []),
+            ["pool 'gaudi' (pool): modelplane.ai/gpu=intel-gaudi3 names no known GPU vendor (nvidia, amd)"],
+        ),
+        (
+            CIVO_POOL,
+            marked({"modelplane.ai/pool": "cpu", "modelplane.ai/cpu": "yes"}, [CPU_TAINT]),
+            ["pool 'cpu' (pool): modelplane.ai/cpu is 'yes'; CPU pools carry modelplane.ai/cpu=true"],
+        ),
+        (
+            CIVO_POOL,
+            marked(CPU_LABELS, [{**CPU_TAINT, "effect": "PreferNoSchedule"}]),
+            ["pool 'cpu' (pool): CPU pool lacks the taint modelplane.ai/cpu=true:NoSchedule"],
+        ),
+        (
+            GKE_POOL,
+            gke_pool(CPU_LABELS, [{**CPU_TAINT, "effect": "NO_SCHEDULE"}], accelerators=1),
+            ["pool 'cpu' (pool): CPU pool has accelerators; a CPU pool runs a standard image with no GPU"],
+        ),
+        (
+            "azure-native:containerservice:ManagedCluster",
+            {"agentPoolProfiles": [{"nodeLabels": {"modelplane.ai/pool": "system"}}, {"nodeLabels": GPU_LABELS}]},
+            [
+                "pool 'l40s' (pool): GPU pool lacks the taint nvidia.com/gpu=true:NoSchedule, so any pod could land "
+                "on its GPUs"
+            ],
+        ),
+    ],
+)
+def test_pool_marking_messages_name_the_pool_and_what_it_lacks(
+    token: str, props: dict[str, Any], found: list[str]
+) -> None:
+    assert violations(token, props) == found
+
+
+def test_unknown_pool_labels_in_a_preview_name_the_pool() -> None:
+    found = verdict(pool_role_marking, resource_args(CIVO_POOL, {"labels": UNKNOWN_OBJECT_VALUE}, name="civo-a-gpu"))
+    assert isinstance(found, str)
+    assert found.startswith(
+        "undecided: the labels, taints or accelerators of node pool civo-a-gpu is not known in this preview ("
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "kind"), [("gcp:container/cluster:Cluster", "cluster"), ("aws:eks/nodeGroup:NodeGroup", "node pool")]
+)
+def test_unprotected_resource_is_named_with_its_kind_and_the_fix(token: str, kind: str) -> None:
+    args = resource_args(token, {}, name="prod-a", policy=protect_clusters)
+    assert run(protect_clusters, args) == [
+        f"{kind} prod-a is not protected; set modelplane:protect: true so `pulumi up` can never delete it"
+    ]

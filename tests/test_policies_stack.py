@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from pulumi_policy import PolicyResource
+from pulumi_policy.proxy import UnknownValueError
 
 from components.base import policy_inputs
 from components.catalog import Component, cluster_components
 from components.serving_stack import planned_release
 from infra.facts import ClusterFacts, derive_cluster
-from policies.stack_rules import cpu_claim_resources, device_stack_filtered
+from policies.props import plain, undecided
+from policies.stack_rules import claimed_cpus, cpu_claim_resources, device_stack_filtered, unknown_error
 from tests.conftest import cpu_class, fleet_of
-from tests.policy_harness import run, stack_args, stack_resource
+from tests.policy_harness import (
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    located,
+    run,
+    stack_args,
+    stack_resource,
+    verdict,
+)
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -266,3 +277,224 @@ def test_only_claims_on_dra_cpu_capacity_bind_a_workloads_cpu() -> None:
     # A GPU claim template takes no CPUs: its workload keeps whatever CPU it asks for, or none.
     assert run(cpu_claim_resources, stack_args([gpu_template(), workload(None, None)])) == []
     assert run(cpu_claim_resources, stack_args([gpu_template(), workload("2", "4")])) == []
+
+
+def test_stack_violations_are_reported_on_the_serving_stack() -> None:
+    facts, _ = byo_facts()
+    resources = stack_of([c for c in cluster_components(facts) if c.key != "dra-driver-cpu"])
+    assert located(device_stack_filtered, stack_args(resources)) == [
+        ("cluster 'byo': pools claim dra.cpu but release mp-dra-driver-cpu is not installed", resources[1].urn)
+    ]
+
+
+def test_unknown_stack_plan_in_a_preview_names_the_stack() -> None:
+    facts, specs = byo_facts()
+    cluster = stack_resource("modelplane:existing:ExistingCluster", policy_inputs(facts, specs), name="byo")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": ["dra.cpu"], "releases": UNKNOWN_ARRAY_VALUE},
+        name="byo-stack",
+        parent=cluster,
+    )
+    found = verdict(device_stack_filtered, stack_args([cluster, stack]))
+    assert isinstance(found, str) and found.startswith(
+        "undecided: the releases of byo-stack is not known in this preview"
+    )
+
+
+def cpu_request(cpus: Any, count: float | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": cpus}}}
+    if count is not None:
+        exactly["count"] = count
+    return {"name": "cpu", "exactly": exactly}
+
+
+GPU_REQUEST = {"name": "gpu", "exactly": {"deviceClassName": "gpu.amd.com", "count": 1.0}}
+
+
+@pytest.mark.parametrize(
+    ("requests", "cpus"),
+    [
+        ([cpu_request("3", count=2)], Decimal(6)),
+        ([GPU_REQUEST, cpu_request("6")], Decimal(6)),
+        ([cpu_request("2"), cpu_request("500m", count=3)], Decimal("3.5")),
+        ([cpu_request("0")], Decimal(0)),
+        ([GPU_REQUEST], None),
+        ([], None),
+    ],
+)
+def test_cpus_claimed_are_each_dra_cpu_request_times_its_count(requests: list[Any], cpus: Decimal | None) -> None:
+    props = {"metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": requests}}}}
+    assert claimed_cpus(stack_resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", props, name="t")) == cpus
+
+
+def test_workload_without_a_namespace_is_named_in_the_default_namespace() -> None:
+    claim = template("10", namespace="")
+    pod = workload("8", "10")
+    pod_props = {"metadata": {"name": "qwen"}, "spec": dict(pod.props["spec"])}
+    unnamespaced = stack_resource("kubernetes:apps/v1:Deployment", plain(pod_props), name="qwen")
+    assert located(cpu_claim_resources, stack_args([claim, unnamespaced])) == [
+        (
+            "workload default/qwen, container vllm: requests.cpu is '8' but claim 'cpu' takes 10 CPUs from dra.cpu; "
+            "request and limit exactly 10",
+            unnamespaced.urn,
+        )
+    ]
+
+
+def test_every_workload_that_misreads_its_claim_is_reported() -> None:
+    first = workload("4", "6")
+    second = stack_resource(
+        "kubernetes:apps/v1:Deployment",
+        {**plain(first.props), "metadata": {"name": "qwen-b", "namespace": "models"}},
+        name="qwen-b",
+    )
+    assert [m.split(":")[0] for m in run(cpu_claim_resources, stack_args([template("6"), first, second]))] == [
+        "workload models/qwen, container vllm",
+        "workload models/qwen-b, container vllm",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resource", "what"),
+    [
+        (
+            stack_resource(
+                "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
+                {"metadata": {"name": "qwen-cpu", "namespace": "models"}, "spec": {"spec": UNKNOWN_OBJECT_VALUE}},
+                name="qwen-cpu-claim",
+            ),
+            "the CPUs claimed by qwen-cpu-claim",
+        ),
+        (
+            stack_resource(
+                "kubernetes:apps/v1:Deployment",
+                {"metadata": {"name": "qwen", "namespace": "models"}, "spec": {"template": UNKNOWN_OBJECT_VALUE}},
+                name="qwen",
+            ),
+            "the containers and claims of qwen",
+        ),
+    ],
+)
+def test_unknown_claim_or_workload_in_a_preview_names_it(resource: PolicyResource, what: str) -> None:
+    found = verdict(cpu_claim_resources, stack_args([template("6"), resource]))
+    assert isinstance(found, str) and found.startswith(f"undecided: {what} is not known in this preview"), found
+
+
+def test_own_unknown_error_keeps_its_message_inside_an_undecided_read() -> None:
+    with pytest.raises(UnknownValueError) as err, undecided("the releases of byo-stack"):
+        raise unknown_error("what qwen claims is not known in this preview")
+    assert err.value.message == "what qwen claims is not known in this preview"
+
+
+def lone_stack(props: dict[str, Any], keys: list[str]) -> list[PolicyResource]:
+    """A ServingStack with no cluster component above it, and a Release for each key."""
+    stack = stack_resource("modelplane:stack:ServingStack", {"cluster": "byo", **props}, name="byo-stack")
+    return [stack, *(stack_resource(RELEASE, {}, name=f"byo-stack-{k}", parent=stack) for k in keys)]
+
+
+def existing(*keys: str) -> list[Component]:
+    from components.catalog import CATALOG
+
+    return [c for c in CATALOG["Existing"] if c.key in keys]
+
+
+@pytest.mark.parametrize(
+    ("props", "keys", "found"),
+    [
+        (
+            {"source": "Existing"},
+            [],
+            [
+                "stack byo-stack registers no output 'draDrivers', 'releases', which this policy reads "
+                "(components.serving_stack); it cannot check the stack's releases"
+            ],
+        ),
+        (
+            {
+                "source": "Existing",
+                "draDrivers": [],
+                "releases": [{"key": "x"}, {"chart": "y"}, {"key": "leader-worker-set"}],
+            },
+            [],
+            [
+                "cluster 'byo': release 'x' is not in the Existing catalog",
+                "cluster 'byo': release '' is not in the Existing catalog",
+                "cluster 'byo': release mp-lws is planned but no Release registers it",
+            ],
+        ),
+        (
+            {
+                "source": "Existing",
+                "draDrivers": [],
+                "releases": [planned_release(c, False) for c in existing("node-feature-discovery")],
+            },
+            ["node-feature-discovery"],
+            [
+                "cluster 'byo': release mp-node-feature-discovery is for gpu.nvidia.com, gpu.amd.com, which no pool "
+                "claims (claimed: none)"
+            ],
+        ),
+    ],
+)
+def test_stack_filter_messages_name_the_stack_and_the_release(
+    props: dict[str, Any], keys: list[str], found: list[str]
+) -> None:
+    assert run(device_stack_filtered, stack_args(lone_stack(props, keys))) == found
+
+
+def test_claimed_gpu_drivers_without_their_shared_component_are_named_together() -> None:
+    from components.catalog import CATALOG, join_components
+
+    joined = join_components(CATALOG["Existing"], ["gpu.amd.com", "gpu.nvidia.com"], False)
+    planned = [c for c in joined if c.key != "node-feature-discovery"]
+    props = {
+        "source": "Existing",
+        "draDrivers": ["gpu.amd.com", "gpu.nvidia.com"],
+        "releases": [planned_release(c, False) for c in planned],
+    }
+    assert run(device_stack_filtered, stack_args(lone_stack(props, [c.key for c in planned]))) == [
+        "cluster 'byo': pools claim gpu.nvidia.com, gpu.amd.com but release mp-node-feature-discovery is not installed"
+    ]
+
+
+def test_stack_under_a_resource_that_is_no_cluster_component_is_not_joined_to_pools() -> None:
+    parent = stack_resource("pulumi:pulumi:Stack", {}, name="modelplane-dev")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": [], "releases": []},
+        name="byo-stack",
+        parent=parent,
+    )
+    assert run(device_stack_filtered, stack_args([parent, stack])) == []
+
+
+def test_cluster_component_without_pools_and_stack_drivers_unlike_its_pools_are_named() -> None:
+    facts, specs = byo_facts()
+    no_pools = {k: v for k, v in policy_inputs(facts, specs).items() if k != "pools"}
+    cluster = stack_resource("modelplane:existing:ExistingCluster", no_pools, name="byo")
+    stack = stack_resource(
+        "modelplane:stack:ServingStack",
+        {"cluster": "byo", "source": "Existing", "draDrivers": [], "releases": []},
+        name="byo-stack",
+        parent=cluster,
+    )
+    assert run(device_stack_filtered, stack_args([cluster, stack])) == [
+        "cluster component byo registers no output 'pools', which this policy reads"
+    ]
+    three = stack_of(list(cluster_components(facts)), dra_drivers=["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"])
+    assert (
+        "cluster 'byo': the stack installs for drivers [dra.cpu, gpu.amd.com, gpu.nvidia.com] but the cluster's "
+        "pools claim [dra.cpu, gpu.amd.com]"
+    ) in run(device_stack_filtered, stack_args(three))
+
+
+def test_cpu_claim_after_a_claim_on_another_driver_is_still_checked() -> None:
+    pod = workload("4", "6")
+    props = plain(pod.props)
+    props["spec"]["template"]["spec"]["resourceClaims"].insert(0, {"name": "gpu", "resourceClaimTemplateName": "gpu"})
+    deployment = stack_resource("kubernetes:apps/v1:Deployment", props, name="qwen")
+    assert run(cpu_claim_resources, stack_args([gpu_template("gpu"), template("6"), deployment])) == [
+        "workload models/qwen, container vllm: requests.cpu is '4' but claim 'cpu' takes 6 CPUs from dra.cpu; "
+        "request and limit exactly 6"
+    ]
