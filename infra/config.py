@@ -12,10 +12,11 @@ is wrong and how to fix it.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
@@ -1362,6 +1363,7 @@ class StackConfig:
     fleet: Fleet
     secrets: Mapping[str, str]  # modelplane keys held as `secure:` values (opaque ciphertext)
     plain: Mapping[str, Any]  # every other config key, as written (non-modelplane namespaces too)
+    written: Mapping[str, Any] = field(default_factory=dict)  # the fleet's keys as written, before parsing
 
 
 # What a first stack needs; docs/configuration.md lists every key.
@@ -1761,11 +1763,12 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
                 )
             ]
         )
+    written = copy.deepcopy(fleet_raw)
     fleet = parse_fleet(fleet_raw, file)
     issues = check_existing_secrets(fleet, secrets, file)
     if issues:
         raise ConfigError(issues)
-    return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain)
+    return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain, written=written)
 
 
 Role = Literal["GPU", "CPU", "System"]

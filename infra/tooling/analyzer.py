@@ -46,6 +46,7 @@ from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[i
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grpc
 
 from infra.tooling.mockrun import Registration
+from infra.tooling.stackconfig import MAX_ENV_STRING
 
 POLICY_PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
 # How long the pack may take to start, and to answer any one call. The engine sets no deadline;
@@ -56,9 +57,6 @@ DEFAULT_TIMEOUT = 120.0
 MAX_IN_FLIGHT = 4
 # Each `ConfigureStack` needs an organization; a file backend has none and the engine sends this.
 ORGANIZATION = "organization"
-# Linux refuses to start a process with one environment string longer than MAX_ARG_STRLEN
-# (32 pages, 131072 bytes: execve(2), "Limits on size of arguments and environment").
-MAX_ENV_STRING = 131072
 
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"

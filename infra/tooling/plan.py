@@ -32,7 +32,7 @@ from infra.program import fleet_issues, run
 from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.placement import placement_hook
-from infra.tooling.stackconfig import config_of
+from infra.tooling.stackconfig import config_of, config_size_issue
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 # How the plan runs the program: a first preview of a new stack, or an update of an existing one.
@@ -214,6 +214,12 @@ def plan_stack(path: Path, display: str | None = None, mode: str = "preview") ->
     except ConfigError as err:
         doc["ok"] = False
         doc["errors"] = [{"path": i.path, "message": i.message} for i in err.issues]
+        return doc
+
+    too_big = config_size_issue(stack)
+    if too_big is not None:
+        doc["ok"] = False
+        doc["errors"] = [{"path": too_big.path, "message": too_big.message}]
         return doc
 
     # Mandatory violations stop the program before it registers anything, so the pack never runs

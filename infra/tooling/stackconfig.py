@@ -10,8 +10,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from infra.config import NAMESPACE, SecureValue, StackConfig
+from infra.config import NAMESPACE, ConfigIssue, SecureValue, StackConfig
 from infra.tooling.mockrun import OPAQUE_SECRET
+
+# The Python language host hands the program its whole config as one environment string,
+# `PULUMI_CONFIG=<JSON>` (pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go,
+# `pulumiConfigVar`), and Linux refuses to start a process with one environment string of more than
+# MAX_ARG_STRLEN, 32 pages: 131072 bytes with its NUL (execve(2), "Limits on size of arguments and
+# environment"). Past it `pulumi preview` fails before the program, and so its guard, can run.
+MAX_ENV_STRING = 131072
+# What Go's encoding/json writes in place of these (it escapes them for HTML by default).
+_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
 def runtime_config(
@@ -43,3 +52,40 @@ def config_of(stack: StackConfig) -> tuple[dict[str, str], list[str]]:
         config[f"{NAMESPACE}:deployments"] = json.dumps(fleet["deployments"])
         secret_keys.append(f"{NAMESPACE}:deployments")
     return config, secret_keys
+
+
+def _go_json(value: Any) -> str:
+    """`value` as Go's `json.Marshal` writes it: keys sorted, no spaces, `<`, `>` and `&` escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in _GO_ESCAPES.items():
+        text = text.replace(char, escaped)
+    return text
+
+
+def config_env_bytes(stack: StackConfig) -> int:
+    """Bytes of `PULUMI_CONFIG=<JSON>` and its NUL as the language host writes them for `stack`.
+
+    The CLI hands each key's value as text (a structured value as its JSON) and the host marshals
+    the map with Go's `json.Marshal`. Secret values reach it decrypted, and offline only their
+    ciphertext is known, so they count as empty: the size is a lower bound, and a config over the
+    limit by this count is over it for certain.
+    """
+    values = {f"{NAMESPACE}:{k}": v for k, v in stack.written.items()} | dict(stack.plain)
+    config = {k: v if isinstance(v, str) else _go_json(v) for k, v in values.items()}
+    config |= {f"{NAMESPACE}:{k}": "" for k in stack.secrets}
+    return len(f"PULUMI_CONFIG={_go_json(config)}".encode()) + 1
+
+
+def config_size_issue(stack: StackConfig) -> ConfigIssue | None:
+    """The error for a stack whose config the language host cannot hand to the program, or None."""
+    size = config_env_bytes(stack)
+    if size <= MAX_ENV_STRING:
+        return None
+    return ConfigIssue(
+        stack.file,
+        "",
+        f"the stack's config is {size} bytes as the Pulumi language host hands it to the program "
+        f"(one environment string, PULUMI_CONFIG), over the {MAX_ENV_STRING} bytes Linux allows one "
+        "environment string, so `pulumi preview` and `pulumi up` would fail before the program starts",
+        f"split the fleet into several stacks (for example one per region or team), each under {MAX_ENV_STRING} bytes",
+    )
