@@ -608,6 +608,17 @@ class Fleet(Model):
     protect: bool = False
     budget: Budget | None = None
 
+    @field_validator("protect", mode="before")
+    @classmethod
+    def _pulumi_bool(cls, v: Any) -> Any:
+        # The spellings Pulumi's own `Config.get_bool` takes (pulumi/config.py, `_get_bool`); the
+        # CLI hands `protect: true` over as the text "true". Anything else ("yes", "1", "on") is
+        # refused rather than read as pydantic would, so a typo never decides whether clusters
+        # may be deleted.
+        if isinstance(v, bool) or v in ("true", "True", "false", "False"):
+            return v
+        raise ValueError(f"{shown(v)} is not true or false; write protect: true or protect: false")
+
     def class_named(self, name: str) -> InferenceClass:
         for c in self.classes:
             if c.name == name:

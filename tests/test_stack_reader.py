@@ -486,6 +486,9 @@ def test_the_valid_fleet_parses() -> None:
             "classes[0].devices[0].attributes.model: an attribute holds exactly one of string, version, bool or int. "
             "Fix: correct the value",
         ),
+        # protect takes Pulumi's boolean spellings only; a typo never decides whether clusters may go.
+        (("protect",), "yes", "protect: 'yes' is not true or false. Fix: write protect: true or protect: false"),
+        (("protect",), 1, "protect: 1 is not true or false. Fix: write protect: true or protect: false"),
         # A validated default is reported under the key users write.
         (
             (*DEVICE, "deviceClassName"),
@@ -657,3 +660,12 @@ def test_env_values_of_both_forms_parse() -> None:
     env = parse_fleet(raw, "F.yaml").deployments[0].env
     assert env["LEVEL"] == "DEBUG" and isinstance(env["HF_TOKEN"], SecureValue)
     assert env["HF_TOKEN"].secure == "v1:abc"
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [(True, True), ("true", True), ("True", True), (False, False), ("false", False), ("False", False)],
+)
+def test_protect_takes_the_spellings_pulumi_reads_as_booleans(written: Any, read: bool) -> None:
+    raw = copy.deepcopy(FLEET) | {"protect": written}
+    assert parse_fleet(raw, "F.yaml").protect is read

@@ -71,7 +71,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("Fleet", "protect"): Key(
         "Protect clusters, node pools and networks: `pulumi destroy` and `pulumi up` refuse to delete them. "
-        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted.',
+        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `1`).',
         "policy `protect-clusters`; each cloud component's `protect` option",
         "modelplane:protect: true",
     ),
