@@ -20,7 +20,7 @@ from typing import Any, ClassVar, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.facts import ClusterFacts, PoolFacts, Taint
+from infra.facts import ClusterFacts, Taint
 
 BlockT = TypeVar("BlockT")
 
@@ -135,15 +135,10 @@ def source_block(cluster: str, block: BlockT | None, key: str) -> BlockT:
 
 def taint_strings(taints: Sequence[Taint]) -> list[str]:
     """`key=value:Effect`, as AKS `node_taints` and kubelet flags spell taints."""
-    return [f"{t.key}={t.value}:{t.effect}" for t in taints if not t.set_by_cloud]
+    return [f"{t.key}={t.value}:{t.effect}" for t in taints]
 
 
 UPPER_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
-
-
-def pool_taints(pool: PoolFacts) -> list[Taint]:
-    """The taints a pool resource must set itself (those the cloud sets are left out)."""
-    return [t for t in pool.taints if not t.set_by_cloud]
 
 
 def exec_kubeconfig(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_civo as civo
 
-from components.base import ClusterArgs, ClusterComponent, pool_taints, source_block
+from components.base import ClusterArgs, ClusterComponent, source_block
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # Cilium rather than k3s's default flannel, as modelplane's own Civo clusters run it.
@@ -56,7 +56,7 @@ def firewall_egress() -> list[civo.FirewallEgressRuleArgs]:
 
 
 def node_pool_taints(pool: PoolFacts) -> list[civo.KubernetesNodePoolTaintArgs]:
-    return [civo.KubernetesNodePoolTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool_taints(pool)]
+    return [civo.KubernetesNodePoolTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool.taints]
 
 
 class CivoCluster(ClusterComponent):

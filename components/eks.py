@@ -40,7 +40,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints, source_block
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, source_block
 from infra.config import ClaimMode
 from infra.facts import PoolFacts
 from infra.vocabulary import NET_DRIVER as NET
@@ -164,9 +164,7 @@ def nth(index: int) -> Callable[[list[str]], str]:
 
 
 def node_taints(pool: PoolFacts) -> list[aws.eks.NodeGroupTaintArgs]:
-    return [
-        aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=UPPER_EFFECT[t.effect]) for t in pool_taints(pool)
-    ]
+    return [aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=UPPER_EFFECT[t.effect]) for t in pool.taints]
 
 
 def scaling(pool: PoolFacts) -> aws.eks.NodeGroupScalingConfigArgs:

@@ -39,7 +39,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, pool_taints, source_block
+from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, source_block
 from infra.facts import PoolFacts
 
 # Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
@@ -111,7 +111,7 @@ def gcp_labels(labels: dict[str, str]) -> dict[str, str]:
 def node_taints(pool: PoolFacts) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
     return [
         gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=UPPER_EFFECT[t.effect])
-        for t in pool_taints(pool)
+        for t in pool.taints
     ]
 
 

@@ -18,12 +18,12 @@ import base64
 import ediri_vultr as vultr
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent, pool_taints, source_block
+from components.base import ClusterArgs, ClusterComponent, source_block
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 
 def node_pool_taints(pool: PoolFacts) -> list[vultr.KubernetesNodePoolsTaintArgs]:
-    return [vultr.KubernetesNodePoolsTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool_taints(pool)]
+    return [vultr.KubernetesNodePoolsTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool.taints]
 
 
 def decode_kubeconfig(encoded: str) -> str:

@@ -48,9 +48,6 @@ class Taint:
     key: str
     value: str
     effect: str = "NoSchedule"
-    # Set by the cloud itself: the node carries it, our pool resource does not. No cloud profile
-    # leaves a taint to its cloud today (GKE sets its GPU taint only in some cases).
-    set_by_cloud: bool = False
 
     def as_json(self) -> dict[str, str]:
         return {"key": self.key, "value": self.value, "effect": self.effect}

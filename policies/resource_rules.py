@@ -140,7 +140,7 @@ def marking_problems(source: str, pool: PoolMarking) -> list[str]:
         taint = gpu_taint(source, vendor)
         if pool.accelerated is False:
             problems.append(f"it is labelled {GPU_LABEL}={gpu} but its machines have no accelerator")
-        elif not taint.set_by_cloud and not pool.has_taint(taint):
+        elif not pool.has_taint(taint):
             problems.append(
                 f"GPU pool lacks the taint {taint.key}={taint.value}:{taint.effect}, so any pod could land on its GPUs"
             )

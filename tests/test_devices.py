@@ -236,9 +236,7 @@ def test_pool_facts_follow_role_for_gpu_and_cpu() -> None:
     system, gpu, cpu = facts.pools
     assert (system.role, system.labels, system.taints) == ("System", {"modelplane.ai/pool": "system"}, ())
     assert gpu.labels["modelplane.ai/gpu"] == "nvidia-l4"
-    assert [(t.key, t.value, t.effect, t.set_by_cloud) for t in gpu.taints] == [
-        ("nvidia.com/gpu", "present", "NoSchedule", False)
-    ]
+    assert [(t.key, t.value, t.effect) for t in gpu.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
     assert cpu.labels == {"modelplane.ai/pool": "b", "modelplane.ai/cpu": "true"}
     assert cpu.accelerator is None
     assert [t.as_json() for t in cpu.taints] == [{"key": "modelplane.ai/cpu", "value": "true", "effect": "NoSchedule"}]
