@@ -190,12 +190,6 @@ class AttributeValue(Model):
             raise ValueError("an attribute holds exactly one of string, version, bool or int")
         return self
 
-    def value(self) -> str | bool | int:
-        for v in (self.string, self.version, self.bool_, self.int_):
-            if v is not None:
-                return v
-        raise AssertionError("validated to hold exactly one value")
-
 
 class CapacityValue(Model):
     value: str
