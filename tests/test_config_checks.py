@@ -1,0 +1,404 @@
+"""The config module's checks called directly: each rule's boundary on both sides and its message word for word."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.config import (
+    ConfigError,
+    ConfigIssue,
+    label_value_problem,
+    namespace_key_issues,
+    qualified_name_problem,
+    split_config,
+    stack_name_of,
+)
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of
+
+FILE = "Pulumi.test.yaml"
+SUBDOMAIN_253 = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+
+
+def one_cluster(source: str = "GKE", **cluster: Any) -> dict[str, Any]:
+    """A CPU cluster of `source` with one pool; `cluster` overrides its keys."""
+    raw: dict[str, Any] = {
+        "classes": [cpu_class("cpu", source, copy.deepcopy(CPU_BLOCKS[source]))],
+        "clusters": [
+            {
+                "name": "prod",
+                "source": source,
+                source.lower(): copy.deepcopy(CLUSTER_BLOCKS[source]),
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
+        ],
+    }
+    raw["clusters"][0].update(cluster)
+    return raw
+
+
+def issues(raw: dict[str, Any]) -> list[ConfigIssue]:
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    return err.value.issues
+
+
+# --- label values and qualified names (taint keys and values, zones, accelerator types)
+
+LABEL_VALUE_SAYS = "is not a label value (letters, digits, '-', '_', '.'; alphanumeric at both ends)"
+
+
+@pytest.mark.parametrize("value", ["", "a", "a" * 63, "A-b_c.9"])
+def test_a_label_value_of_up_to_63_characters_is_accepted(value: str) -> None:
+    assert label_value_problem(value) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("a" * 64, f"'{'a' * 64}' is longer than the 63 characters a label value holds"),
+        ("-a", f"'-a' {LABEL_VALUE_SAYS}"),
+        ("a b", f"'a b' {LABEL_VALUE_SAYS}"),
+    ],
+)
+def test_a_label_value_problem_quotes_the_value(value: str, problem: str) -> None:
+    assert label_value_problem(value) == problem
+
+
+QUALIFIED_SAYS = (
+    "is not a qualified name ([prefix/]name, the name 1-63 letters, digits, '-', '_', '.', alphanumeric at both ends)"
+)
+PREFIX_SAYS = "is not a DNS subdomain (lowercase letters, digits, '-' and '.')"
+
+
+@pytest.mark.parametrize(
+    "key", ["dedicated", "example.com/dedicated", "n" * 63, f"example.com/{'n' * 63}", f"{SUBDOMAIN_253}/key"]
+)
+def test_a_qualified_name_within_its_bounds_is_accepted(key: str) -> None:
+    assert qualified_name_problem(key) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        # The name is what follows the last '/': a prefix holding a '/' is no DNS subdomain.
+        ("example.com/team/gpu", f"the prefix of 'example.com/team/gpu' {PREFIX_SAYS}"),
+        ("Example.com/gpu", f"the prefix of 'Example.com/gpu' {PREFIX_SAYS}"),
+        # 254 characters of prefix; the key is quoted cut to 80 characters.
+        (f"{SUBDOMAIN_253}x/key", f"the prefix of '{'a' * 63}.{'b' * 14}… (260 characters) {PREFIX_SAYS}"),
+        ("n" * 64, f"'{'n' * 64}' {QUALIFIED_SAYS}"),
+        ("-gpu", f"'-gpu' {QUALIFIED_SAYS}"),
+        ("example.com/", f"'example.com/' {QUALIFIED_SAYS}"),
+    ],
+)
+def test_a_qualified_name_problem_quotes_the_key(key: str, problem: str) -> None:
+    assert qualified_name_problem(key) == problem
+
+
+# --- the stack file's name
+
+
+@pytest.mark.parametrize(
+    ("name", "stack"),
+    [("Pulumi.dev.yaml", "dev"), ("Pulumi.dev.yml", "dev"), ("Pulumi.prod.eu.yaml", "prod.eu")],
+)
+def test_the_stack_is_the_file_name_between_pulumi_and_the_extension(name: str, stack: str) -> None:
+    assert stack_name_of(Path("stacks") / name) == stack
+
+
+@pytest.mark.parametrize(
+    "name", ["pulumi.dev.yaml", "PULUMI.dev.yaml", "dev.yaml", "Pulumi.dev.json", "Pulumi.dev.YAML"]
+)
+def test_a_file_not_named_pulumi_stack_yaml_is_refused(name: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        stack_name_of(Path("stacks") / name)
+    assert err.value.issues == [
+        ConfigIssue(f"stacks/{name}", "", "a stack file is named Pulumi.<stack>.yaml", "rename the file")
+    ]
+
+
+# --- the error and the fleet's lookups
+
+
+def test_a_config_error_reads_one_issue_per_line() -> None:
+    first = ConfigIssue(FILE, "clusters[0].name", "bad name", "rename it")
+    second = ConfigIssue(FILE, "classes[1].devices", "no devices", "add one")
+    error = ConfigError([first, second])
+    assert error.issues == [first, second]
+    assert str(error) == (
+        "Pulumi.test.yaml: clusters[0].name: bad name. Fix: rename it\n"
+        "Pulumi.test.yaml: classes[1].devices: no devices. Fix: add one"
+    )
+
+
+def test_the_fleet_finds_a_class_and_a_cluster_by_name_and_names_a_missing_one() -> None:
+    raw = one_cluster()
+    raw["classes"].insert(0, cpu_class("other", "GKE", CPU_BLOCKS["GKE"]))
+    raw["clusters"].insert(0, {**raw["clusters"][0], "name": "staging"})
+    fleet = fleet_of(raw)
+    assert fleet.class_named("cpu") is fleet.classes[1]
+    assert fleet.cluster_named("prod") is fleet.clusters[1]
+    with pytest.raises(KeyError) as missing_class:
+        fleet.class_named("gpu")
+    assert missing_class.value.args == ("gpu",)
+    with pytest.raises(KeyError) as missing_cluster:
+        fleet.cluster_named("dev")
+    assert missing_cluster.value.args == ("dev",)
+
+
+# --- the keys of the `modelplane:` namespace
+
+KNOWN_KEYS = (
+    "modelplane:classes, modelplane:clusters, modelplane:deployments, modelplane:services, "
+    "modelplane:protect, modelplane:budget"
+)
+
+
+def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() -> None:
+    # The program hands over every plain key, fleet keys included.
+    assert namespace_key_issues(
+        FILE, ["classes", "protect", "kubeconfig", "protcet", "kubeconfg", "zzz"], [], {"kubeconfig"}
+    ) == [
+        ConfigIssue(
+            FILE,
+            "config.modelplane:kubeconfig",
+            "the kubeconfig key 'kubeconfig' holds a plain value",
+            "store it as a secret: pulumi config set --secret kubeconfig < kubeconfig",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:protcet",
+            "unknown config key 'modelplane:protcet'",
+            "did you mean 'modelplane:protect'? Remove or rename it",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:kubeconfg",
+            "unknown config key 'modelplane:kubeconfg'",
+            "did you mean 'modelplane:kubeconfig'? Remove or rename it",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:zzz",
+            "unknown config key 'modelplane:zzz'",
+            f"remove or rename it (known keys: {KNOWN_KEYS})",
+        ),
+    ]
+
+
+def test_only_deployments_among_the_fleet_keys_may_be_a_secret() -> None:
+    assert namespace_key_issues(FILE, [], ["deployments", "kubeconfig", "clusters"], {"kubeconfig"}) == [
+        ConfigIssue(
+            FILE,
+            "config.modelplane:clusters",
+            "'modelplane:clusters' is a secret but holds fleet config",
+            "store it as plain config (set it without --secret)",
+        )
+    ]
+
+
+def split_issues(config: dict[str, Any]) -> list[ConfigIssue]:
+    with pytest.raises(ConfigError) as err:
+        split_config(config, FILE)
+    return err.value.issues
+
+
+CLUSTERS = one_cluster()["clusters"]
+
+
+def test_config_splits_into_fleet_values_secrets_and_other_namespaces() -> None:
+    fleet_raw, secrets, plain = split_config(
+        {"modelplane:clusters": CLUSTERS, "protect": True, "deployments": None, "gcp:project": "p"}, FILE
+    )
+    assert fleet_raw == {"clusters": CLUSTERS, "protect": True}
+    assert secrets == {}
+    assert plain == {"gcp:project": "p"}
+
+
+def test_a_key_set_with_and_without_the_namespace_is_reported_and_the_rest_still_checked() -> None:
+    assert split_issues({"modelplane:protect": True, "protect": False, "modelplane:protcet": True}) == [
+        ConfigIssue(
+            FILE,
+            "config.protect",
+            "'modelplane:protect' is set twice (with and without the 'modelplane:' namespace)",
+            "keep one of them",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:protcet",
+            "unknown config key 'modelplane:protcet'",
+            "did you mean 'modelplane:protect'? Remove or rename it",
+        ),
+    ]
+
+
+def test_a_key_with_a_second_colon_is_no_fleet_key() -> None:
+    # The namespace ends at the first ':' (pulumi/pulumi sdk/go/common/resource/config/key.go, ParseKey).
+    assert split_issues({"modelplane:clusters": CLUSTERS, "modelplane:protect:x": True}) == [
+        ConfigIssue(
+            FILE,
+            "config.modelplane:protect:x",
+            "unknown config key 'modelplane:protect:x'",
+            "did you mean 'modelplane:protect'? Remove or rename it",
+        )
+    ]
+
+
+def existing(block: dict[str, Any] | None) -> dict[str, Any]:
+    cluster: dict[str, Any] = {"name": "byo", "source": "Existing", "nodePools": [{"name": "cpu", "className": "cpu"}]}
+    if block is not None:
+        cluster["existing"] = block
+    return cluster
+
+
+@pytest.mark.parametrize(
+    ("clusters", "key"),
+    [
+        ([existing({"kubeconfigKey": "byo-kubeconfig"})], "byo-kubeconfig"),
+        ([existing({})], "kubeconfig"),
+        ([existing(None)], "kubeconfig"),
+    ],
+)
+def test_the_key_an_existing_cluster_names_for_its_kubeconfig_must_be_secret(
+    clusters: list[dict[str, Any]], key: str
+) -> None:
+    assert split_issues({"modelplane:clusters": clusters, f"modelplane:{key}": "apiVersion: v1"}) == [
+        ConfigIssue(
+            FILE,
+            f"config.modelplane:{key}",
+            f"the kubeconfig key '{key}' holds a plain value",
+            f"store it as a secret: pulumi config set --secret {key} < kubeconfig",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "clusters",
+    [
+        [{"name": "prod", "source": "GKE", "gke": CLUSTERS[0]["gke"]}],
+        ["byo"],
+        [{"name": "byo", "source": "Elsewhere"}],
+        [{"name": "byo", "source": "existing"}],
+    ],
+)
+def test_only_an_existing_cluster_names_a_kubeconfig_key(clusters: list[Any]) -> None:
+    # The other entries are checked by the fleet's parser, after this split; here they name no key.
+    assert split_issues({"modelplane:clusters": clusters, "modelplane:kubeconfig": "apiVersion: v1"}) == [
+        ConfigIssue(
+            FILE,
+            "config.modelplane:kubeconfig",
+            "unknown config key 'modelplane:kubeconfig'",
+            f"remove or rename it (known keys: {KNOWN_KEYS})",
+        )
+    ]
+
+
+# --- a cluster's block, its Kubernetes version and the fleet's own checks
+
+
+@pytest.mark.parametrize(
+    ("source", "hint"),
+    [
+        ("GKE", "add a 'gke' block (project, region, kubernetesVersion)"),
+        ("EKS", "add a 'eks' block (region, kubernetesVersion)"),
+        ("AKS", "add a 'aks' block (location, kubernetesVersion)"),
+        ("Civo", "add a 'civo' block (region, kubernetesVersion)"),
+        ("Vultr", "add a 'vultr' block (region, kubernetesVersion)"),
+    ],
+)
+def test_a_missing_cluster_block_names_the_keys_it_takes(source: str, hint: str) -> None:
+    raw = one_cluster(source)
+    del raw["clusters"][0][source.lower()]
+    assert issues(raw) == [
+        ConfigIssue(
+            FILE,
+            f"clusters[0].{source.lower()}",
+            f"source is {source} but the '{source.lower()}' block is missing",
+            hint,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("version", "problem", "fix"),
+    [
+        ("latest", "'latest' is not a Kubernetes version", "write it as the cloud does, e.g. 1.34 or 1.34.1-k3s1"),
+        ("1.33", "Kubernetes 1.33 predates DRA's v1 API (GA in 1.34)", "use 1.34 or newer"),
+        ("0.40", "Kubernetes 0.40 predates DRA's v1 API (GA in 1.34)", "use 1.34 or newer"),
+    ],
+)
+def test_a_version_before_dra_v1_is_refused_at_its_path(version: str, problem: str, fix: str) -> None:
+    raw = one_cluster()
+    raw["clusters"][0]["gke"]["kubernetesVersion"] = version
+    assert issues(raw) == [ConfigIssue(FILE, "clusters[0].gke.kubernetesVersion", problem, fix)]
+
+
+@pytest.mark.parametrize("version", ["1.36", "2.0", "1.40.1-gke.100"])
+def test_a_version_from_dra_v1_with_consumable_capacity_loads(version: str) -> None:
+    raw = one_cluster()
+    raw["clusters"][0]["gke"]["kubernetesVersion"] = version
+    assert fleet_of(raw).clusters[0].gke.kubernetes_version == version  # type: ignore[union-attr]
+
+
+QUOTED = "is a quoted string, not a whole number"
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (lambda raw: raw["clusters"][0]["nodePools"][0], "clusters[0].nodePools[0].nodeCount"),
+        (lambda raw: raw["clusters"][0]["nodePools"][0], "clusters[0].nodePools[0].minNodeCount"),
+        (lambda raw: raw["classes"][0]["devices"][0], "classes[0].devices[0].count"),
+    ],
+)
+def test_a_quoted_whole_number_is_refused_whether_the_key_is_optional_or_not(where: Any, path: str) -> None:
+    raw = one_cluster()
+    where(raw)[path.rsplit(".", 1)[1]] = "2"
+    assert [(i.path, i.problem) for i in issues(raw)] == [(path, f"'2' {QUOTED}")]
+
+
+def test_a_quoted_whole_number_attribute_is_refused() -> None:
+    raw = one_cluster()
+    raw["classes"][0]["devices"][0]["attributes"] = {"cores": {"int": "8"}}
+    assert [(i.path, i.problem) for i in issues(raw)] == [
+        ("classes[0].devices[0].attributes.cores.int", f"'8' {QUOTED}")
+    ]
+
+
+def test_a_text_key_keeps_a_value_that_reads_as_a_number() -> None:
+    raw = one_cluster()
+    raw["classes"][0]["devices"][0]["attributes"] = {"generation": {"string": "4"}}
+    raw["clusters"] = [{**existing({"context": "2024"}), "nodePools": [{"name": "cpu", "className": "cpu"}]}]
+    fleet = fleet_of(raw)
+    assert fleet.classes[0].devices[0].attributes["generation"].string == "4"
+    assert fleet.clusters[0].existing is not None and fleet.clusters[0].existing.context == "2024"
+
+
+def test_a_fleet_without_clusters_is_refused_before_anything_else() -> None:
+    for raw in ({}, {"clusters": [], "classes": "not a list"}):
+        assert issues(raw) == [
+            ConfigIssue(
+                FILE,
+                "config.modelplane:clusters",
+                "no clusters are declared (modelplane:clusters is missing or empty)",
+                "add modelplane:classes and modelplane:clusters (every key: docs/configuration.md); "
+                "to remove every cluster on purpose, run `pulumi destroy`",
+            )
+        ]
+
+
+def test_a_pool_whose_class_claims_no_compute_device_is_refused_with_the_fix() -> None:
+    raw = one_cluster()
+    raw["classes"].append({"name": "nic", "devices": [{"name": "nic", "claim": "Synthetic", "driver": "dra.net"}]})
+    raw["clusters"][0]["nodePools"].append({"name": "nic", "className": "nic"})
+    assert issues(raw) == [
+        ConfigIssue(
+            FILE,
+            "clusters[0].nodePools[1].className",
+            "class 'nic' claims no CPU or GPU DRA device, so it cannot back a pool",
+            "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
+        )
+    ]
