@@ -402,3 +402,125 @@ def test_a_pool_whose_class_claims_no_compute_device_is_refused_with_the_fix() -
             "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
         )
     ]
+
+
+# --- what each cloud's API refuses (its profile), with the path, the message and the fix
+
+
+def cloud_issues(source: str, edit: Any) -> list[ConfigIssue]:
+    raw = one_cluster(source)
+    raw["clusters"][0]["nodePools"].append({"name": "cpu2", "className": "cpu"})
+    edit(raw["clusters"][0])
+    try:
+        fleet_of(raw)
+    except ConfigError as err:
+        return err.issues
+    return []
+
+
+def renamed(name: str) -> Any:
+    return lambda cluster: cluster.update(name=name)
+
+
+def pool_renamed(name: str) -> Any:
+    return lambda cluster: cluster["nodePools"][1].update(name=name)
+
+
+def version(text: str) -> Any:
+    return lambda cluster: cluster["eks"].update(kubernetesVersion=text)
+
+
+def labelled(key: str, value: str = "ml") -> Any:
+    return lambda cluster: cluster.update(labels={key: value})
+
+
+NAME_FIX = "start the name with a lowercase letter"
+T129 = "t" * 129
+CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
+    ("GKE", renamed("prod"), []),
+    (
+        "GKE",
+        renamed("1prod"),
+        [ConfigIssue(FILE, "clusters[0].name", "GKE cluster names start with a letter, not '1prod'", NAME_FIX)],
+    ),
+    (
+        "GKE",
+        pool_renamed("2cpu"),
+        [
+            ConfigIssue(
+                FILE, "clusters[0].nodePools[1].name", "GKE node pool names start with a letter, not '2cpu'", NAME_FIX
+            )
+        ],
+    ),
+    ("AKS", renamed("a" * 54), []),
+    (
+        "AKS",
+        renamed("a" * 55),
+        [
+            ConfigIssue(
+                FILE,
+                "clusters[0].name",
+                "the name is the AKS dnsPrefix, which holds at most 54 characters, not 55",
+                "shorten the name to 54 characters",
+            )
+        ],
+    ),
+    ("EKS", version("1.36"), []),
+    (
+        "EKS",
+        version("1.36.2"),
+        [
+            ConfigIssue(
+                FILE,
+                "clusters[0].eks.kubernetesVersion",
+                "EKS takes a major.minor version, not '1.36.2'",
+                "write it as EKS lists it, e.g. 1.34",
+            )
+        ],
+    ),
+    ("EKS", labelled("t"), []),
+    ("EKS", labelled("t" * 128, "v" * 256), []),
+    (
+        "EKS",
+        labelled("AWS:team", "v" * 257),
+        [
+            ConfigIssue(
+                FILE,
+                "clusters[0].labels.AWS:team",
+                "the tag key 'AWS:team' uses the prefix 'aws:' that AWS reserves",
+                "rename the label",
+            ),
+            ConfigIssue(
+                FILE,
+                "clusters[0].labels.AWS:team",
+                "an AWS tag value holds at most 256 characters, not 257",
+                "shorten the value",
+            ),
+        ],
+    ),
+    (
+        "EKS",
+        labelled(T129),
+        [
+            ConfigIssue(
+                FILE,
+                f"clusters[0].labels.{'t' * 79}… (129 characters)",
+                "an AWS tag key holds 1-128 characters, not 129",
+                "shorten the key",
+            )
+        ],
+    ),
+    (
+        "EKS",
+        labelled(""),
+        [ConfigIssue(FILE, "clusters[0].labels.", "an AWS tag key holds 1-128 characters, not 0", "shorten the key")],
+    ),
+    # Clouds without the rule take what another refuses.
+    ("EKS", renamed("1prod"), []),
+    ("GKE", labelled("aws:team", "v" * 257), []),
+]
+
+
+@pytest.mark.parametrize(("source", "edit", "expected"), CLOUD_RULES)
+def test_a_cloud_refuses_exactly_what_its_profile_states(source: str, edit: Any, expected: list[ConfigIssue]) -> None:
+    assert cloud_issues(source, edit) == expected
