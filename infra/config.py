@@ -909,7 +909,8 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     file,
                     f"{dpath}.cluster",
                     f"unknown cluster '{dep.cluster}'",
-                    f"use one of: {', '.join(cluster_names) or '(none declared)'}",
+                    # parse_fleet refuses a fleet without clusters before these checks run.
+                    f"use one of: {', '.join(cluster_names)}",
                 )
             )
             continue

@@ -524,3 +524,366 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
 @pytest.mark.parametrize(("source", "edit", "expected"), CLOUD_RULES)
 def test_a_cloud_refuses_exactly_what_its_profile_states(source: str, edit: Any, expected: list[ConfigIssue]) -> None:
     assert cloud_issues(source, edit) == expected
+
+
+# --- references between classes, clusters, pools and deployments, and the pools' bounds
+
+
+def fleet_for_references() -> dict[str, Any]:
+    """Two GKE clusters; `prod` has a GPU pool (two GPUs and a Synthetic NIC per node) and a CPU pool."""
+    two_l4 = {"machineType": "g2-standard-24", "accelerator": {"type": "nvidia-l4", "count": 2}}
+    return {
+        "classes": [
+            cpu_class("cpu", "GKE", CPU_BLOCKS["GKE"]),
+            {
+                "name": "gpu",
+                "devices": [
+                    {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 2},
+                    {"name": "nic", "claim": "Synthetic", "driver": "nic.nvidia.com"},
+                ],
+                "provisioning": {"provider": "GKE", "gke": two_l4},
+            },
+        ],
+        "clusters": [
+            {
+                "name": "staging",
+                "source": "GKE",
+                "gke": CLUSTER_BLOCKS["GKE"],
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            },
+            {
+                "name": "prod",
+                "source": "GKE",
+                "gke": CLUSTER_BLOCKS["GKE"],
+                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
+            },
+        ],
+    }
+
+
+def deployment(pool: str = "gpu", cluster: str = "prod", **extra: Any) -> dict[str, Any]:
+    gpu = pool == "gpu"
+    dep: dict[str, Any] = {
+        "name": f"m-{pool}",
+        "cluster": cluster,
+        "pool": pool,
+        "image": "vllm/vllm-openai:v0.23.0" if gpu else "vllm/vllm-openai-cpu:v0.23.0",
+        "devices": [{"name": pool}],
+    }
+    if gpu:
+        dep["memory"] = "32Gi"
+    dep.update(extra)
+    return dep
+
+
+def reference_issues(edit: Any) -> list[ConfigIssue]:
+    raw = copy.deepcopy(fleet_for_references())
+    edit(raw)
+    try:
+        fleet_of(raw)
+    except ConfigError as err:
+        return err.issues
+    return []
+
+
+def pool_of(raw: dict[str, Any], ki: int = 1, pi: int = 0) -> dict[str, Any]:
+    pool: dict[str, Any] = raw["clusters"][ki]["nodePools"][pi]
+    return pool
+
+
+def test_the_reference_fleet_and_its_deployments_load() -> None:
+    def deploy(raw: dict[str, Any]) -> None:
+        raw["deployments"] = [deployment(), deployment("cpu"), deployment("cpu", "staging")]
+        raw["deployments"][0]["devices"] = [{"name": "gpu", "count": 2}]  # as many as a node has
+
+    assert reference_issues(deploy) == []
+
+
+def set_deployments(*deps: dict[str, Any]) -> Any:
+    return lambda raw: raw.update(deployments=list(deps))
+
+
+def both(*edits: Any) -> Any:
+    def edit(raw: dict[str, Any]) -> None:
+        for e in edits:
+            e(raw)
+
+    return edit
+
+
+def issue(path: str, problem: str, fix: str) -> ConfigIssue:
+    return ConfigIssue(FILE, path, problem, fix)
+
+
+MINMAX = "make minNodeCount <= nodeCount <= maxNodeCount"
+REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
+    "device-named-twice-in-a-second-class": (
+        lambda raw: raw["classes"][1]["devices"].append({"name": "nic", "claim": "Synthetic", "driver": "x.com"}),
+        [issue("classes[1].devices[2].name", "device name 'nic' is declared twice", "give each device a unique name")],
+    ),
+    "class-and-cluster-named-twice": (
+        lambda raw: (raw["classes"].append(raw["classes"][0]), raw["clusters"].append(raw["clusters"][0])),
+        [
+            issue("classes[2].name", "class name 'cpu' is declared twice", "give each class a unique name"),
+            issue("clusters[2].name", "cluster name 'staging' is declared twice", "give each cluster a unique name"),
+        ],
+    ),
+    "provisioning-without-its-block": (
+        lambda raw: raw["classes"][1].update(provisioning={"provider": "EKS", "gke": {"machineType": "g2"}}),
+        [
+            issue(
+                "classes[1].provisioning.eks",
+                "provider is EKS but the 'eks' block is missing",
+                "add a 'eks' block with the machine for EKS",
+            ),
+            issue(
+                "classes[1].provisioning.gke",
+                "a 'gke' block is set but provider is EKS",
+                "remove the 'gke' block or set provider to match it",
+            ),
+        ],
+    ),
+    "cluster-with-another-sources-block": (
+        lambda raw: raw["clusters"][1].update(aks={"location": "eastus", "kubernetesVersion": "1.36"}),
+        [
+            issue(
+                "clusters[1].aks",
+                "a 'aks' block is set but source is GKE",
+                "remove the 'aks' block or set source to match it",
+            )
+        ],
+    ),
+    "existing-cluster-without-its-block": (
+        lambda raw: raw["clusters"][1].update(source="Existing", gke=None),
+        [
+            issue(
+                "clusters[1].existing",
+                "source is Existing but the 'existing' block is missing",
+                "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`",
+            )
+        ],
+    ),
+    "pool-named-twice": (
+        lambda raw: pool_of(raw, 1, 1).update(name="gpu"),
+        [
+            issue(
+                "clusters[1].nodePools[1].name",
+                "pool name 'gpu' is declared twice in cluster 'prod'",
+                "give each pool a unique name other than 'system'",
+            )
+        ],
+    ),
+    "pool-named-system": (
+        lambda raw: pool_of(raw, 1, 1).update(name="system"),
+        [
+            issue(
+                "clusters[1].nodePools[1].name",
+                "pool name 'system' is reserved for the system pool every cluster gets",
+                "give each pool a unique name other than 'system'",
+            )
+        ],
+    ),
+    "two-pools-named-system": (
+        lambda raw: (pool_of(raw, 1, 0).update(name="system"), pool_of(raw, 1, 1).update(name="system")),
+        [
+            issue(
+                "clusters[1].nodePools[1].name",
+                "pool name 'system' is declared twice in cluster 'prod'",
+                "give each pool a unique name other than 'system'",
+            )
+        ],
+    ),
+    "unknown-class-like-none": (
+        lambda raw: pool_of(raw, 1, 1).update(className="zzz"),
+        [
+            issue(
+                "clusters[1].nodePools[1].className",
+                "unknown class 'zzz'",
+                "declare it under modelplane:classes or use one of: cpu, gpu",
+            )
+        ],
+    ),
+    "unknown-class-when-none-is-declared": (
+        lambda raw: (raw.update(classes=[]), raw["clusters"].pop(1)),
+        [
+            issue(
+                "clusters[0].nodePools[0].className",
+                "unknown class 'cpu'",
+                "declare it under modelplane:classes or use one of: (none declared)",
+            )
+        ],
+    ),
+    "max-without-min": (
+        lambda raw: pool_of(raw).update(maxNodeCount=3),
+        [
+            issue(
+                "clusters[1].nodePools[0].minNodeCount",
+                "autoscaling needs both minNodeCount and maxNodeCount",
+                "set minNodeCount too, or remove the other bound",
+            )
+        ],
+    ),
+    "min-without-max": (
+        lambda raw: pool_of(raw).update(minNodeCount=1),
+        [
+            issue(
+                "clusters[1].nodePools[0].maxNodeCount",
+                "autoscaling needs both minNodeCount and maxNodeCount",
+                "set maxNodeCount too, or remove the other bound",
+            )
+        ],
+    ),
+    "min-equal-to-max": (lambda raw: pool_of(raw).update(minNodeCount=2, maxNodeCount=2, nodeCount=2), []),
+    "node-count-at-either-bound": (
+        lambda raw: (
+            pool_of(raw, 1, 0).update(minNodeCount=1, maxNodeCount=3, nodeCount=1),
+            pool_of(raw, 1, 1).update(minNodeCount=1, maxNodeCount=3, nodeCount=3),
+        ),
+        [],
+    ),
+    "min-above-max": (
+        lambda raw: pool_of(raw).update(minNodeCount=3, maxNodeCount=2, nodeCount=2),
+        [issue("clusters[1].nodePools[0].minNodeCount", "minNodeCount 3 is greater than maxNodeCount 2", MINMAX)],
+    ),
+    "node-count-below-min": (
+        lambda raw: pool_of(raw).update(minNodeCount=2, maxNodeCount=3, nodeCount=1),
+        [issue("clusters[1].nodePools[0].nodeCount", "nodeCount 1 is outside 2..3", MINMAX)],
+    ),
+    "node-count-above-max": (
+        lambda raw: pool_of(raw).update(minNodeCount=2, maxNodeCount=3, nodeCount=4),
+        [issue("clusters[1].nodePools[0].nodeCount", "nodeCount 4 is outside 2..3", MINMAX)],
+    ),
+    "unknown-cluster-then-unknown-pool": (
+        set_deployments(deployment(cluster="dev"), deployment("big")),
+        [
+            issue("deployments[0].cluster", "unknown cluster 'dev'", "use one of: staging, prod"),
+            issue("deployments[1].pool", "cluster 'prod' has no pool 'big'", "use one of: gpu, cpu"),
+        ],
+    ),
+    "unknown-pool-then-unknown-device": (
+        set_deployments(deployment("big"), deployment(devices=[{"name": "gpu"}, {"name": "tpu"}])),
+        [
+            issue("deployments[0].pool", "cluster 'prod' has no pool 'big'", "use one of: gpu, cpu"),
+            issue("deployments[1].devices[1].name", "class 'gpu' has no device 'tpu'", "use one of: gpu, nic"),
+        ],
+    ),
+    "pool-of-an-unknown-class-then-too-many-devices": (
+        both(
+            lambda raw: pool_of(raw, 1, 1).update(className="zzz"),
+            set_deployments(deployment("cpu"), deployment(devices=[{"name": "gpu", "count": 3}])),
+        ),
+        [
+            issue(
+                "clusters[1].nodePools[1].className",
+                "unknown class 'zzz'",
+                "declare it under modelplane:classes or use one of: cpu, gpu",
+            ),
+            issue(
+                "deployments[1].devices[0].count",
+                "count 3 is more than the 2 'gpu' devices class 'gpu' has per node",
+                "request at most 2",
+            ),
+        ],
+    ),
+    "synthetic-device-claimed": (
+        set_deployments(deployment(devices=[{"name": "nic"}])),
+        [
+            issue(
+                "deployments[0].devices[0].name",
+                "device 'nic' of class 'gpu' is Synthetic and cannot be claimed",
+                "claim a DRA device of the class",
+            )
+        ],
+    ),
+    "pool-that-never-has-nodes": (
+        both(lambda raw: pool_of(raw, 1, 1).update(nodeCount=0), set_deployments(deployment("cpu"))),
+        [
+            issue(
+                "deployments[0].pool",
+                "pool 'cpu' of cluster 'prod' has nodeCount 0 and no autoscaling, so the 1 replica(s) can never be "
+                "scheduled",
+                "give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[1].nodePools[1]), "
+                "or set replicas: 0",
+            )
+        ],
+    ),
+    "no-replicas-on-a-pool-without-nodes": (
+        both(lambda raw: pool_of(raw, 1, 1).update(nodeCount=0), set_deployments(deployment("cpu", replicas=0))),
+        [],
+    ),
+    "a-pool-without-nodes-that-autoscales": (
+        both(
+            lambda raw: pool_of(raw, 1, 1).update(nodeCount=0, minNodeCount=0, maxNodeCount=2),
+            set_deployments(deployment("cpu")),
+        ),
+        [],
+    ),
+    "cpu-claim-without-whole-cpus": (
+        both(
+            lambda raw: raw["classes"][0]["devices"][0]["capacity"]["dra.cpu/cpu"].update(value="1500m"),
+            set_deployments(deployment("cpu")),
+        ),
+        [
+            issue(
+                "deployments[0].devices[0].name",
+                "device 'cpu' of class 'cpu' claims dra.cpu without a whole number of CPUs in capacity 'dra.cpu/cpu'",
+                'set classes[0].devices[0].capacity.dra.cpu/cpu.value to the CPUs a pod takes, such as "6"',
+            )
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCES))
+def test_a_broken_reference_or_bound_is_reported_word_for_word(case: str) -> None:
+    edit, expected = REFERENCES[case]
+    assert reference_issues(edit) == expected
+
+
+CIVO_FIX = "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs"
+
+
+@pytest.mark.parametrize(
+    ("bounds", "expected"),
+    [
+        ({}, []),
+        (
+            {"minNodeCount": 1, "maxNodeCount": 2},
+            [
+                issue(
+                    "clusters[0].nodePools[0].minNodeCount",
+                    "Civo pools do not autoscale (nothing scales them between minNodeCount and maxNodeCount)",
+                    CIVO_FIX,
+                )
+            ],
+        ),
+        (
+            {"maxNodeCount": 2},
+            [
+                issue(
+                    "clusters[0].nodePools[0].minNodeCount",
+                    "autoscaling needs both minNodeCount and maxNodeCount",
+                    "set minNodeCount too, or remove the other bound",
+                )
+            ],
+        ),
+        (
+            {"minNodeCount": 1},
+            [
+                issue(
+                    "clusters[0].nodePools[0].maxNodeCount",
+                    "autoscaling needs both minNodeCount and maxNodeCount",
+                    "set maxNodeCount too, or remove the other bound",
+                )
+            ],
+        ),
+    ],
+)
+def test_a_civo_pool_takes_no_autoscaling_bounds(bounds: dict[str, int], expected: list[ConfigIssue]) -> None:
+    assert cloud_issues("Civo", lambda cluster: cluster["nodePools"][0].update(bounds)) == expected
+
+
+def test_image_and_serving_issues_name_the_stack_file() -> None:
+    # Both checks run with the reference checks; an issue from each carries the file it was found in.
+    found = reference_issues(set_deployments(deployment(image="vllm/vllm-openai"), deployment(memory=None)))
+    assert [(i.file, i.path) for i in found] == [(FILE, "deployments[0].image"), (FILE, "deployments[1].memory")]
