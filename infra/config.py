@@ -1396,6 +1396,23 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         if not sep:
             # Pulumi reads a key without a namespace as the project's (`modelplane`).
             ns, key = NAMESPACE, str(full_key)
+        if ns == NAMESPACE and ":" in key:
+            # Pulumi parses a key as `<namespace>:<name>`, reads `<namespace>:config:<name>` as
+            # `<namespace>:<name>` and refuses any other second ':' (pulumi/pulumi
+            # sdk/go/common/resource/config/key.go, `ParseKey`); a secret under such a key would
+            # otherwise pass unread.
+            old, _, name = key.partition(":")
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{cut(str(full_key))}",
+                    f"{shown(str(full_key))} holds a second ':'; a config key is <namespace>:<name>",
+                    f"write it as '{NAMESPACE}:{cut(name)}'"
+                    if old == "config" and ":" not in name
+                    else "rename the key without the second ':'",
+                )
+            )
+            continue
         if f"{ns}:{key}" in seen:
             issues.append(
                 ConfigIssue(

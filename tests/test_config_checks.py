@@ -235,16 +235,32 @@ def test_a_key_set_with_and_without_the_namespace_is_reported_and_the_rest_still
     ]
 
 
-def test_a_key_with_a_second_colon_is_no_fleet_key() -> None:
-    # The namespace ends at the first ':' (pulumi/pulumi sdk/go/common/resource/config/key.go, ParseKey).
-    assert split_issues({"modelplane:clusters": CLUSTERS, "modelplane:protect:x": True}) == [
+@pytest.mark.parametrize("value", [True, {"secure": "AAABAK"}])
+def test_a_modelplane_key_with_a_second_colon_is_refused_plain_or_secret(value: Any) -> None:
+    # Pulumi reads `<namespace>:config:<name>` as `<namespace>:<name>` and refuses any other second ':'
+    # (pulumi/pulumi sdk/go/common/resource/config/key.go, ParseKey).
+    assert split_issues(
+        {"modelplane:clusters": CLUSTERS, "modelplane:protect:x": value, "modelplane:config:protect": value}
+    ) == [
         ConfigIssue(
             FILE,
             "config.modelplane:protect:x",
-            "unknown config key 'modelplane:protect:x'",
-            "did you mean 'modelplane:protect'? Remove or rename it",
-        )
+            "'modelplane:protect:x' holds a second ':'; a config key is <namespace>:<name>",
+            "rename the key without the second ':'",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:config:protect",
+            "'modelplane:config:protect' holds a second ':'; a config key is <namespace>:<name>",
+            "write it as 'modelplane:protect'",
+        ),
     ]
+
+
+def test_a_second_colon_in_another_namespace_is_left_to_its_owner() -> None:
+    assert split_config({"modelplane:clusters": CLUSTERS, "gcp:config:project": "p"}, FILE)[2] == {
+        "gcp:config:project": "p"
+    }
 
 
 def existing(block: dict[str, Any] | None) -> dict[str, Any]:
@@ -693,7 +709,7 @@ REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
             )
         ],
     ),
-    "unknown-class-like-none": (
+    "unknown-class-with-no-close-name": (
         lambda raw: pool_of(raw, 1, 1).update(className="zzz"),
         [
             issue(
