@@ -564,13 +564,13 @@ def fleet_for_references() -> dict[str, Any]:
             {
                 "name": "staging",
                 "source": "GKE",
-                "gke": CLUSTER_BLOCKS["GKE"],
+                "gke": dict(CLUSTER_BLOCKS["GKE"]),
                 "nodePools": [{"name": "cpu", "className": "cpu"}],
             },
             {
                 "name": "prod",
                 "source": "GKE",
-                "gke": CLUSTER_BLOCKS["GKE"],
+                "gke": dict(CLUSTER_BLOCKS["GKE"]),
                 "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
             },
         ],
@@ -833,6 +833,17 @@ REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
             set_deployments(deployment("cpu")),
         ),
         [],
+    ),
+    "cpu-capacity-claim-before-1-36": (
+        lambda raw: raw["clusters"][1]["gke"].update(kubernetesVersion="1.35"),
+        [
+            issue(
+                "clusters[1].gke.kubernetesVersion",
+                "pool 'cpu' (class 'cpu') claims capacity dra.cpu/cpu, which needs the DRAConsumableCapacity feature "
+                "gate: off before Kubernetes 1.36, so on 1.35 the claim never schedules",
+                "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default",
+            )
+        ],
     ),
     "cpu-claim-without-whole-cpus": (
         both(
