@@ -240,7 +240,12 @@ def test_a_modelplane_key_with_a_second_colon_is_refused_plain_or_secret(value: 
     # Pulumi reads `<namespace>:config:<name>` as `<namespace>:<name>` and refuses any other second ':'
     # (pulumi/pulumi sdk/go/common/resource/config/key.go, ParseKey).
     assert split_issues(
-        {"modelplane:clusters": CLUSTERS, "modelplane:protect:x": value, "modelplane:config:protect": value}
+        {
+            "modelplane:clusters": CLUSTERS,
+            "modelplane:protect:x": value,
+            "modelplane:config:protect": value,
+            "modelplane:config:protect:x": value,
+        }
     ) == [
         ConfigIssue(
             FILE,
@@ -253,6 +258,12 @@ def test_a_modelplane_key_with_a_second_colon_is_refused_plain_or_secret(value: 
             "config.modelplane:config:protect",
             "'modelplane:config:protect' holds a second ':'; a config key is <namespace>:<name>",
             "write it as 'modelplane:protect'",
+        ),
+        ConfigIssue(
+            FILE,
+            "config.modelplane:config:protect:x",
+            "'modelplane:config:protect:x' holds a second ':'; a config key is <namespace>:<name>",
+            "rename the key without the second ':'",
         ),
     ]
 
