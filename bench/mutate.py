@@ -66,6 +66,7 @@ MODULES: dict[str, list[str]] = {
     "infra/config.py": [
         "tests/test_config.py",
         "tests/test_serving_checks.py",
+        "tests/test_config_checks.py",
         "tests/test_model_service.py",
         "tests/test_reference.py",
         "tests/test_guard.py",

@@ -193,12 +193,6 @@ class AttributeValue(Model):
             raise ValueError("an attribute holds exactly one of string, version, bool or int")
         return self
 
-    def value(self) -> str | bool | int:
-        for v in (self.string, self.version, self.bool_, self.int_):
-            if v is not None:
-                return v
-        raise AssertionError("validated to hold exactly one value")
-
 
 class CapacityValue(Model):
     value: str
@@ -948,7 +942,8 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     file,
                     f"{dpath}.cluster",
                     f"unknown cluster '{dep.cluster}'",
-                    f"use one of: {', '.join(cluster_names) or '(none declared)'}",
+                    # parse_fleet refuses a fleet without clusters before these checks run.
+                    f"use one of: {', '.join(cluster_names)}",
                 )
             )
             continue
@@ -1435,6 +1430,23 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         if not sep:
             # Pulumi reads a key without a namespace as the project's (`modelplane`).
             ns, key = NAMESPACE, str(full_key)
+        if ns == NAMESPACE and ":" in key:
+            # Pulumi parses a key as `<namespace>:<name>`, reads `<namespace>:config:<name>` as
+            # `<namespace>:<name>` and refuses any other second ':' (pulumi/pulumi
+            # sdk/go/common/resource/config/key.go, `ParseKey`); a secret under such a key would
+            # otherwise pass unread.
+            old, _, name = key.partition(":")
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"config.{cut(str(full_key))}",
+                    f"{shown(str(full_key))} holds a second ':'; a config key is <namespace>:<name>",
+                    f"write it as '{NAMESPACE}:{cut(name)}'"
+                    if old == "config" and ":" not in name
+                    else "rename the key without the second ':'",
+                )
+            )
+            continue
         if f"{ns}:{key}" in seen:
             issues.append(
                 ConfigIssue(
