@@ -74,6 +74,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_formats.py",
         "tests/test_stack_file_bounds.py",
         "tests/test_stack_reader.py",
+        "tests/test_config_size.py",
     ],
 }
 

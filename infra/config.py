@@ -12,7 +12,6 @@ is wrong and how to fix it.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import re
 from collections.abc import Mapping, Sequence
@@ -1786,12 +1785,11 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
                 )
             ]
         )
-    written = copy.deepcopy(fleet_raw)
-    fleet = parse_fleet(fleet_raw, file)
+    fleet = parse_fleet(fleet_raw, file)  # reads fleet_raw, never changes it
     issues = check_existing_secrets(fleet, secrets, file)
     if issues:
         raise ConfigError(issues)
-    return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain, written=written)
+    return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain, written=fleet_raw)
 
 
 Role = Literal["GPU", "CPU", "System"]
