@@ -41,7 +41,7 @@ bench: sync
 	$(RUN) python -m bench
 
 # Mutation testing of the rule modules against the intent-level tests (not the golden plans);
-# minutes to half an hour per module on two cores, so not part of .ci/run.
+# 1 to 10 minutes per module on two idle cores, so not part of .ci/run.
 # One module: make mutate MODULES=infra/devices.py
 mutate: sync
 	nice -n 19 $(RUN) python -m bench.mutate $(MODULES)

@@ -11,7 +11,7 @@ every module, in the order below). `--mutants` runs only the mutants whose names
 (fnmatch, as `mutmut results` prints them, e.g. `infra.config.x_port_args__mutmut_*`), to check that
 new tests kill what survived without measuring the whole module again. Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
 names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
-diff. Not part of .ci/run: a module takes 5 to 30 minutes on two shared cores (docs/benchmarks.md).
+diff. Not part of .ci/run: a module takes 1 to 10 minutes on two idle cores (docs/benchmarks.md).
 """
 
 from __future__ import annotations
