@@ -361,3 +361,21 @@ def test_machine_rules_check_the_pools_after_one_whose_class_is_missing() -> Non
     assert [(v.cluster, v.pool, v.file) for v in check_fleet_machines(fleet, "Pulumi.t.yaml")] == [
         ("b", "q", "Pulumi.t.yaml")
     ]
+
+
+def test_fewer_gpu_devices_than_the_machine_carries_are_rejected_as_a_count_mismatch() -> None:
+    """One device and accelerator.count 1 on an 8-GPU machine: the devices' count is blamed, not the accelerator's."""
+    found = check_machine("k", "EKS", "p", eks_p5([(NVIDIA, 1)], {"type": "nvidia-h100", "count": 1}), "us-east-1")
+    assert found == [
+        Violation(
+            MACHINE_ACCELERATOR_MISMATCH,
+            "k",
+            "p",
+            "x",
+            NVIDIA,
+            "the class claims 1 GPU device(s) but p5.48xlarge carries 8x nvidia H100 80GB",
+            "make the GPU devices' count and accelerator.count 8, or pick a machine with 1 GPU(s)",
+            "",
+            f"{P5_AT}.instanceType",
+        )
+    ]
