@@ -1678,6 +1678,12 @@ def _line_and_column(text: str, index: int) -> str:
     return f"line {line}, column {column}"
 
 
+# A fix more telling than "fix the YAML syntax", by PyYAML's context (yaml/pyyaml lib/yaml/composer.py).
+_YAML_FIXES = {
+    "expected a single document in the stream": "keep one document: remove the '---' line shown and what follows it",
+}
+
+
 def read_yaml(path: Path, file: str) -> Any:
     """The YAML document in `path`, or ConfigError naming the line and column of what is wrong."""
     try:
@@ -1725,7 +1731,16 @@ def read_yaml(path: Path, file: str) -> Any:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = cut(str(getattr(err, "problem", None) or err))
-        raise ConfigError([ConfigIssue(file, where, f"not valid YAML ({problem})", "fix the YAML syntax")]) from None
+        # PyYAML's context says what it was reading and where that began (yaml/pyyaml
+        # lib/yaml/error.py, MarkedYAMLError): "while parsing a flow sequence", "found duplicate
+        # anchor 'x'; first occurrence"; without it "but found another document" says nothing.
+        context = getattr(err, "context", None)
+        if context:
+            began = getattr(err, "context_mark", None)
+            at = f" at line {began.line + 1}, column {began.column + 1}" if began else ""
+            problem = f"{cut(str(context))}{at}, {problem}"
+        fix = _YAML_FIXES.get(str(context), "fix the YAML syntax")
+        raise ConfigError([ConfigIssue(file, where, f"not valid YAML: {problem}", fix)]) from None
     except RecursionError:
         # A safety net behind MAX_DEPTH: no input may end in a traceback.
         raise ConfigError(

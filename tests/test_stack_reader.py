@@ -145,29 +145,57 @@ def test_a_file_without_a_document_reads_as_nothing(tmp_path: Path, data: bytes)
 # read_yaml: YAML syntax and structure
 
 
+SYNTAX = "fix the YAML syntax"
+
+
 @pytest.mark.parametrize(
-    ("data", "where", "problem"),
+    ("data", "where", "problem", "fix"),
     [
+        # What the parser was reading, and where that began, comes before what it found.
         (
             b"config:\n  aws:a: [1, 2\n",
             "line 3, column 1",
-            "not valid YAML (expected ',' or ']', but got '<stream end>')",
+            "not valid YAML: while parsing a flow sequence at line 2, column 10, expected ',' or ']', "
+            "but got '<stream end>'",
+            SYNTAX,
         ),
-        (b"config:\n  aws:a: b: c\n", "line 2, column 11", "not valid YAML (mapping values are not allowed here)"),
-        (b"a: 1\n---\nb: 2\n", "line 2, column 1", "not valid YAML (but found another document)"),
-        (b"? [a]\n: 1\n", "line 1, column 3", "not valid YAML (found unhashable key)"),
+        (
+            b"config:\n  aws:a: b: c\n",
+            "line 2, column 11",
+            "not valid YAML: mapping values are not allowed here",
+            SYNTAX,
+        ),
+        (
+            b"a: 1\n---\nb: 2\n",
+            "line 2, column 1",
+            "not valid YAML: expected a single document in the stream at line 1, column 1, but found another document",
+            "keep one document: remove the '---' line shown and what follows it",
+        ),
+        (
+            b"a: &x 1\nb: &x 2\n",
+            "line 2, column 4",
+            "not valid YAML: found duplicate anchor 'x'; first occurrence at line 1, column 4, second occurrence",
+            SYNTAX,
+        ),
+        (
+            b"? [a]\n: 1\n",
+            "line 1, column 3",
+            "not valid YAML: while constructing a mapping at line 1, column 1, found unhashable key",
+            SYNTAX,
+        ),
         # A long problem is cut like a long value.
         (
             b"config:\n  aws:a: !" + b"x" * 100 + b" 1\n",
             "line 2, column 10",
-            "not valid YAML (could not determine a constructor for the tag '!" + "x" * 31 + "… (149 characters))",
+            "not valid YAML: could not determine a constructor for the tag '!" + "x" * 31 + "… (149 characters)",
+            SYNTAX,
         ),
     ],
 )
 def test_bad_yaml_names_the_line_column_and_what_the_parser_found(
-    tmp_path: Path, data: bytes, where: str, problem: str
+    tmp_path: Path, data: bytes, where: str, problem: str, fix: str
 ) -> None:
-    assert refusal(tmp_path, data) == [ConfigIssue(FILE, where, problem, "fix the YAML syntax")]
+    assert refusal(tmp_path, data) == [ConfigIssue(FILE, where, problem, fix)]
 
 
 DUPLICATE_FIX = "keep one of them (the YAML loader would silently use the last)"
