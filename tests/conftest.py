@@ -98,3 +98,19 @@ def _isolated_runtime() -> Iterator[None]:
     _reset_runtime()
     yield
     _reset_runtime()
+
+
+def gke_fleet() -> dict[str, Any]:
+    """One GKE cluster `prod` with an L4 pool `gpu` (class `l4`) and a CPU pool `cpu` (class `cpu`)."""
+    l4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
+    return {
+        "classes": [gpu_class("l4", "GKE", l4), cpu_class("cpu", "GKE", {"machineType": "c3-standard-8"})],
+        "clusters": [
+            {
+                "name": "prod",
+                "source": "GKE",
+                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+    }

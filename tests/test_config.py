@@ -10,23 +10,11 @@ import pytest
 import yaml
 
 from infra.config import ConfigError, load_stack_file
-from tests.conftest import cpu_class, gpu_class
-
-L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
+from tests.conftest import cpu_class, gke_fleet
 
 
 def good_fleet() -> dict[str, Any]:
-    return {
-        "modelplane:classes": [gpu_class("l4", "GKE", L4), cpu_class("cpu", "GKE", {"machineType": "c3-standard-8"})],
-        "modelplane:clusters": [
-            {
-                "name": "prod",
-                "source": "GKE",
-                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
-                "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
-            }
-        ],
-    }
+    return {f"modelplane:{key}": value for key, value in gke_fleet().items()}
 
 
 def write(tmp_path: Path, config: dict[str, Any], name: str = "dev") -> Path:

@@ -20,7 +20,7 @@ from infra.config import (
     read_yaml,
     shown,
 )
-from tests.conftest import cpu_class, gpu_class
+from tests.conftest import gke_fleet
 
 FILE = "Pulumi.dev.yaml"
 
@@ -416,18 +416,7 @@ def test_a_fleet_error_names_the_displayed_file(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # The messages built from the model's validation errors
 
-L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
-FLEET: dict[str, Any] = {
-    "classes": [gpu_class("l4", "GKE", L4), cpu_class("cpu", "GKE", {"machineType": "c3-standard-8"})],
-    "clusters": [
-        {
-            "name": "prod",
-            "source": "GKE",
-            "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
-            "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
-        }
-    ],
-}
+FLEET: dict[str, Any] = gke_fleet()
 POOL = ("clusters", 0, "nodePools", 1)
 DEVICE = ("classes", 0, "devices", 0)
 POOL_KEYS = "name, className, nodeCount, minNodeCount, maxNodeCount, zones"
@@ -635,6 +624,19 @@ def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
     ]
 
 
+def deployment_with_env(env: dict[str, Any]) -> dict[str, Any]:
+    """A deployment on FLEET's GPU pool with `env`."""
+    return {
+        "name": "qwen",
+        "cluster": "prod",
+        "pool": "gpu",
+        "image": "vllm/vllm-openai:v0.23.0",
+        "memory": "24Gi",
+        "devices": [{"name": "gpu"}],
+        "env": env,
+    }
+
+
 @pytest.mark.parametrize(
     ("value", "issues"),
     [
@@ -660,31 +662,13 @@ def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
     ids=["number", "list", "bad-secure-mapping", "empty-mapping"],
 )
 def test_an_env_value_gets_one_error_for_the_form_it_was_written_in(value: Any, issues: list[str]) -> None:
-    deployment = {
-        "name": "qwen",
-        "cluster": "prod",
-        "pool": "gpu",
-        "image": "vllm/vllm-openai:v0.23.0",
-        "memory": "24Gi",
-        "devices": [{"name": "gpu"}],
-        "env": {"HF_TOKEN": value},
-    }
+    deployment = deployment_with_env({"HF_TOKEN": value})
     assert fleet_issues((("deployments",), [deployment])) == [f"F.yaml: {i}" for i in issues]
 
 
 def test_env_values_of_both_forms_parse() -> None:
     raw = copy.deepcopy(FLEET)
-    raw["deployments"] = [
-        {
-            "name": "qwen",
-            "cluster": "prod",
-            "pool": "gpu",
-            "image": "vllm/vllm-openai:v0.23.0",
-            "memory": "24Gi",
-            "devices": [{"name": "gpu"}],
-            "env": {"LEVEL": "DEBUG", "HF_TOKEN": {"secure": "v1:abc"}},
-        }
-    ]
+    raw["deployments"] = [deployment_with_env({"LEVEL": "DEBUG", "HF_TOKEN": {"secure": "v1:abc"}})]
     env = parse_fleet(raw, "F.yaml").deployments[0].env
     assert env["LEVEL"] == "DEBUG" and isinstance(env["HF_TOKEN"], SecureValue)
     assert env["HF_TOKEN"].secure == "v1:abc"
