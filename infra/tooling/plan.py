@@ -23,7 +23,7 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 from components.catalog import Component, cluster_components
-from infra.config import ConfigError, StackConfig, load_stack_file, stack_name_of
+from infra.config import ConfigError, ConfigIssue, StackConfig, load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.devices import fleet_violations
 from infra.facts import ClusterFacts, derive_fleet
@@ -198,6 +198,13 @@ def cost_hook(ctx: PlanContext) -> None:
 HOOKS: list[PlanHook] = [placement_hook, cost_hook]
 
 
+def refused(doc: dict[str, Any], issues: Sequence[ConfigIssue]) -> dict[str, Any]:
+    """`doc` for a stack refused before its program runs: not ok, with `issues` as its errors."""
+    doc["ok"] = False
+    doc["errors"] = [{"path": i.path, "message": i.message} for i in issues]
+    return doc
+
+
 def plan_stack(path: Path, display: str | None = None, mode: str = "preview") -> dict[str, Any]:
     """The plan document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
     if mode not in MODES:
@@ -212,15 +219,10 @@ def plan_stack(path: Path, display: str | None = None, mode: str = "preview") ->
     try:
         stack = load_stack_file(path, display=file)
     except ConfigError as err:
-        doc["ok"] = False
-        doc["errors"] = [{"path": i.path, "message": i.message} for i in err.issues]
-        return doc
-
+        return refused(doc, err.issues)
     too_big = config_size_issue(stack)
     if too_big is not None:
-        doc["ok"] = False
-        doc["errors"] = [{"path": too_big.path, "message": too_big.message}]
-        return doc
+        return refused(doc, [too_big])
 
     # Mandatory violations stop the program before it registers anything, so the pack never runs
     # and they are reported from here; advisory ones come from the pack (below) when it runs.
@@ -230,9 +232,7 @@ def plan_stack(path: Path, display: str | None = None, mode: str = "preview") ->
     # The program's guard refuses these before it registers anything; report them where they are.
     guard_issues = [] if violations else fleet_issues(stack.fleet, facts, file)
     if guard_issues:
-        doc["ok"] = False
-        doc["errors"] = [{"path": i.path, "message": i.message} for i in guard_issues]
-        return doc
+        return refused(doc, guard_issues)
     doc["violations"] = [
         {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
         for v in (found if violations else [])

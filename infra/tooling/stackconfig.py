@@ -7,7 +7,7 @@ hand the same keys to the mock runtime through this function. Secure values stay
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from infra.config import NAMESPACE, ConfigIssue, SecureValue, StackConfig
@@ -24,17 +24,25 @@ _GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u202
 
 
 def runtime_config(
-    raw_fleet: Mapping[str, Any], secrets: Mapping[str, str] = {}, plain: Mapping[str, Any] = {}
+    raw_fleet: Mapping[str, Any],
+    secrets: Mapping[str, str] = {},
+    plain: Mapping[str, Any] = {},
+    *,
+    encode: Callable[[Any], str] = json.dumps,
+    secret_value: str = OPAQUE_SECRET,
 ) -> tuple[dict[str, str], list[str]]:
-    """(config, secret keys) as `pulumi.runtime.set_all_config` takes them: full keys, string values."""
+    """(config, secret keys) as `pulumi.runtime.set_all_config` takes them: full keys, string values.
+
+    A structured value becomes its JSON by `encode`; each secret's value is `secret_value`.
+    """
     config: dict[str, str] = {}
     for key, value in raw_fleet.items():
-        config[f"{NAMESPACE}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+        config[f"{NAMESPACE}:{key}"] = value if isinstance(value, str) else encode(value)
     for full, value in plain.items():
-        config[full] = value if isinstance(value, str) else json.dumps(value)
+        config[full] = value if isinstance(value, str) else encode(value)
     secret_keys = []
     for key in secrets:
-        config[f"{NAMESPACE}:{key}"] = OPAQUE_SECRET
+        config[f"{NAMESPACE}:{key}"] = secret_value
         secret_keys.append(f"{NAMESPACE}:{key}")
     return config, secret_keys
 
@@ -70,9 +78,7 @@ def config_env_bytes(stack: StackConfig) -> int:
     ciphertext is known, so they count as empty: the size is a lower bound, and a config over the
     limit by this count is over it for certain.
     """
-    values = {f"{NAMESPACE}:{k}": v for k, v in stack.written.items()} | dict(stack.plain)
-    config = {k: v if isinstance(v, str) else _go_json(v) for k, v in values.items()}
-    config |= {f"{NAMESPACE}:{k}": "" for k in stack.secrets}
+    config, _ = runtime_config(stack.written, stack.secrets, stack.plain, encode=_go_json, secret_value="")
     return len(f"PULUMI_CONFIG={_go_json(config)}".encode()) + 1
 
 
