@@ -208,21 +208,22 @@ def image_problems(values: Any, path: str = "values", image_context: bool = Fals
     values = plain(values)
     if isinstance(values, dict):
         repository = values.get("repository")
+        # (the image as messages name it, the key holding its tag) for each mapping shape.
+        shape: tuple[str, str] | None = None
         if isinstance(repository, str) and isinstance(values.get("image"), str) and "version" in values:
-            problem = tag_problem(values.get("version"), values.get("digest"))
-            if problem:
-                found.append(f"{path}: image {repository}/{values['image']} {problem}")
+            shape = (f"image {repository}/{values['image']}", "version")
         elif isinstance(repository, str) and (image_context or "tag" in values):
-            problem = tag_problem(values.get("tag"), values.get("digest"))
-            if problem:
-                found.append(f"{path}: image {repository} {problem}")
+            shape = (f"image {repository}", "tag")
         elif image_context and values.get("tag"):
             # `image: {tag: ...}` alone overrides the chart's tag and keeps its repository: Helm
             # overlays user values on the chart's values.yaml key by key
             # (https://helm.sh/docs/v3/chart_template_guide/values_files/), so the tag still floats.
-            problem = tag_problem(values.get("tag"), values.get("digest"))
+            shape = ("the chart's image", "tag")
+        if shape is not None:
+            image, tag_key = shape
+            problem = tag_problem(values.get(tag_key), values.get("digest"))
             if problem:
-                found.append(f"{path}: the chart's image {problem}")
+                found.append(f"{path}: {image} {problem}")
         nvidia_shape = isinstance(repository, str) and "version" in values
         for key, value in values.items():
             here = f"{path}.{key}"
