@@ -1,24 +1,27 @@
-# Two commands for a fresh machine with only Python 3.11+ and make:
+# Two commands for a fresh machine with Python 3.11+, Go 1.26.6+ and make:
 #   make plan   plans every example stack offline (no cloud account, no Pulumi CLI)
-#   make test   runs every test and check (pytest, ruff, mypy)
+#   make test   runs every test and check (pytest, ruff, mypy), the engine tier included: it builds
+#               the Pulumi CLI once per machine first (make engine)
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: plan test lint typecheck pytest golden docs bench mutate sync clean
+.PHONY: plan test lint typecheck pytest engine golden docs bench mutate sync clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
 sync: $(UV)
-	$(UV) sync --frozen --quiet
+	# Bytecode compiled once at install: machines and CI runners that set PYTHONDONTWRITEBYTECODE
+	# would otherwise compile the cloud SDKs again in every process (uv does not by default).
+	$(UV) sync --frozen --quiet --compile-bytecode
 
 plan: sync
 	$(RUN) modelplane plan --all
 
-test: sync lint typecheck pytest
+test: sync lint typecheck engine pytest
 
 lint: sync
 	$(RUN) ruff check .
@@ -29,6 +32,11 @@ typecheck: sync
 
 pytest: sync
 	$(RUN) pytest -n 2
+
+# The Pulumi CLI the engine tier runs (tests/engine/), built from the Go module proxy into a cache
+# outside the repository, once per version per machine (engine/build.sh says where).
+engine:
+	bash engine/build.sh >/dev/null
 
 # Regenerate the golden plans and generated docs; review the diff before committing.
 golden: sync

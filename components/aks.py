@@ -112,9 +112,7 @@ class AksCluster(ClusterComponent):
         facts = args.facts
         block = source_block(name, facts.spec.aks, "aks")
         super().__init__(name, args, opts)
-        self.azure_provider = AzureProvider(
-            f"{name}-azure", location=block.location, opts=pulumi.ResourceOptions(parent=self)
-        )
+        self.azure_provider = AzureProvider(f"{name}-azure", location=block.location, opts=self.provider_options())
         self._network(block.location)
         self._cluster(block.kubernetes_version)
         self._pools()
@@ -130,21 +128,21 @@ class AksCluster(ClusterComponent):
             f"{name}-rg",
             location=location,
             # Deleting the group deletes everything in it, the cluster included.
-            opts=self._on_azure("rg", protect=True),
+            opts=self._on_azure("rg"),
         )
         self.vnet = network.VirtualNetwork(
             f"{name}-vnet",
             resource_group_name=self.resource_group.name,
             location=self.resource_group.location,
             address_space=network.AddressSpaceArgs(address_prefixes=[VNET_CIDR]),
-            opts=self._on_azure("vnet", protect=True),
+            opts=self._on_azure("vnet"),
         )
         self.subnet = network.Subnet(
             f"{name}-subnet",
             resource_group_name=self.resource_group.name,
             virtual_network_name=self.vnet.name,
             address_prefix=NODE_SUBNET_CIDR,
-            opts=self._on_azure("subnet", protect=True),
+            opts=self._on_azure("subnet"),
         )
 
     def _cluster(self, kubernetes_version: str) -> None:
@@ -179,9 +177,7 @@ class AksCluster(ClusterComponent):
                     **pool_fields(system, self.subnet.id),
                 )
             ],
-            opts=self._on_azure(
-                "cluster", protect=True, ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")
-            ),
+            opts=self._on_azure("cluster", ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")),
         )
 
     def _pools(self) -> None:
@@ -200,9 +196,7 @@ class AksCluster(ClusterComponent):
                     **pool_fields(pool, self.subnet.id),
                     # AKS refuses an agent-pool operation while another runs on the same cluster
                     # (OperationNotAllowed), so pools are created one after another.
-                    opts=self._on_azure(
-                        pool.name, protect=True, depends_on=previous, ignore_changes=autoscaler_owned(pool)
-                    ),
+                    opts=self._on_azure(pool.name, depends_on=previous, ignore_changes=autoscaler_owned(pool)),
                 )
             )
 
@@ -212,4 +206,7 @@ class AksCluster(ClusterComponent):
             resource_name=self.cluster.name,
             opts=pulumi.InvokeOutputOptions(provider=self.azure_provider, parent=self),
         )
-        return credentials.kubeconfigs.apply(lambda kubeconfigs: base64.b64decode(kubeconfigs[0].value).decode())
+        kubeconfig: pulumi.Output[str] = credentials.kubeconfigs.apply(
+            lambda found: base64.b64decode(found[0].value).decode()
+        )
+        return kubeconfig

@@ -96,6 +96,13 @@ class ClusterComponent(pulumi.ComponentResource):
         if unsized:
             raise ValueError(f"cluster {name!r}: pools {unsized} have no {args.facts.source} machine")
         self.policy_facts = policy_inputs(args.facts, args.class_specs)
+        # `modelplane:protect` protects the cluster and, by inheritance, everything parented to it:
+        # its cloud resources, serving stack, deployments and routes. The engine deletes a removed
+        # cluster's children before the cluster, so protecting only the cloud resources let a
+        # cluster dropped from config lose its serving stack and models before `up` stopped at the
+        # protected cluster (pulumi/pulumi pkg/resource/deploy/step.go, `DeleteStep.Apply` checks
+        # `Protect` per resource, at execution).
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=args.protect))
         super().__init__(self.TYPE_TOKEN, name, self.policy_facts, opts)
         self.facts = args.facts
         self.protect = args.protect
@@ -105,9 +112,15 @@ class ClusterComponent(pulumi.ComponentResource):
         """The name the cloud gives a pool of this name (see `POOL_NAME_KIND`)."""
         return pool
 
-    def child(self, suffix: str, *, protect: bool = False, **extra: Any) -> pulumi.ResourceOptions:
-        """Options for a child resource: parented here; protected when asked and `protect` applies."""
-        return pulumi.ResourceOptions(parent=self, protect=self.protect and protect, **extra)
+    def child(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
+        """Options for a child resource: parented here, so protected when the cluster is."""
+        return pulumi.ResourceOptions(parent=self, **extra)
+
+    def provider_options(self) -> pulumi.ResourceOptions:
+        """Options for one of the cluster's providers: parented here, never protected. A provider
+        holds no cloud object and is deleted only after every resource it manages, so protection
+        would guard nothing and only block a change of its configuration that replaces it."""
+        return pulumi.ResourceOptions(parent=self, protect=False)
 
     def finish(self, kubeconfig: pulumi.Output[str], context: str | None = None) -> None:
         """Expose the kubeconfig (secret) and a Kubernetes provider for it; register outputs last."""
@@ -118,7 +131,7 @@ class ClusterComponent(pulumi.ComponentResource):
             context=context,
             # One provider per cluster; never the ambient kubeconfig of whoever runs `pulumi up`.
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self.provider_options(),
         )
         self.schedulable_pools = pulumi.Output.from_input(self.facts.schedulable_pools())
         self.register_outputs(

@@ -66,16 +66,14 @@ class CivoCluster(ClusterComponent):
         block = source_block(name, args.facts.spec.civo, "civo")
         super().__init__(name, args, opts)
         self.region = block.region
-        self.civo_provider = civo.Provider(
-            f"{name}-civo", region=block.region, opts=pulumi.ResourceOptions(parent=self)
-        )
+        self.civo_provider = civo.Provider(f"{name}-civo", region=block.region, opts=self.provider_options())
         self._network()
         self._cluster(block.kubernetes_version)
         self._pools()
         self.finish(self.cluster.kubeconfig)
 
     def _on_civo(self, suffix: str) -> pulumi.ResourceOptions:
-        return self.child(suffix, protect=True, provider=self.civo_provider)
+        return self.child(suffix, provider=self.civo_provider)
 
     def _network(self) -> None:
         """The cluster's private network and its firewall."""

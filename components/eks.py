@@ -238,7 +238,7 @@ class EksCluster(ClusterComponent):
         declared = declared_zones(facts.pools)
         self.region = block.region
         self.tags = dict(facts.spec.labels)
-        self.aws_provider = aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))
+        self.aws_provider = aws.Provider(f"{name}-aws", region=self.region, opts=self.provider_options())
         self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
         self.partition = aws.get_partition_output(opts=self.invoke).partition
         self._network(declared)
@@ -268,7 +268,7 @@ class EksCluster(ClusterComponent):
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**tags, "Name": name},
-            opts=self._on_aws("vpc", protect=True),
+            opts=self._on_aws("vpc"),
         )
         self.internet_gateway = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
@@ -285,7 +285,7 @@ class EksCluster(ClusterComponent):
                     availability_zone=zone,
                     map_public_ip_on_launch=True,
                     tags={**tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-                    opts=self._on_aws(f"public-{i}", protect=True),
+                    opts=self._on_aws(f"public-{i}"),
                 )
             )
             self.private_subnets.append(
@@ -295,7 +295,7 @@ class EksCluster(ClusterComponent):
                     cidr_block=private_cidr(i),
                     availability_zone=zone,
                     tags={**tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-                    opts=self._on_aws(f"private-{i}", protect=True),
+                    opts=self._on_aws(f"private-{i}"),
                 )
             )
         # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
@@ -394,7 +394,7 @@ class EksCluster(ClusterComponent):
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             deletion_protection=self.protect,
             tags=tags,
-            opts=self._on_aws("cluster", protect=True, depends_on=self.cluster_policies),
+            opts=self._on_aws("cluster", depends_on=self.cluster_policies),
         )
         self.addons: dict[str, aws.eks.Addon] = {
             addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES
@@ -590,7 +590,6 @@ class EksCluster(ClusterComponent):
             tags=tags,
             opts=self.child(
                 pool.name,
-                protect=True,
                 provider=self.aws_provider,
                 depends_on=[*self.node_policies, *self.addons.values()],
                 ignore_changes=autoscaler_owned(pool),

@@ -160,7 +160,7 @@ class GkeCluster(ClusterComponent):
         block = source_block(name, args.facts.spec.gke, "gke")
         self.project, self.region = block.project, block.region
         self.gcp_provider = gcp.Provider(
-            f"{name}-gcp", project=self.project, region=self.region, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-gcp", project=self.project, region=self.region, opts=self.provider_options()
         )
         self._network()
         self._identity()
@@ -178,7 +178,7 @@ class GkeCluster(ClusterComponent):
             project=project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
-            opts=self.child("network", protect=True, **on_gcp),
+            opts=self.child("network", **on_gcp),
         )
         self.subnetwork = gcp.compute.Subnetwork(
             f"{name}-subnet",
@@ -193,7 +193,7 @@ class GkeCluster(ClusterComponent):
             ],
             # Private nodes reach Google APIs (Artifact Registry, logging) without public addresses.
             private_ip_google_access=True,
-            opts=self.child("subnet", protect=True, **on_gcp),
+            opts=self.child("subnet", **on_gcp),
         )
         self.router = gcp.compute.Router(
             f"{name}-router",
@@ -270,7 +270,7 @@ class GkeCluster(ClusterComponent):
             enable_shielded_nodes=True,
             resource_labels=gcp_labels(dict(self.facts.spec.labels)),
             deletion_protection=self.protect,
-            opts=self.child("cluster", protect=True, depends_on=[self.nat], provider=self.gcp_provider),
+            opts=self.child("cluster", depends_on=[self.nat], provider=self.gcp_provider),
         )
 
     def _pools(self) -> None:
@@ -330,7 +330,6 @@ class GkeCluster(ClusterComponent):
             ),
             opts=self.child(
                 pool.name,
-                protect=True,
                 provider=self.gcp_provider,
                 depends_on=self.node_roles,
                 # The name is fixed, so a replacement must delete the old pool before creating the new.

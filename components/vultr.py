@@ -37,13 +37,13 @@ class VultrCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         block = source_block(name, args.facts.spec.vultr, "vultr")
         super().__init__(name, args, opts)
-        self.vultr_provider = vultr.Provider(f"{name}-vultr", opts=pulumi.ResourceOptions(parent=self))
+        self.vultr_provider = vultr.Provider(f"{name}-vultr", opts=self.provider_options())
         self._cluster(block.region, block.kubernetes_version)
         self._pools()
         self.finish(self.cluster.kube_config.apply(decode_kubeconfig))
 
     def _on_vultr(self, suffix: str) -> pulumi.ResourceOptions:
-        return self.child(suffix, protect=True, provider=self.vultr_provider)
+        return self.child(suffix, provider=self.vultr_provider)
 
     def _cluster(self, region: str, kubernetes_version: str) -> None:
         """The VKE cluster with the system pool inline (VKE creates the cluster's VPC)."""

@@ -49,6 +49,15 @@ def run_fleet(
     return run_under_mocks(run, stack, config, secret_keys, preview=preview)
 
 
+def assert_protected_but_providers(result: MockRun) -> None:
+    """`modelplane:protect` covers everything a cluster registers except its providers
+    (`ClusterComponent.provider_options` says why), the cluster component itself included."""
+    providers = [r for r in result.resources if r.type.startswith("pulumi:providers:")]
+    assert providers, "the run registered no provider"
+    assert [r.name for r in providers if r.protect] == []
+    assert [r.name for r in result.resources if r not in providers and not r.protect] == []
+
+
 def fleet_of(raw: Mapping[str, Any]) -> Fleet:
     return parse_fleet(copy.deepcopy(dict(raw)), "Pulumi.test.yaml")
 

@@ -13,7 +13,7 @@ from components.aks import AGENT_POOL_NAME, agent_pool_name, autoscaler_owned
 from components.values import nvidia_driver_owned_by_stack
 from infra.facts import PoolFacts
 from infra.tooling.mockrun import MockRun
-from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 
 PROVIDER = "pulumi:providers:azure-native"
 RESOURCE_GROUP = "azure-native:resources:ResourceGroup"
@@ -205,7 +205,7 @@ def test_protect_covers_cluster_pools_and_network() -> None:
         "aks-west-gpu-a100",
         "aks-west-cpu",
     } <= protected
-    assert not any(r.protect for r in of_type(result, "pulumi:providers:kubernetes"))
+    assert_protected_but_providers(result)
 
 
 def test_autoscaled_pools_send_their_count_only_at_creation() -> None:

@@ -78,6 +78,9 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         return {"name": inputs.get("name") or name}  # the provider auto-names it
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
         return {"latestVersion": 1}
+    if typ == "aws:iam/policy:Policy":
+        # IAM computes a policy's ARN; role attachments take it as `policyArn`.
+        return {"arn": f"arn:aws:iam::000000000000:policy/{inputs.get('name') or name}"}
     if typ.startswith("aws:") and typ.endswith(":Role"):
         # IAM autonames a role whose name input is unset; attachments refer to it by name.
         return {"arn": f"arn:aws:iam::000000000000:role/{name}", "name": inputs.get("name", name)}
@@ -239,6 +242,18 @@ class _RecordingMonitor(MockMonitor):
         )
         self._record(record)
         return response
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the engine gives a resource: its parent's whole type chain, not just the parent's
+        own type as the SDK's mock monitor writes it, and no `pulumi:pulumi:Stack` prefix for the
+        stack's direct children (pulumi/pulumi sdk/go/common/resource/urn.go, `NewURN`, called with
+        the parent's `QualifiedType()` unless the parent is the root stack)."""
+        qualified = type_
+        if parent:
+            parent_chain = parent.split("::")[2]
+            if parent_chain != STACK_TYPE:
+                qualified = f"{parent_chain}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), qualified, name])
 
     def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         record = self._by_urn.get(request.urn)

@@ -1,0 +1,203 @@
+"""Run a stack of this project under the real Pulumi engine, with test providers for the clouds.
+
+What is real: the Pulumi CLI (`engine/build.sh`), its engine (previews, updates, state, secrets,
+the analyzer protocol), a local file backend with the passphrase secrets provider, the program
+(`infra.program.run`) through the Python SDK's own language runtime server (Automation API's
+inline program; the CLI attaches with `--client`), and the policy pack (`policies/`), launched as
+an executable analyzer plugin.
+
+What stands in: the providers (`tests/engine/provider.py`, installed as plugins in a private
+`PULUMI_HOME`), and the language host binary `pulumi-language-python`, which no registry serves:
+the pack launcher below runs the command its `RunPlugin` would run for a Python pack.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi import automation as auto
+
+from infra.program import run as program
+from tests.engine.schema import SDK_PACKAGES
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "modelplane"
+# The committed stacks' secrets are encrypted under this passphrase (their `encryptionsalt`).
+PASSPHRASE = "modelplane-example-stacks"
+
+
+def cli_root() -> Path | None:
+    """The directory holding bin/pulumi, from `engine/build.sh --locate`; None when there is none."""
+    out = subprocess.run(
+        ["bash", str(ROOT / "engine" / "build.sh"), "--locate"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return Path(out) if out else None
+
+
+def sdk_version(package: str) -> str:
+    """The plugin version the program's SDK asks the engine for (the package's pulumi-plugin.json,
+    or its distribution version when the file names none, as ediri-vultr's does)."""
+    module = SDK_PACKAGES[package]
+    spec = __import__("importlib.util").util.find_spec(module)
+    plugin = json.loads((Path(spec.origin).parent / "pulumi-plugin.json").read_text())
+    if plugin.get("version"):
+        return str(plugin["version"])
+    dist = {"ediri_vultr": "ediri-vultr"}.get(module, module.replace("_", "-"))
+    return metadata.version(dist)
+
+
+def install_plugins(home: Path) -> None:
+    """One launcher per provider package, where the engine looks for `pulumi-resource-<name>`
+    (sdk/go/common/workspace/plugins.go, `PluginDescriptor.Dir`/`File`)."""
+    for package in SDK_PACKAGES:
+        version = sdk_version(package)
+        folder = home / "plugins" / f"resource-{package}-v{version}"
+        folder.mkdir(parents=True, exist_ok=True)
+        launcher = folder / f"pulumi-resource-{package}"
+        launcher.write_text(
+            "#!/bin/sh\n"
+            f'PYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.engine.provider {package} {version} "$@"\n'
+        )
+        launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        # The engine trusts a plugin folder only once its install has finished (`.lock` gone,
+        # a `<dir>.partial` marker absent); a plain folder with the binary is a finished install.
+
+
+def pack_launcher(folder: Path) -> Path:
+    """An executable analyzer plugin that runs `policies/` as the language host's `RunPlugin` does
+    (`python -u -m pulumi.policy <engine address> <pack dir>`, in the pack's folder).
+
+    The engine launches an executable `--policy-pack` path directly with the engine's address and
+    reads `PulumiPolicy.yaml` beside it (pkg/resource/plugin/analyzer_plugin.go at v3.274.1).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "policies" / "PulumiPolicy.yaml", folder / "PulumiPolicy.yaml")
+    launcher = folder / "modelplane-pack"
+    pack = ROOT / "policies"
+    launcher.write_text(
+        f'#!/bin/sh\ncd "{pack}" && PYTHONPATH="{ROOT}" exec "{sys.executable}" -u -m pulumi.policy "$1" "{pack}"\n'
+    )
+    launcher.chmod(0o755)
+    return launcher
+
+
+@dataclass
+class Ops:
+    """What reached the test providers: creates, updates, deletes, constructs (ops.jsonl)."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, op: str) -> list[str]:
+        return [e["urn"] for e in self.entries if e["op"] == op]
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Creates, updates and deletes (a multi-language component is constructed on every run)."""
+        return [e for e in self.entries if e["op"] in ("create", "update", "delete")]
+
+
+@dataclass
+class Engine:
+    """A private Pulumi installation and backend, and a copy of the project's files to run from."""
+
+    base: Path
+    cli: Path
+    project: Path = field(init=False)
+    home: Path = field(init=False)
+    providers: Path = field(init=False)
+    pack: Path = field(init=False)
+    env: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.project = self.base / "project"
+        self.home = self.base / "pulumi-home"
+        self.providers = self.base / "providers"
+        backend = self.base / "backend"
+        for folder in (self.project / "stacks", self.home, self.providers, backend):
+            folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "Pulumi.yaml", self.project / "Pulumi.yaml")
+        for stack_file in (ROOT / "stacks").glob("Pulumi.*.yaml"):
+            shutil.copy(stack_file, self.project / "stacks" / stack_file.name)
+        install_plugins(self.home)
+        self.pack = pack_launcher(self.base / "pack")
+        self.env = {
+            "PULUMI_BACKEND_URL": backend.as_uri(),
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "MODELPLANE_TEST_PROVIDER_DIR": str(self.providers),
+        }
+
+    def stack_file(self, stack: str) -> Path:
+        return self.project / "stacks" / f"Pulumi.{stack}.yaml"
+
+    def config(self, stack: str) -> dict[str, Any]:
+        """The `config:` block of a stack file, as written."""
+        doc = yaml.safe_load(self.stack_file(stack).read_text()) or {}
+        return dict(doc.get("config") or {})
+
+    def write_config(self, stack: str, config: dict[str, Any]) -> None:
+        """Replace the `config:` block of a stack file (its encryption salt is kept)."""
+        path = self.stack_file(stack)
+        doc = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+        doc["config"] = config
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def write_fleet(self, stack: str, raw: dict[str, Any]) -> None:
+        """A stack whose `modelplane:` config is `raw` (a fleet as the tests build it)."""
+        self.write_config(stack, {f"{PROJECT}:{k}": v for k, v in raw.items()})
+
+    def stack(self, name: str, fn: Callable[[], None] = program) -> auto.Stack:
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(self.project),
+            pulumi_home=str(self.home),
+            env_vars=self.env,
+            pulumi_command=auto.PulumiCommand(root=str(self.cli)),
+        )
+        return auto.create_or_select_stack(stack_name=name, project_name=PROJECT, program=fn, opts=opts)
+
+    def ops(self) -> Ops:
+        log = self.providers / "ops.jsonl"
+        if not log.exists():
+            return Ops()
+        return Ops([json.loads(line) for line in log.read_text().splitlines() if line.strip()])
+
+    def reset_ops(self) -> None:
+        for name in ("ops.jsonl", "changes.count"):
+            (self.providers / name).unlink(missing_ok=True)
+
+    def export(self, stack: auto.Stack) -> dict[str, Any]:
+        return dict(stack.export_stack().deployment)
+
+    def plant_drift(self, drift: dict[str, dict[str, Any]]) -> None:
+        (self.providers / "drift.json").write_text(json.dumps(drift))
+
+
+def resources(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(deployment.get("resources") or [])
+
+
+def urns(deployment: dict[str, Any]) -> set[str]:
+    return {r["urn"] for r in resources(deployment)}
+
+
+def walk_secrets(value: Any) -> Iterator[Any]:
+    """Every value in exported state that the engine stores as a secret (its `4dabf18193072939515e22adb298388d` sig)."""
+    if isinstance(value, dict):
+        if value.get("4dabf18193072939515e22adb298388d") == "1b47061264138c4ac30d75fd1eb44270":
+            yield value
+            return
+        for item in value.values():
+            yield from walk_secrets(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk_secrets(item)

@@ -1,0 +1,291 @@
+"""A test provider that answers the engine for every package the program uses, in place of a cloud.
+
+`python -m tests.engine.provider <package> <version> <engine address>` serves Pulumi's
+ResourceProvider protocol through the Python SDK's own provider server; `tests/engine/harness.py`
+installs one launcher per package and version in a test-only `PULUMI_HOME`, so the engine starts
+it as it would start `pulumi-resource-gcp`. Nothing in the product knows about it.
+
+What it does at the boundary, as the real providers do:
+- `Check` rejects, with the property path, what the provider's schema does not take (`schema.py`).
+- `Diff` reports the properties that changed, and a replacement for those the real provider
+  replaces on (`REPLACE_ON`, each row with its source).
+- `Create` in a preview leaves what the cloud computes unknown (ids, endpoints, certificates,
+  kubeconfigs); on `up` it returns deterministic values (the same ones as the offline plan's
+  mocks, `infra.tooling.mockrun`). `Invoke` answers the functions the program calls.
+- `Read` returns the state, changed by any drift planted in `drift.json` (for `refresh`).
+- `Construct` registers a multi-language component (`kubernetes:yaml/v2:ConfigFile`) with no
+  children: the real one fetches its manifest, which no test can.
+
+Every process start, create, update, delete and construct is appended to `ops.jsonl` in the directory named by
+`MODELPLANE_TEST_PROVIDER_DIR`, and `MODELPLANE_TEST_FAIL_AT=N` makes the Nth create or update of a
+run (counted across every provider process) fail, as a cloud API error would.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.provider.experimental import provider as p
+from pulumi.provider.experimental.property_value import Computed, PropertyValue, ResourceReference
+from pulumi.provider.experimental.server import main
+
+from infra.tooling.mockrun import _computed_outputs, _invoke_result
+from tests.engine import schema
+
+# The engine's unknown sentinel (sdk/go/common/resource/plugin/rpc.go, `UnknownStringValue`).
+# `PropertyValue.computed()` does not marshal in SDK 3.272.0, so an unknown is sent as this string.
+UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# Properties whose change makes the real provider replace the resource, not update it in place.
+REPLACE_ON: dict[str, tuple[str, ...]] = {
+    # terraform-provider-google, google/services/container/resource_container_node_pool.go:
+    # name, location, cluster, project and node_config are ForceNew (node_config updates in place
+    # only for a few fields, none of which we set differently between pools).
+    "gcp:container/nodePool:NodePool": ("name", "location", "cluster", "project", "nodeConfig"),
+    # resource_container_cluster.go: name, location, project, network, subnetwork are ForceNew.
+    "gcp:container/cluster:Cluster": ("name", "location", "project", "network", "subnetwork"),
+    # terraform-provider-aws, internal/service/eks/node_group.go: ForceNew on these.
+    "aws:eks/nodeGroup:NodeGroup": (
+        "clusterName",
+        "nodeGroupName",
+        "nodeRoleArn",
+        "subnetIds",
+        "instanceTypes",
+        "amiType",
+        "capacityType",
+        "diskSize",
+    ),
+    # internal/service/eks/cluster.go: name and role_arn are ForceNew.
+    "aws:eks/cluster:Cluster": ("name", "roleArn"),
+    # azure-native: a resource's URL path parameters name it, so a change is a new resource.
+    "azure-native:containerservice:AgentPool": ("agentPoolName", "resourceGroupName", "resourceName"),
+    "azure-native:containerservice:ManagedCluster": ("resourceName", "resourceGroupName", "location"),
+    # terraform-provider-civo, civo/kubernetes/resource_kubernetes_cluster_pool.go: ForceNew.
+    "civo:index/kubernetesNodePool:KubernetesNodePool": ("clusterId", "size", "region"),
+    "civo:index/kubernetesCluster:KubernetesCluster": ("region", "networkId"),
+    # terraform-provider-vultr, vultr/resource_vultr_kubernetes_node_pools.go: cluster_id, plan ForceNew.
+    "vultr:index/kubernetesNodePools:KubernetesNodePools": ("clusterId", "plan"),
+    "vultr:index/kubernetes:Kubernetes": ("region",),
+}
+# pulumi-kubernetes replaces any object whose name or namespace changes
+# (provider/pkg/provider/provider.go, `Diff`: `metadata.name`/`metadata.namespace`), and the kinds
+# below on their immutable fields (provider/pkg/provider/diff.go, `forceNewProperties`).
+KUBERNETES_REPLACE_ON: dict[str, tuple[str, ...]] = {
+    "kubernetes:apps/v1:Deployment": ("spec.selector",),
+    "kubernetes:core/v1:Service": ("spec.clusterIP", "spec.type"),
+    "kubernetes:core/v1:PersistentVolumeClaim": ("spec.accessModes", "spec.storageClassName", "spec.volumeName"),
+}
+
+
+def state_dir() -> Path:
+    return Path(os.environ["MODELPLANE_TEST_PROVIDER_DIR"])
+
+
+def record(op: str, urn: str, **extra: Any) -> None:
+    line = json.dumps({"op": op, "urn": urn, "pid": os.getpid(), **extra}) + "\n"
+    with open(state_dir() / "ops.jsonl", "a") as log:
+        log.write(line)
+
+
+def next_change() -> int:
+    """The number of this create or update among every provider process's of the run."""
+    counter = state_dir() / "changes.count"
+    with open(counter, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = int(f.read() or 0) + 1
+        f.seek(0)
+        f.truncate()
+        f.write(str(n))
+        return n
+
+
+def fault(op: str, urn: str) -> None:
+    fail_at = os.environ.get("MODELPLANE_TEST_FAIL_AT")
+    if fail_at and next_change() == int(fail_at):
+        record("failed-" + op, urn)
+        raise RuntimeError(f"test provider: {op} of {urn} failed (MODELPLANE_TEST_FAIL_AT={fail_at})")
+
+
+def plain(value: PropertyValue) -> Any:
+    """A property value as plain Python, with `schema.UNKNOWN` for what is not computed yet."""
+    v = value.value
+    if isinstance(v, Computed) or v == UNKNOWN_SENTINEL:
+        return schema.UNKNOWN
+    if isinstance(v, ResourceReference):
+        return v.urn
+    if isinstance(v, Mapping):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, tuple | list):
+        return [plain(x) for x in v]
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def wrap(value: Any, secret: bool = False) -> PropertyValue:
+    if isinstance(value, PropertyValue):
+        return value
+    if value is schema.UNKNOWN:
+        return PropertyValue(UNKNOWN_SENTINEL)
+    if isinstance(value, Mapping):
+        return PropertyValue({k: wrap(x) for k, x in value.items()}, is_secret=secret)
+    if isinstance(value, list | tuple):
+        return PropertyValue([wrap(x) for x in value], is_secret=secret)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    return PropertyValue(value, is_secret=secret)
+
+
+def plain_map(values: Mapping[str, PropertyValue]) -> dict[str, Any]:
+    return {k: plain(v) for k, v in values.items()}
+
+
+def differs(old: Any, new: Any) -> bool:
+    """Whether an input changed against the stored state. A nested key that the state holds and the
+    inputs do not is one the cloud computed (an EKS cluster's `vpcConfig.clusterSecurityGroupId`),
+    as a bridged provider's `Optional+Computed` attribute is: it is no change."""
+    if new is schema.UNKNOWN:
+        return True
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return any(differs(old.get(k), v) for k, v in new.items())
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) != len(new) or any(differs(o, n) for o, n in zip(old, new, strict=True))
+    return bool(old != new)
+
+
+def _at(values: Mapping[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(values, Mapping):
+            return None
+        values = values.get(part)  # type: ignore[assignment]
+    return values
+
+
+def _type_name(urn: str) -> tuple[str, str]:
+    parts = urn.split("::")
+    return parts[-2].split("$")[-1], parts[-1]
+
+
+def resource_id(urn: str) -> str:
+    name = _type_name(urn)[1]
+    return f"{name}-{hashlib.sha256(urn.encode()).hexdigest()[:8]}"
+
+
+def _secret_output(key: str) -> bool:
+    # The providers mark kubeconfigs and certificates sensitive in their schemas.
+    return "kube" in key.lower()
+
+
+class TestProvider(p.Provider):
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
+        return self._check(request)
+
+    async def diff_config(self, request: p.DiffRequest) -> p.DiffResponse:
+        return p.DiffResponse(changes=False)
+
+    async def configure(self, request: p.ConfigureRequest) -> p.ConfigureResponse:
+        return p.ConfigureResponse(
+            accept_secrets=True, supports_preview=True, accept_resources=True, accept_outputs=False
+        )
+
+    async def check(self, request: p.CheckRequest) -> p.CheckResponse:
+        return self._check(request)
+
+    def _check(self, request: p.CheckRequest) -> p.CheckResponse:
+        failures = schema.check(request.type, plain_map(request.new_inputs))
+        if failures:
+            return p.CheckResponse(failures=[p.CheckFailure(f.path, f.reason) for f in failures])
+        return p.CheckResponse(inputs=dict(request.new_inputs))
+
+    async def diff(self, request: p.DiffRequest) -> p.DiffResponse:
+        # The bridged providers diff the stored state against the new inputs, leaving out what the
+        # cloud computes; a refresh diffs the refreshed state against the inputs the same way.
+        olds = plain_map(request.old_state)
+        news = plain_map(request.new_inputs)
+        typ, _ = _type_name(request.urn)
+        computed = set(_computed_outputs(typ, "x", {})) - set(news)
+        keys = sorted((set(olds) - computed - {"id"}) | set(news))
+        diffs = [k for k in keys if k not in request.ignore_changes and differs(olds.get(k), news.get(k))]
+        replace_on = REPLACE_ON.get(typ, ())
+        if typ.startswith("kubernetes:"):
+            replace_on = ("metadata.name", "metadata.namespace", *KUBERNETES_REPLACE_ON.get(typ, ()))
+        replaces = sorted(
+            {
+                path.split(".")[0]
+                for path in replace_on
+                if path.split(".")[0] in diffs and differs(_at(olds, path), _at(news, path))
+            }
+        )
+        detailed = {
+            k: p.PropertyDiff(p.PropertyDiffKind.UPDATE_REPLACE if k in replaces else p.PropertyDiffKind.UPDATE, True)
+            for k in diffs
+        }
+        return p.DiffResponse(changes=bool(diffs), replaces=replaces, diffs=diffs, detailed_diff=detailed)
+
+    def _outputs(self, urn: str, inputs: Mapping[str, PropertyValue], preview: bool) -> dict[str, PropertyValue]:
+        typ, name = _type_name(urn)
+        computed = _computed_outputs(typ, name, plain_map(inputs))
+        outputs = dict(inputs)
+        for key, value in computed.items():
+            if key in inputs and key != "vpcConfig":
+                continue
+            outputs[key] = wrap(schema.UNKNOWN if preview else value, secret=_secret_output(key))
+        return outputs
+
+    async def create(self, request: p.CreateRequest) -> p.CreateResponse:
+        if request.preview:
+            return p.CreateResponse(resource_id="", properties=self._outputs(request.urn, request.properties, True))
+        fault("create", request.urn)
+        rid = resource_id(request.urn)
+        record("create", request.urn, id=rid)
+        return p.CreateResponse(resource_id=rid, properties=self._outputs(request.urn, request.properties, False))
+
+    async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
+        if not request.preview:
+            fault("update", request.urn)
+            record("update", request.urn, id=request.resource_id)
+        return p.UpdateResponse(properties=self._outputs(request.urn, request.news, request.preview))
+
+    async def delete(self, request: p.DeleteRequest) -> None:
+        record("delete", request.urn, id=request.resource_id)
+
+    async def read(self, request: p.ReadRequest) -> p.ReadResponse:
+        properties = dict(request.properties)
+        drift_file = state_dir() / "drift.json"
+        if drift_file.exists():
+            for key, value in json.loads(drift_file.read_text()).get(request.urn, {}).items():
+                properties[key] = wrap(value)
+        return p.ReadResponse(resource_id=request.resource_id, properties=properties, inputs=dict(request.inputs))
+
+    async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
+        result = _invoke_result(request.tok, plain_map(request.args))
+        return p.InvokeResponse(return_value={k: wrap(v, secret=_secret_output(k)) for k, v in result.items()})
+
+    async def construct(self, request: p.ConstructRequest) -> p.ConstructResponse:
+        record("construct", f"{request.resource_type}::{request.name}")
+        component = pulumi.ComponentResource(request.resource_type, request.name, None, request.options)
+        component.register_outputs({"resources": []})
+        urn = await component.urn.future()
+        return p.ConstructResponse(urn=urn or "", state={"resources": PropertyValue([])}, state_dependencies={})
+
+
+def serve(package: str, version: str, args: list[str]) -> None:
+    record("start", f"{package}@{version}")
+    sys.argv = [sys.argv[0], *args]  # the SDK's `main` reads the engine address from sys.argv
+    main(args, version, TestProvider(package))
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2], sys.argv[3:])

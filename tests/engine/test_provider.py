@@ -1,0 +1,80 @@
+"""The test providers hold the program to what the real providers take, or the tier proves nothing.
+
+`Check` must reject what a provider's schema does not declare, with the property path, and `Diff`
+must ask for the replacement the real provider would make.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+from pulumi import automation as auto
+
+from tests.engine import schema
+from tests.engine.harness import Engine
+
+# The CLI enforces the keys Pulumi.yaml declares without a default, whatever the program does.
+NO_FLEET = {"modelplane:classes": [], "modelplane:clusters": []}
+
+
+def test_check_names_an_undeclared_nested_key_with_its_path() -> None:
+    failures = schema.check(
+        "gcp:container/nodePool:NodePool",
+        {"cluster": "c", "nodeConfig": {"machineType": "g2-standard-8", "labelz": {"a": "b"}}},
+    )
+    assert [(f.path, f.reason) for f in failures] == [
+        ("nodeConfig.labelz", "NodePoolNodeConfigArgs declares no property 'labelz'")
+    ]
+
+
+def test_check_rejects_a_wrong_scalar_type_and_a_missing_required_input() -> None:
+    failures = schema.check("civo:index/kubernetesNodePool:KubernetesNodePool", {"nodeCount": "three"})
+    assert ("nodeCount", "expected an integer, got 'three'") in [(f.path, f.reason) for f in failures]
+    assert ("clusterId", "missing required property 'clusterId'") in [(f.path, f.reason) for f in failures]
+
+
+def test_check_takes_unknowns_and_the_json_encoded_settings_of_a_provider() -> None:
+    pool = {"clusterId": schema.UNKNOWN, "size": "g4s.kube.small", "nodeCount": 1}
+    assert schema.check("civo:index/kubernetesNodePool:KubernetesNodePool", pool) == []
+    assert schema.check("pulumi:providers:kubernetes", {"enableServerSideApply": "true"}) == []
+    assert schema.check("pulumi:providers:kubernetes", {"enableServerSideApply": "yes"}) != []
+
+
+def test_check_reads_the_resource_args_where_a_nested_type_has_the_same_name() -> None:
+    # azure-native's `network.SubnetArgs` is a VNet's subnet block; the resource takes SubnetInitArgs.
+    cls = schema.args_class("azure-native:network:Subnet")
+    assert cls is not None and cls.__name__ == "SubnetInitArgs"
+    assert schema.check("azure-native:network:Subnet", {"resourceGroupName": "rg", "virtualNetworkName": "v"}) == []
+
+
+def test_the_engine_stops_on_a_property_the_provider_does_not_take(engine: Engine) -> None:
+    def program() -> None:
+        pulumi.CustomResource("civo:index/network:Network", "net", {"label": "net", "regoin": "LON1"})
+
+    engine.write_config("check", NO_FLEET)
+    stack = engine.stack("check", program)
+    with pytest.raises(auto.CommandError) as err:
+        stack.preview()
+    assert "regoin" in str(err.value) and "declares no property" in str(err.value)
+
+
+def test_a_change_the_cloud_cannot_make_in_place_is_previewed_as_a_replacement(engine: Engine) -> None:
+    size = {"value": "g4s.kube.small"}
+
+    def program() -> None:
+        pulumi.CustomResource(
+            "civo:index/kubernetesNodePool:KubernetesNodePool",
+            "pool",
+            {"clusterId": "c", "size": size["value"], "nodeCount": 1},
+        )
+
+    engine.write_config("diff", NO_FLEET)
+    stack = engine.stack("diff", program)
+    stack.up()
+    size["value"] = "g4s.kube.medium"
+    events: list[auto.EngineEvent] = []
+    preview = stack.preview(on_event=events.append)
+    assert preview.change_summary.get("replace") == 1
+    steps = [e.resource_pre_event.metadata for e in events if e.resource_pre_event]
+    pool = next(m for m in steps if m.urn.endswith("::pool"))
+    assert pool.keys == ["size"]

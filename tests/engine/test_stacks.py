@@ -1,0 +1,70 @@
+"""Every committed stack under the real engine: a first preview with the pack, `up`, and a settled state.
+
+The engine previews and updates; the test providers stand in for the clouds (harness.py). After
+`up`, the state must hold exactly the resources the offline plan registers for an update, a
+second preview must find nothing to change, and no secret may be stored in plain text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pulumi import automation as auto
+
+from infra.config import load_stack_file
+from infra.program import run
+from infra.tooling.mockrun import run_under_mocks
+from infra.tooling.stackconfig import config_of
+from tests.engine.harness import ROOT, Engine, resources, urns, walk_secrets
+
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+
+
+def mock_urns(stack_file: Path) -> set[str]:
+    """What the offline plan registers for this stack in an update, with the root stack."""
+    stack = load_stack_file(stack_file)
+    config, secret_keys = config_of(stack)
+    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=False)
+    assert result.error is None, result.error
+    assert result.stack is not None
+    return {r.urn for r in result.resources} | {result.stack.urn}
+
+
+def policy_events(events: list[auto.EngineEvent]) -> list[auto.PolicyEvent]:
+    return [e.policy_event for e in events if e.policy_event is not None]
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_committed_stack_previews_with_the_pack_updates_and_settles(engine: Engine, name: str) -> None:
+    stack = engine.stack(name)
+    events: list[auto.EngineEvent] = []
+    preview = stack.preview(policy_packs=[str(engine.pack)], on_event=events.append)
+    mandatory = [e for e in policy_events(events) if e.enforcement_level == "mandatory"]
+    assert not mandatory, [e.message for e in mandatory]
+    assert preview.change_summary.get("create", 0) > 5
+    assert engine.ops().changes() == [], "a preview reached a provider's create, update or delete"
+
+    up = stack.up(policy_packs=[str(engine.pack)])
+    assert up.summary.result == "succeeded"
+    state = engine.export(stack)
+    assert urns(state) == mock_urns(engine.stack_file(name)), "the engine's state and the offline plan differ"
+    created = engine.ops().of("create")
+    assert len(created) == len(set(created)), "a resource was created twice"
+    assert engine.ops().of("delete") == []
+
+    again = stack.preview(policy_packs=[str(engine.pack)])
+    assert set(again.change_summary) == {"same"}, again.change_summary
+
+    # Secrets: every kubeconfig a provider takes, and every `secure:` value of the stack file.
+    text = json.dumps(state)
+    for resource in resources(state):
+        if resource["type"] == "pulumi:providers:kubernetes":
+            assert list(walk_secrets(resource["inputs"]["kubeconfig"])), f"{resource['urn']}: kubeconfig in plain text"
+    outputs = next(r for r in resources(state) if r["type"] == "pulumi:pulumi:Stack")["outputs"]
+    for cluster, exported in outputs["clusters"].items():
+        assert list(walk_secrets(exported["kubeconfig"])), f"the exported kubeconfig of {cluster} is in plain text"
+    for key, value in stack.get_all_config().items():
+        if value.secret:
+            assert json.dumps(value.value)[1:-1] not in text, f"{key} is stored in plain text"

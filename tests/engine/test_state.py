@@ -1,0 +1,114 @@
+"""What the engine does to a stack that exists: rule-breaking edits, protection, faults and drift.
+
+A config mistake must never tear a running cluster down. These run against real state in a local
+backend: after `up`, a bad edit must fail both `preview` and `up` with nothing reaching a provider
+and the state unchanged; a protected cluster removed from config must not be deleted; a provider
+failure halfway through `up` must leave a state that a second `up` completes.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pulumi import automation as auto
+
+from tests.engine.harness import Engine, urns
+from tests.test_no_delete import deployed_fleet, edit_shared_class
+
+
+def failing(action: auto.Stack.preview) -> str:  # type: ignore[valid-type]
+    with pytest.raises(auto.CommandError) as err:
+        action()  # type: ignore[operator]
+    return str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "policy"),
+    [("unsupported-driver", "unsupported-devices"), ("drop-accelerator", "accelerator-driver-mismatch")],
+)
+def test_rule_breaking_edit_of_a_deployed_stack_fails_preview_and_up_and_keeps_the_state(
+    engine: Engine, change: str, policy: str
+) -> None:
+    engine.write_fleet("fleet", deployed_fleet())
+    stack = engine.stack("fleet")
+    assert stack.up(policy_packs=[str(engine.pack)]).summary.result == "succeeded"
+    before = engine.export(stack)
+    engine.reset_ops()
+
+    engine.write_fleet("fleet", edit_shared_class(deployed_fleet(), change))
+    for action in (stack.preview, stack.up):
+        message = failing(lambda action=action: action(policy_packs=[str(engine.pack)]))
+        assert f"[{policy}]" in message
+        assert "nothing was created, changed or deleted" in message
+    assert engine.ops().entries == [], "a provider was asked to change something"
+    after = engine.export(stack)
+    assert urns(after) == urns(before)
+    assert len(after["resources"]) == len(before["resources"])
+
+
+def test_removing_a_protected_cluster_deletes_nothing_until_protection_is_lifted(engine: Engine) -> None:
+    fleet = deployed_fleet()
+    assert fleet["protect"] is True
+    engine.write_fleet("fleet", fleet)
+    stack = engine.stack("fleet")
+    stack.up()
+    before = engine.export(stack)
+    engine.reset_ops()
+
+    smaller = copy.deepcopy(fleet)
+    removed = smaller["clusters"].pop()["name"]
+    engine.write_fleet("fleet", smaller)
+    message = failing(lambda: stack.up())
+    assert "protected" in message
+    assert engine.ops().of("delete") == []
+    assert urns(engine.export(stack)) == urns(before)
+
+    # The documented way (README, `modelplane:protect`): set it to false and run `up`, which only
+    # unprotects (in the state, and the GKE clusters' own `deletionProtection`); then remove it.
+    engine.write_fleet("fleet", {**fleet, "protect": False})
+    unprotect = stack.up()
+    assert set(unprotect.summary.resource_changes or {}) <= {"same", "update"}
+    changed = engine.ops().changes()
+    assert {e["op"] for e in changed} == {"update"}
+    assert {e["urn"].split("::")[-1] for e in changed} == {f"{c['name']}-cluster" for c in fleet["clusters"]}
+    engine.reset_ops()
+    engine.write_fleet("fleet", {**smaller, "protect": False})
+    stack.up()
+    deleted = engine.ops().of("delete")
+    assert deleted, "nothing was deleted once the cluster was unprotected and removed"
+    assert all(f"::{removed}" in urn or f"::{removed}-" in urn for urn in deleted), deleted
+    assert not any(r["urn"].endswith(f"::{removed}") for r in engine.export(stack)["resources"])
+
+
+def test_a_provider_failure_halfway_through_up_is_completed_by_a_second_up(engine: Engine) -> None:
+    stack = engine.stack("civo-dev")
+    stack.workspace.env_vars["MODELPLANE_TEST_FAIL_AT"] = "4"
+    with pytest.raises(auto.CommandError) as err:
+        stack.up()
+    assert "MODELPLANE_TEST_FAIL_AT=4" in str(err.value)
+    assert [e["op"] for e in engine.ops().entries].count("failed-create") == 1
+    partial = engine.export(stack)
+
+    del stack.workspace.env_vars["MODELPLANE_TEST_FAIL_AT"]
+    assert stack.up().summary.result == "succeeded"
+    created = engine.ops().of("create")
+    assert len(created) == len(set(created)), "a resource was created twice"
+    assert engine.ops().of("delete") == []
+    assert urns(partial) < urns(engine.export(stack))
+    assert set(stack.preview().change_summary) == {"same"}
+
+
+def test_refresh_shows_a_change_made_at_the_provider(engine: Engine) -> None:
+    stack = engine.stack("civo-dev")
+    stack.up()
+    pool = next(r for r in engine.export(stack)["resources"] if r["urn"].endswith("::civo-lon1-cpu"))
+    assert pool["outputs"]["nodeCount"] == 1
+    engine.plant_drift({pool["urn"]: {"nodeCount": 3}})
+
+    refresh = stack.refresh()
+    assert refresh.summary.resource_changes == {"same": len(engine.export(stack)["resources"]) - 1, "update": 1}
+    drifted = next(r for r in engine.export(stack)["resources"] if r["urn"] == pool["urn"])
+    assert drifted["outputs"]["nodeCount"] == 3
+    # The program still says one node, so the next update puts it back.
+    assert stack.preview().change_summary.get("update") == 1
