@@ -6,7 +6,7 @@ import platform
 import subprocess
 import sys
 
-from bench import footprint, plan_scaling
+from bench import engine, footprint, plan_scaling
 
 
 def machine() -> str:
@@ -39,6 +39,8 @@ def main() -> int:
     print(f"Wall time: {time.perf_counter() - t:.1f} s\n")
     print("## Installed footprint\n")
     footprint.main()
+    print("\n## The engine against the plan\n")
+    engine.main([])
     return 0
 
 

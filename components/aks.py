@@ -112,7 +112,9 @@ class AksCluster(ClusterComponent):
         facts = args.facts
         block = source_block(name, facts.spec.aks, "aks")
         super().__init__(name, args, opts)
-        self.azure_provider = AzureProvider(f"{name}-azure", location=block.location, opts=self.provider_options())
+        self.azure_provider = args.providers.shared(
+            ("azure-native", block.location), lambda shared: AzureProvider(shared, location=block.location)
+        )
         self._network(block.location)
         self._cluster(block.kubernetes_version)
         self._pools()

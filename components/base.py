@@ -13,8 +13,8 @@ API wants. Checks that can fail run in the program's guard before anything regis
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import pulumi
@@ -25,6 +25,33 @@ from infra.facts import ClusterFacts, Taint
 BlockT = TypeVar("BlockT")
 
 
+class CloudProviders:
+    """One cloud provider per cloud, account and region for a whole run, shared by its clusters.
+
+    The engine starts one plugin process per provider *instance* (pulumi/pulumi pkg/v3/host/host.go
+    at v3.274.1: resource providers are not memoized), and a real cloud provider process takes
+    hundreds of MB (pulumi/pulumi-aws#5860: 300-430 MB each for pulumi-aws 7.x), so a provider per
+    cluster bounds how many clusters one stack can hold. Clusters that share a cloud, account and
+    region share its provider. Moving an existing stack's resources onto the shared provider
+    replaces nothing: the engine asks the new provider's `DiffConfig` about the old provider's
+    config and replaces only when it says so (pkg/resource/deploy/step_generator.go,
+    `providerChanged`), which equal settings never do. The Kubernetes provider stays one per
+    cluster: each has its own kubeconfig.
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, ...], pulumi.ProviderResource] = {}
+
+    def shared(self, key: tuple[str, ...], make: Callable[[str], pulumi.ProviderResource]) -> pulumi.ProviderResource:
+        """The provider for `key` (cloud first, then what sets it apart), made once as `make(name)`.
+
+        Its name ends in `-provider` so that it never reads as a cluster's (a Civo cluster may well
+        be called `civo-lon1`)."""
+        if key not in self._made:
+            self._made[key] = make("-".join([*(part.lower() for part in key), "provider"]))
+        return self._made[key]
+
+
 @dataclass(frozen=True)
 class ClusterArgs:
     facts: ClusterFacts
@@ -33,6 +60,8 @@ class ClusterArgs:
     protect: bool = False
     # Existing clusters only: the kubeconfig read from the secret config key.
     kubeconfig: pulumi.Input[str] | None = None
+    # The run's cloud providers, shared by clusters of one cloud, account and region.
+    providers: CloudProviders = field(default_factory=CloudProviders)
 
 
 def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,9 +146,10 @@ class ClusterComponent(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, **extra)
 
     def provider_options(self) -> pulumi.ResourceOptions:
-        """Options for one of the cluster's providers: parented here, never protected. A provider
+        """Options for the cluster's Kubernetes provider: parented here, never protected. A provider
         holds no cloud object and is deleted only after every resource it manages, so protection
-        would guard nothing and only block a change of its configuration that replaces it."""
+        would guard nothing and only block a change of its configuration that replaces it. (The
+        cloud providers are the run's, `CloudProviders`, outside any cluster.)"""
         return pulumi.ResourceOptions(parent=self, protect=False)
 
     def finish(self, kubeconfig: pulumi.Output[str], context: str | None = None) -> None:

@@ -66,7 +66,9 @@ class CivoCluster(ClusterComponent):
         block = source_block(name, args.facts.spec.civo, "civo")
         super().__init__(name, args, opts)
         self.region = block.region
-        self.civo_provider = civo.Provider(f"{name}-civo", region=block.region, opts=self.provider_options())
+        self.civo_provider = args.providers.shared(
+            ("civo", block.region), lambda shared: civo.Provider(shared, region=block.region)
+        )
         self._network()
         self._cluster(block.kubernetes_version)
         self._pools()

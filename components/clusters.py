@@ -8,7 +8,7 @@ from typing import Any
 
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent
+from components.base import CloudProviders, ClusterArgs, ClusterComponent
 from infra.facts import ClusterFacts
 
 # source -> (module in components/, class). One module per cloud, all with the same outline.
@@ -29,6 +29,11 @@ def cluster_class(source: str) -> type[ClusterComponent]:
 
 
 def cluster_component(
-    facts: ClusterFacts, class_specs: Mapping[str, Any], protect: bool, kubeconfig: pulumi.Input[str] | None = None
+    facts: ClusterFacts,
+    class_specs: Mapping[str, Any],
+    protect: bool,
+    providers: CloudProviders,
+    kubeconfig: pulumi.Input[str] | None = None,
 ) -> ClusterComponent:
-    return cluster_class(facts.source)(facts.name, ClusterArgs(facts, class_specs, protect, kubeconfig))
+    args = ClusterArgs(facts, class_specs, protect, kubeconfig, providers)
+    return cluster_class(facts.source)(facts.name, args)

@@ -42,7 +42,7 @@ import pulumi_kubernetes as k8s
 
 from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, source_block
 from infra.config import ClaimMode
-from infra.facts import PoolFacts
+from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
 
 VPC_CIDR = "10.0.0.0/16"
@@ -143,14 +143,6 @@ def assume_role_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",
     )
 
 
-def declared_zones(pools: Sequence[PoolFacts]) -> list[str]:
-    """The pools' zones, in first-mention order; subnet i is in zone i for these."""
-    zones: list[str] = []
-    for pool in pools:
-        zones += [z for z in pool.zones if z not in zones]
-    return zones
-
-
 def subnet_zones(declared: Sequence[str], available: Sequence[str], count: int) -> list[str]:
     """`count` zones: the declared ones first, then the region's others (repeated if it has fewer)."""
     zones = list(declared) + [z for z in available if z not in declared]
@@ -238,7 +230,9 @@ class EksCluster(ClusterComponent):
         declared = declared_zones(facts.pools)
         self.region = block.region
         self.tags = dict(facts.spec.labels)
-        self.aws_provider = aws.Provider(f"{name}-aws", region=self.region, opts=self.provider_options())
+        self.aws_provider = args.providers.shared(
+            ("aws", self.region), lambda shared: aws.Provider(shared, region=self.region)
+        )
         self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
         self.partition = aws.get_partition_output(opts=self.invoke).partition
         self._network(declared)

@@ -159,8 +159,9 @@ class GkeCluster(ClusterComponent):
         super().__init__(name, args, opts)
         block = source_block(name, args.facts.spec.gke, "gke")
         self.project, self.region = block.project, block.region
-        self.gcp_provider = gcp.Provider(
-            f"{name}-gcp", project=self.project, region=self.region, opts=self.provider_options()
+        self.gcp_provider = args.providers.shared(
+            ("gcp", self.project, self.region),
+            lambda shared: gcp.Provider(shared, project=self.project, region=self.region),
         )
         self._network()
         self._identity()

@@ -37,7 +37,7 @@ class VultrCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         block = source_block(name, args.facts.spec.vultr, "vultr")
         super().__init__(name, args, opts)
-        self.vultr_provider = vultr.Provider(f"{name}-vultr", opts=self.provider_options())
+        self.vultr_provider = args.providers.shared(("vultr",), lambda shared: vultr.Provider(shared))
         self._cluster(block.region, block.kubernetes_version)
         self._pools()
         self.finish(self.cluster.kube_config.apply(decode_kubeconfig))

@@ -19,7 +19,7 @@ arrows run from `components` to `infra`, never back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,6 +260,14 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
     )
+
+
+def declared_zones(pools: Sequence[PoolFacts]) -> list[str]:
+    """The pools' zones, in first-mention order (EKS puts subnet i in zone i of these)."""
+    zones: list[str] = []
+    for pool in pools:
+        zones += [z for z in pool.zones if z not in zones]
+    return zones
 
 
 def derive_fleet(fleet: Fleet) -> list[ClusterFacts]:

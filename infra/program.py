@@ -15,9 +15,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from components.base import ClusterComponent
+from components.base import CloudProviders, ClusterComponent
 from components.clusters import cluster_class, cluster_component
-from components.eks import declared_zones
 from components.model_deployment import (
     ModelDeployment,
     ModelDeploymentArgs,
@@ -46,7 +45,7 @@ from infra.config import (
 )
 from infra.cost import Budget
 from infra.devices import Violation, fleet_violations
-from infra.facts import ClusterFacts, derive_fleet
+from infra.facts import ClusterFacts, declared_zones, derive_fleet
 
 
 def stack_file() -> str:
@@ -237,8 +236,11 @@ def run() -> None:
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}
     endpoints: dict[str, Any] = {}
+    providers = CloudProviders()
     for cluster_facts in facts:
-        cluster = cluster_component(cluster_facts, class_specs, fleet.protect, kubeconfigs.get(cluster_facts.name))
+        cluster = cluster_component(
+            cluster_facts, class_specs, fleet.protect, providers, kubeconfigs.get(cluster_facts.name)
+        )
         stack = ServingStack(
             f"{cluster_facts.name}-stack",
             ServingStackArgs(facts=cluster_facts),

@@ -262,10 +262,10 @@ def test_launch_templates_enforce_imdsv2_and_size_the_root_volume(plan: MockRun)
         assert group["launchTemplate"]["version"] == "1"
 
 
-def test_every_aws_resource_uses_the_clusters_own_provider_in_its_region(plan: MockRun) -> None:
+def test_every_aws_resource_uses_the_provider_of_its_region(plan: MockRun) -> None:
     (provider,) = of_type(plan, PROVIDER)
-    assert provider.name == "eks-east-aws"
-    assert provider.parent == "eks-east"
+    assert provider.name == "aws-us-east-1-provider"
+    assert provider.parent is None
     assert provider.inputs["region"] == "us-east-1"
     children = [r for r in plan.resources if r.type.startswith("aws:")]
     assert len(children) > 20

@@ -232,15 +232,19 @@ def test_pool_zones_become_node_locations(plan: MockRun) -> None:
     assert "nodeLocations" not in pool(plan, "gke-central", "cpu").inputs
 
 
-def test_each_cluster_uses_its_own_gcp_provider_for_its_project_and_region(plan: MockRun) -> None:
+def test_each_cluster_uses_the_gcp_provider_of_its_project_and_region(plan: MockRun) -> None:
     providers = {r.name: r for r in of_type(plan, PROVIDER)}
-    assert providers["gke-central-gcp"].inputs["project"] == "mp-prod"
-    assert providers["gke-central-gcp"].inputs["region"] == "us-central1"
-    assert providers["gke-europe-gcp"].inputs["project"] == "mp-eu"
-    assert providers["gke-europe-gcp"].inputs["region"] == "europe-west4"
-    for cluster in ("gke-central", "gke-europe"):
-        provider = providers[f"{cluster}-gcp"]
-        assert provider.parent == cluster
+    assert set(providers) == {"gcp-mp-prod-us-central1-provider", "gcp-mp-eu-europe-west4-provider"}
+    assert providers["gcp-mp-prod-us-central1-provider"].inputs["project"] == "mp-prod"
+    assert providers["gcp-mp-prod-us-central1-provider"].inputs["region"] == "us-central1"
+    assert providers["gcp-mp-eu-europe-west4-provider"].inputs["project"] == "mp-eu"
+    assert providers["gcp-mp-eu-europe-west4-provider"].inputs["region"] == "europe-west4"
+    for cluster, provider_name in (
+        ("gke-central", "gcp-mp-prod-us-central1-provider"),
+        ("gke-europe", "gcp-mp-eu-europe-west4-provider"),
+    ):
+        provider = providers[provider_name]
+        assert provider.parent is None
         children = [r for r in plan.resources if r.type.startswith("gcp:") and r.parent == cluster]
         assert children
         for r in children:

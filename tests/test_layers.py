@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,33 @@ def test_a_catalog_whose_tags_disagree_with_the_cloud_profile_does_not_load() ->
     amd_on_gke = [Component("amd", "gpu-operator-charts", "https://x", "v1", "ns", dra_drivers=("gpu.amd.com",))]
     with pytest.raises(CatalogError, match="GKE: the catalog serves"):
         check_served_drivers("GKE", amd_on_gke)
+
+
+def test_a_stack_loads_only_the_cloud_sdks_it_uses() -> None:
+    # Each cloud SDK takes seconds to import; the program must not undo the lazy loading of
+    # `components.clusters` by importing a cloud module for a helper.
+    script = (
+        "import sys\n"
+        "from tests.test_layers import civo_only_plan\n"
+        "civo_only_plan()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('pulumi_', 'ediri_'))}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "['pulumi_civo', 'pulumi_kubernetes']"
+
+
+def civo_only_plan() -> None:
+    from tests.conftest import CLUSTER_BLOCKS, cpu_class, run_fleet
+
+    fleet = {
+        "classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})],
+        "clusters": [
+            {
+                "name": "x",
+                "source": "Civo",
+                "civo": CLUSTER_BLOCKS["Civo"],
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
+        ],
+    }
+    assert run_fleet(fleet).error is None

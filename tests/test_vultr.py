@@ -54,9 +54,9 @@ def test_cluster_is_one_vke_cluster_and_one_node_pool_resource_per_pool(plan: Mo
     assert named(plan, "vke-ord").type == "modelplane:vultr:VultrCluster"
 
 
-def test_every_vultr_resource_uses_the_clusters_own_provider(plan: MockRun) -> None:
+def test_every_vultr_resource_uses_the_runs_one_vultr_provider(plan: MockRun) -> None:
     (provider,) = of_type(plan, PROVIDER)
-    assert provider.parent == "vke-ord"
+    assert (provider.name, provider.parent) == ("vultr-provider", None)
     vultr = [r for r in plan.resources if r.type.startswith("vultr:")]
     assert len(vultr) == 3
     for r in vultr:

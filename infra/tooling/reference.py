@@ -70,9 +70,10 @@ KEYS: dict[tuple[str, str], Key] = {
         "modelplane:budget: {monthlyUsd: 5000}",
     ),
     ("Fleet", "protect"): Key(
-        "Protect clusters, node pools and networks: `pulumi destroy` and `pulumi up` refuse to delete them. "
+        "Protect everything registered for each cluster but its providers (network, cluster, node pools, serving "
+        "stack, deployments, routes): `pulumi destroy` and `pulumi up` refuse to delete or replace them. "
         '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `1`).',
-        "policy `protect-clusters`; each cloud component's `protect` option",
+        "policy `protect-clusters`; the cluster component's `protect` option, which its children inherit",
         "modelplane:protect: true",
     ),
     # Classes

@@ -129,8 +129,10 @@ def check(token: str, inputs: dict[str, Any]) -> list[Failure]:
         return []
     if token.startswith("pulumi:providers:"):
         # The SDK sends a provider's non-string settings JSON-encoded (pulumi/runtime/resource.py,
-        # provider inputs), and the providers decode them before they check.
-        inputs = {k: _decoded(v) for k, v in inputs.items()}
+        # provider inputs), and the providers decode them before they check. `version` and
+        # `__internal` are the engine's own keys in every provider's inputs
+        # (pkg/resource/deploy/providers/registry.go at v3.274.1, `versionKey`, `internalKey`).
+        inputs = {k: _decoded(v) for k, v in inputs.items() if k not in ("version", "__internal")}
     return _check_object(cls, inputs, "")
 
 
