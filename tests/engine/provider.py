@@ -193,7 +193,14 @@ class TestProvider(p.Provider):
         return self._check(request)
 
     async def diff_config(self, request: p.DiffRequest) -> p.DiffResponse:
-        return p.DiffResponse(changes=False)
+        # Where a provider works (its project, region or location) is taken, conservatively, to
+        # replace what it manages when it changes: the engine asks exactly this when a resource
+        # moves to another provider (pkg/resource/deploy/step_generator.go, `providerChanged`).
+        olds, news = plain_map(request.old_state), plain_map(request.new_inputs)
+        keys = sorted((set(olds) | set(news)) - {"version", "__internal"})
+        diffs = [k for k in keys if differs(olds.get(k), news.get(k))]
+        replaces = [k for k in diffs if k in ("project", "region", "location")]
+        return p.DiffResponse(changes=bool(diffs), replaces=replaces, diffs=diffs)
 
     async def configure(self, request: p.ConfigureRequest) -> p.ConfigureResponse:
         return p.ConfigureResponse(

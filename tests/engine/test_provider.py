@@ -78,3 +78,23 @@ def test_a_change_the_cloud_cannot_make_in_place_is_previewed_as_a_replacement(e
     steps = [e.resource_pre_event.metadata for e in events if e.resource_pre_event]
     pool = next(m for m in steps if m.urn.endswith("::pool"))
     assert pool.keys == ["size"]
+
+
+@pytest.mark.parametrize(("region", "replaced"), [("LON1", False), ("NYC1", True)])
+def test_moving_a_resource_to_another_provider_replaces_it_only_when_the_provider_works_elsewhere(
+    engine: Engine, region: str, replaced: bool
+) -> None:
+    import pulumi_civo as civo
+
+    which = {"provider": "a", "region": "LON1"}
+
+    def program() -> None:
+        provider = civo.Provider(which["provider"], region=which["region"])
+        civo.Network("net", label="net", opts=pulumi.ResourceOptions(provider=provider))
+
+    engine.write_config("move", NO_FLEET)
+    stack = engine.stack("move", program)
+    stack.up()
+    which.update(provider="b", region=region)
+    preview = stack.preview()
+    assert ("replace" in preview.change_summary) is replaced, preview.change_summary
