@@ -7,15 +7,15 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: plan test lint typecheck pytest engine golden docs bench mutate sync clean
+.PHONY: plan test lint typecheck pytest engine golden docs bench bench-check mutate sync clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
+# Bytecode is compiled once at install: machines and CI runners that set PYTHONDONTWRITEBYTECODE
+# would otherwise compile the cloud SDKs again in every process (uv does not by default).
 sync: $(UV)
-	# Bytecode compiled once at install: machines and CI runners that set PYTHONDONTWRITEBYTECODE
-	# would otherwise compile the cloud SDKs again in every process (uv does not by default).
 	$(UV) sync --frozen --quiet --compile-bytecode
 
 plan: sync
@@ -47,6 +47,11 @@ docs: sync
 
 bench: sync
 	$(RUN) python -m bench
+
+# The plan's cost ratios at 50 clusters against bench/baseline.json; fails when one grows by more
+# than half (bench/check.py). .ci/run runs it.
+bench-check: sync
+	$(RUN) python -m bench.check
 
 # Mutation testing of the rule modules against the intent-level tests (not the golden plans);
 # 1 to 10 minutes per module on two idle cores, so not part of .ci/run.

@@ -172,7 +172,10 @@ class Recorder(analyzer_pb2_grpc.AnalyzerServicer):
 
     def GetAnalyzerInfo(self, request, context):
         record("GetAnalyzerInfo")
-        return analyzer_pb2.AnalyzerInfo(name="recorder", version="1.0.0", supportsConfig=True)
+        return analyzer_pb2.AnalyzerInfo(
+            name="recorder", version="1.0.0", supportsConfig=True,
+            policies=[analyzer_pb2.PolicyInfo(name="fix-it", enforcementLevel=analyzer_pb2.ADVISORY)],
+        )
 
     def Configure(self, request, context):
         record("Configure")
@@ -209,8 +212,12 @@ server.wait_for_termination()
 """
 
 
+@pytest.mark.parametrize(
+    ("pack_config", "per_resource"),
+    [({}, ["Analyze"]), ({"fix-it": "remediate"}, ["Remediate", "Analyze"])],
+)
 def test_client_calls_the_pack_in_the_engines_order_with_its_payloads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pack_config: dict[str, str], per_resource: list[str]
 ) -> None:
     import json
 
@@ -248,6 +255,7 @@ def test_client_calls_the_pack_in_the_engines_order_with_its_payloads(
         secret_keys=["modelplane:kubeconfig"],
         pack_dir=tmp_path,
         in_flight=3,
+        config=pack_config,
     )
     assert found == []
     calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
@@ -261,10 +269,12 @@ def test_client_calls_the_pack_in_the_engines_order_with_its_payloads(
         "secret_keys": ["modelplane:kubeconfig"],
         "env_config": config,
     }
-    # Each resource, the root stack included, is remediated before it is analyzed, on its inputs.
+    # Each resource, the root stack included, is analyzed on its inputs; remediated first when a
+    # policy is configured to remediate (the engine always asks, and the pack's server answers only
+    # from those policies).
     for name in ["modelplane-s", *(f"r{i}" for i in range(12))]:
         order = [c["call"] for c in calls if c.get("name") == name]
-        assert order == ["Remediate", "Analyze"]
+        assert order == per_resource
     assert {c["name"]: c["props"] for c in calls if c["call"] == "Analyze"}["r0"] == {"chart": "c", "version": "1.0.0"}
     # Never more resources in flight than asked for.
     assert max(c["in_flight"] for c in calls if c["call"] == "Analyze") <= 3
@@ -301,7 +311,7 @@ def test_a_failed_call_fails_the_run_and_is_not_retried(tmp_path: Path, monkeypa
     with pytest.raises(PolicyPackError, match=r"(?s)failed on Analyze\(r0\).*CANCELLED"):
         run_policy_pack([one], stack="s", pack_dir=tmp_path)
     calls = [json.loads(line) for line in calls_log.read_text().splitlines()]
-    assert [c["call"] for c in calls if c.get("name") == "r0"] == ["Remediate", "Analyze"]
+    assert [c["call"] for c in calls if c.get("name") == "r0"] == ["Analyze"]
 
 
 def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:

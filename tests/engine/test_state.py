@@ -112,3 +112,26 @@ def test_refresh_shows_a_change_made_at_the_provider(engine: Engine) -> None:
     assert drifted["outputs"]["nodeCount"] == 3
     # The program still says one node, so the next update puts it back.
     assert stack.preview().change_summary.get("update") == 1
+
+
+def test_an_aks_stack_created_with_the_sdks_api_version_aliases_updates_without_them(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import components.aks as aks
+
+    # Created as the program registered it before `without_api_version_aliases`: with every alias.
+    monkeypatch.setattr(aks, "without_api_version_aliases", lambda args: None)
+    stack = engine.stack("aks-prod")
+    stack.up()
+    monkeypatch.undo()
+    engine.reset_ops()
+
+    events: list[auto.EngineEvent] = []
+    preview = stack.preview(on_event=events.append)
+    assert set(preview.change_summary) == {"same"}, preview.change_summary
+    warnings = [
+        e.diagnostic_event.message for e in events if e.diagnostic_event and "alias" in e.diagnostic_event.message
+    ]
+    assert warnings == []
+    assert set(stack.up().summary.resource_changes or {}) == {"same"}
+    assert engine.ops().changes() == []
