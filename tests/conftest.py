@@ -37,6 +37,15 @@ CPU_BLOCKS: dict[str, dict[str, Any]] = {
 }
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say it last, where it is read, when the engine tier was skipped (tests/engine/conftest.py)."""
+    from tests.engine.conftest import NOT_RUN
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if any(NOT_RUN in str(getattr(report, "longrepr", "")) for report in skipped):
+        terminalreporter.write_sep("!", NOT_RUN, red=True, bold=True)
+
+
 def run_fleet(
     raw: Mapping[str, Any], stack: str = "test", secrets: Mapping[str, str] | None = None, preview: bool = False
 ) -> MockRun:

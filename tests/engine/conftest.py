@@ -13,15 +13,16 @@ import pytest
 
 from tests.engine.harness import Engine, cli_root
 
+NOT_RUN = "THE ENGINE TIER DID NOT RUN: no Pulumi CLI (build it with `make engine`)"
+
 
 @pytest.fixture(scope="session")
 def cli() -> Path:
     root = cli_root()
     if root is None:
-        message = "the engine tier did not run: no Pulumi CLI (build it with `make engine`)"
         if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+            pytest.fail(NOT_RUN)
+        pytest.skip(NOT_RUN)
     return root
 
 

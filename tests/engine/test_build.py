@@ -1,0 +1,35 @@
+"""`engine/build.sh` uses a `pulumi` on the PATH only when it is at least the pinned version."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.engine.harness import ROOT
+
+
+def locate(tmp_path: Path, on_path_version: str) -> str:
+    fake = tmp_path / "somewhere" / "bin"
+    fake.mkdir(parents=True)
+    cli = fake / "pulumi"
+    cli.write_text(f"#!/bin/sh\necho v{on_path_version}\n")
+    cli.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        # An empty cache: only the PATH can answer.
+        "MODELPLANE_TOOLS_CACHE": str(tmp_path / "cache"),
+    }
+    script = ROOT / "engine" / "build.sh"
+    return subprocess.run(["bash", str(script), "--locate"], env=env, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize(
+    ("version", "used"), [("3.274.1", True), ("3.280.0", True), ("3.274.0", False), ("3.99.9", False)]
+)
+def test_a_pulumi_on_the_path_is_used_only_from_the_pinned_version_on(tmp_path: Path, version: str, used: bool) -> None:
+    found = locate(tmp_path, version).strip()
+    assert (found == str(tmp_path / "somewhere")) is used, found
