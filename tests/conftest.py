@@ -67,6 +67,22 @@ def assert_protected_but_providers(result: MockRun) -> None:
     assert [r.name for r in result.resources if r not in providers and not r.protect] == []
 
 
+def cpu_cluster_fleet(source: str, *names: str) -> dict[str, Any]:
+    """Clusters of one provisioned cloud, each with one CPU pool of its example machine."""
+    return {
+        "classes": [cpu_class("cpu", source, CPU_BLOCKS[source])],
+        "clusters": [
+            {
+                "name": name,
+                "source": source,
+                source.lower(): CLUSTER_BLOCKS[source],
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
+            for name in names
+        ],
+    }
+
+
 def fleet_of(raw: Mapping[str, Any]) -> Fleet:
     return parse_fleet(copy.deepcopy(dict(raw)), "Pulumi.test.yaml")
 

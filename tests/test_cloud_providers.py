@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import CLUSTER_BLOCKS, cpu_class, of_type, run_fleet
+from tests.conftest import CLUSTER_BLOCKS, cpu_class, cpu_cluster_fleet, of_type, run_fleet
 
 
 def gke_cluster(name: str, project: str, region: str) -> dict[str, Any]:
@@ -45,15 +45,6 @@ def test_clusters_of_one_project_and_region_share_a_provider_and_others_get_thei
 
 
 def test_civo_clusters_in_one_region_share_a_provider() -> None:
-    def civo(name: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "source": "Civo",
-            "civo": CLUSTER_BLOCKS["Civo"],
-            "nodePools": [{"name": "cpu", "className": "cpu"}],
-        }
-
-    fleet = {"classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})], "clusters": [civo("x"), civo("y")]}
-    result = run_fleet(fleet)
+    result = run_fleet(cpu_cluster_fleet("Civo", "x", "y"))
     assert result.error is None, result.error
     assert [r.name for r in of_type(result, "pulumi:providers:civo")] == ["civo-lon1-provider"]

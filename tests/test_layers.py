@@ -97,17 +97,6 @@ def test_a_stack_loads_only_the_cloud_sdks_it_uses() -> None:
 
 
 def civo_only_plan() -> None:
-    from tests.conftest import CLUSTER_BLOCKS, cpu_class, run_fleet
+    from tests.conftest import cpu_cluster_fleet, run_fleet
 
-    fleet = {
-        "classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})],
-        "clusters": [
-            {
-                "name": "x",
-                "source": "Civo",
-                "civo": CLUSTER_BLOCKS["Civo"],
-                "nodePools": [{"name": "cpu", "className": "cpu"}],
-            }
-        ],
-    }
-    assert run_fleet(fleet).error is None
+    assert run_fleet(cpu_cluster_fleet("Civo", "x")).error is None

@@ -7,25 +7,11 @@ and no prefix. IAM computes a policy's ARN, which the EKS autoscaler's role atta
 
 from __future__ import annotations
 
-from tests.conftest import CLUSTER_BLOCKS, cpu_class, run_fleet
-
-
-def civo_fleet() -> dict[str, object]:
-    return {
-        "classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})],
-        "clusters": [
-            {
-                "name": "lon",
-                "source": "Civo",
-                "civo": CLUSTER_BLOCKS["Civo"],
-                "nodePools": [{"name": "cpu", "className": "cpu"}],
-            }
-        ],
-    }
+from tests.conftest import cpu_cluster_fleet, run_fleet
 
 
 def test_urns_carry_the_parent_type_chain_as_the_engine_writes_them() -> None:
-    result = run_fleet(civo_fleet())
+    result = run_fleet(cpu_cluster_fleet("Civo", "lon"))
     assert result.error is None, result.error
     urns = {r.name: r.urn for r in result.resources}
     assert urns["lon"] == "urn:pulumi:test::modelplane::modelplane:civo:CivoCluster::lon"
@@ -36,17 +22,7 @@ def test_urns_carry_the_parent_type_chain_as_the_engine_writes_them() -> None:
 
 
 def test_an_update_attaches_the_autoscaler_policy_by_the_arn_iam_computed() -> None:
-    fleet = {
-        "classes": [cpu_class("cpu", "EKS", {"instanceType": "m7i.2xlarge"})],
-        "clusters": [
-            {
-                "name": "east",
-                "source": "EKS",
-                "eks": CLUSTER_BLOCKS["EKS"],
-                "nodePools": [{"name": "cpu", "className": "cpu"}],
-            }
-        ],
-    }
+    fleet = cpu_cluster_fleet("EKS", "east")
     result = run_fleet(fleet)
     assert result.error is None, result.error
     attachment = next(r for r in result.resources if r.name == "east-autoscaler-role-policy")
