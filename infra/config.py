@@ -841,7 +841,8 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if getattr(cluster, wanted) is None:
             if not cluster.provisioned:  # the cluster is the owner's: its block names the kubeconfig
                 hint = (
-                    f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with `pulumi config set --secret`"
+                    f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with "
+                    f"`pulumi config set --secret {NAMESPACE}:kubeconfig < path/to/kubeconfig`"
                 )
             else:
                 hint = f"add a '{wanted}' block ({_block_keys(wanted)})"
@@ -1493,7 +1494,7 @@ def namespace_key_issues(
                     file,
                     f"config.{full}",
                     f"the kubeconfig key '{key}' holds a plain value",
-                    f"store it as a secret: pulumi config set --secret {key} < kubeconfig",
+                    f"store it as a secret: {set_kubeconfig_command(key)}",
                 )
             )
             continue
@@ -1531,6 +1532,15 @@ def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
     return keys
 
 
+def set_kubeconfig_command(key: str) -> str:
+    """The command that stores a kubeconfig where the program reads it, in any project.
+
+    The program reads `modelplane:<key>` whatever the project is called; an unqualified key would
+    be stored under the project's own name (`my-fleet:kubeconfig`) and never read.
+    """
+    return f"pulumi config set --secret {NAMESPACE}:{key} < path/to/kubeconfig"
+
+
 def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
     issues = []
     for ki, cluster in enumerate(fleet.clusters):
@@ -1541,7 +1551,7 @@ def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) 
                     file,
                     f"clusters[{ki}].existing.kubeconfigKey",
                     f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'",
-                    f"run: pulumi config set --secret {key} < path/to/kubeconfig",
+                    f"run: {set_kubeconfig_command(key)}",
                 )
             )
     return issues

@@ -166,7 +166,7 @@ def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() 
             FILE,
             "config.modelplane:kubeconfig",
             "the kubeconfig key 'kubeconfig' holds a plain value",
-            "store it as a secret: pulumi config set --secret kubeconfig < kubeconfig",
+            "store it as a secret: pulumi config set --secret modelplane:kubeconfig < path/to/kubeconfig",
         ),
         ConfigIssue(
             FILE,
@@ -297,7 +297,7 @@ def test_the_key_an_existing_cluster_names_for_its_kubeconfig_must_be_secret(
             FILE,
             f"config.modelplane:{key}",
             f"the kubeconfig key '{key}' holds a plain value",
-            f"store it as a secret: pulumi config set --secret {key} < kubeconfig",
+            f"store it as a secret: pulumi config set --secret modelplane:{key} < path/to/kubeconfig",
         )
     ]
 
@@ -686,7 +686,8 @@ REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
             issue(
                 "clusters[1].existing",
                 "source is Existing but the 'existing' block is missing",
-                "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with `pulumi config set --secret`",
+                "add 'existing: {kubeconfigKey: kubeconfig}' and set that key with "
+                "`pulumi config set --secret modelplane:kubeconfig < path/to/kubeconfig`",
             )
         ],
     ),

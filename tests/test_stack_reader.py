@@ -396,7 +396,7 @@ def test_an_existing_cluster_without_its_kubeconfig_secret_is_refused(tmp_path: 
             FILE,
             "clusters[0].existing.kubeconfigKey",
             "no secret config key 'modelplane:lab-kubeconfig' holds the kubeconfig of cluster 'lab'",
-            "run: pulumi config set --secret lab-kubeconfig < path/to/kubeconfig",
+            "run: pulumi config set --secret modelplane:lab-kubeconfig < path/to/kubeconfig",
         )
     ]
 

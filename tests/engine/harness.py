@@ -14,6 +14,7 @@ the pack launcher below runs the command its `RunPlugin` would run for a Python 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 import subprocess
@@ -156,6 +157,29 @@ class Engine:
         """A stack whose `modelplane:` config is `raw` (a fleet as the tests build it)."""
         self.write_config(stack, {f"{PROJECT}:{k}": v for k, v in raw.items()})
 
+    def rename_project(self, name: str) -> None:
+        """Call the project `name`, as a user's own repository would (Pulumi.yaml's `name`).
+
+        Its Pulumi.yaml then declares no `config:` block, as docs/getting-started.md's does not: the
+        CLI refuses a type on a key outside the project's namespace ("Configuration key
+        'modelplane:classes' is not namespaced by the project and should not define a type").
+        """
+        path = self.project / "Pulumi.yaml"
+        doc = yaml.safe_load(path.read_text())
+        doc["name"] = name
+        doc.pop("config", None)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def shell(self, command: str) -> subprocess.CompletedProcess[str]:
+        """Run a command line as a user would in the project's folder, with this engine's CLI."""
+        env = {
+            **os.environ,
+            **self.env,
+            "PULUMI_HOME": str(self.home),
+            "PATH": f"{self.cli / 'bin'}:{os.environ['PATH']}",
+        }
+        return subprocess.run(command, shell=True, cwd=self.project, env=env, capture_output=True, text=True)
+
     def stack(self, name: str, fn: Callable[[], None] = program) -> auto.Stack:
         opts = auto.LocalWorkspaceOptions(
             work_dir=str(self.project),
@@ -163,7 +187,8 @@ class Engine:
             env_vars=self.env,
             pulumi_command=auto.PulumiCommand(root=str(self.cli)),
         )
-        return auto.create_or_select_stack(stack_name=name, project_name=PROJECT, program=fn, opts=opts)
+        project = yaml.safe_load((self.project / "Pulumi.yaml").read_text())["name"]
+        return auto.create_or_select_stack(stack_name=name, project_name=project, program=fn, opts=opts)
 
     def ops(self) -> Ops:
         log = self.providers / "ops.jsonl"
