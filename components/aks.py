@@ -24,10 +24,21 @@ import pulumi
 from pulumi_azure_native import containerservice, network, resources
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from components.base import ClusterArgs, ClusterComponent, source_block, taint_strings
+from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials, taint_strings
 from components.values import nvidia_driver_owned_by_stack
 from infra import vocabulary as vocab
 from infra.facts import SYSTEM_POOL, PoolFacts
+
+# Stack config the Azure Native provider documents for its credentials (config key -> provider
+# argument; azure-native installation-configuration: `azure-native:clientId`, `clientSecret`,
+# `tenantId`, `subscriptionId`, or ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID,
+# ARM_SUBSCRIPTION_ID, or the Azure CLI's login).
+CREDENTIALS = {
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "tenantId": "tenant_id",
+    "subscriptionId": "subscription_id",
+}
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
 VNET_CIDR = "10.224.0.0/12"
@@ -116,7 +127,10 @@ class AksCluster(ClusterComponent):
         strip = pulumi.ResourceOptions(transformations=[without_api_version_aliases])
         super().__init__(name, args, pulumi.ResourceOptions.merge(opts, strip))
         self.azure_provider = args.providers.shared(
-            ("azure-native", block.location), lambda shared: AzureProvider(shared, location=block.location)
+            ("azure-native", block.location),
+            lambda shared: AzureProvider(
+                shared, location=block.location, **stack_credentials("azure-native", CREDENTIALS)
+            ),
         )
         self._network(block.location)
         self._cluster(block.kubernetes_version)

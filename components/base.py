@@ -52,6 +52,19 @@ class CloudProviders:
         return self._made[key]
 
 
+def stack_credentials(package: str, keys: Mapping[str, str]) -> dict[str, pulumi.Output[str]]:
+    """The credentials the stack's config gives a cloud's provider, by the provider's argument name.
+
+    An explicit provider never reads the stack's `<package>:` config (pulumi/pulumi-aws#1307,
+    pulumi/pulumi#12176), so `pulumi config set --secret civo:token ...` would reach no provider;
+    the program passes each key the cloud documents (`keys`: config key -> argument) on itself,
+    always as a secret. The provider process still reads its environment variables itself, so a
+    key left unset falls back to them (docs/getting-started.md lists both, per cloud).
+    """
+    cfg = pulumi.Config(package)
+    return {arg: value for key, arg in keys.items() if (value := cfg.get_secret(key)) is not None}
+
+
 @dataclass(frozen=True)
 class ClusterArgs:
     facts: ClusterFacts

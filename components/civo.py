@@ -1,7 +1,7 @@
 """Civo Kubernetes (k3s) clusters: network, firewall, cluster with its system pool, one node pool per pool.
 
 Everything is created through one `civo.Provider` pinned to the cluster's region; the API token
-comes from the provider's own configuration (`civo:token` or `CIVO_TOKEN`), never from this module.
+comes from the stack's `civo:token` (passed on by `stack_credentials`) or `CIVO_TOKEN`.
 
 Civo node pools have no autoscaling bounds in this provider: every pool, the system pool
 included, is created with `nodeCount` nodes, and config loading rejects `minNodeCount` /
@@ -16,7 +16,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_civo as civo
 
-from components.base import ClusterArgs, ClusterComponent, source_block
+from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # Cilium rather than k3s's default flannel, as modelplane's own Civo clusters run it.
@@ -27,6 +27,10 @@ CNI = "cilium"
 APPLICATIONS = "-traefik2-nodeport"
 
 ANYWHERE = ["0.0.0.0/0"]
+
+# Stack config the Civo provider documents for its credentials (config key -> provider argument;
+# pulumi-civo installation-configuration: `civo:token`, or the CIVO_TOKEN environment variable).
+CREDENTIALS = {"token": "token"}
 
 
 def firewall_ingress() -> list[civo.FirewallIngressRuleArgs]:
@@ -67,7 +71,10 @@ class CivoCluster(ClusterComponent):
         super().__init__(name, args, opts)
         self.region = block.region
         self.civo_provider = args.providers.shared(
-            ("civo", block.region), lambda shared: civo.Provider(shared, region=block.region)
+            ("civo", block.region),
+            lambda shared: civo.Provider(
+                shared, civo.ProviderArgs(region=block.region, **stack_credentials("civo", CREDENTIALS))
+            ),
         )
         self._network()
         self._cluster(block.kubernetes_version)

@@ -40,10 +40,22 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, source_block
+from components.base import (
+    UPPER_EFFECT,
+    ClusterArgs,
+    ClusterComponent,
+    exec_kubeconfig,
+    source_block,
+    stack_credentials,
+)
 from infra.config import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
+
+# Stack config the AWS provider documents for its credentials (config key -> provider argument;
+# pulumi-aws installation-configuration: `aws:accessKey`, `aws:secretKey`, `aws:token`,
+# `aws:profile`, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE).
+CREDENTIALS = {"accessKey": "access_key", "secretKey": "secret_key", "token": "token", "profile": "profile"}
 
 VPC_CIDR = "10.0.0.0/16"
 # Small public subnets (load balancers, the NAT gateway), large private ones (nodes and, with the
@@ -231,7 +243,8 @@ class EksCluster(ClusterComponent):
         self.region = block.region
         self.tags = dict(facts.spec.labels)
         self.aws_provider = args.providers.shared(
-            ("aws", self.region), lambda shared: aws.Provider(shared, region=self.region)
+            ("aws", self.region),
+            lambda shared: aws.Provider(shared, region=self.region, **stack_credentials("aws", CREDENTIALS)),
         )
         self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
         self.partition = aws.get_partition_output(opts=self.invoke).partition

@@ -39,8 +39,24 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.base import UPPER_EFFECT, ClusterArgs, ClusterComponent, exec_kubeconfig, source_block
+from components.base import (
+    UPPER_EFFECT,
+    ClusterArgs,
+    ClusterComponent,
+    exec_kubeconfig,
+    source_block,
+    stack_credentials,
+)
 from infra.facts import PoolFacts
+
+# Stack config the GCP provider documents for its credentials (config key -> provider argument;
+# pulumi-gcp installation-configuration: `gcp:credentials`, `gcp:accessToken`,
+# `gcp:impersonateServiceAccount`, or GOOGLE_CREDENTIALS and application default credentials).
+CREDENTIALS = {
+    "credentials": "credentials",
+    "accessToken": "access_token",
+    "impersonateServiceAccount": "impersonate_service_account",
+}
 
 # Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
 # ranges GKE allocates pod and service IPs from. A /14 for pods gives 1024 nodes x 110 pods.
@@ -161,7 +177,9 @@ class GkeCluster(ClusterComponent):
         self.project, self.region = block.project, block.region
         self.gcp_provider = args.providers.shared(
             ("gcp", self.project, self.region),
-            lambda shared: gcp.Provider(shared, project=self.project, region=self.region),
+            lambda shared: gcp.Provider(
+                shared, project=self.project, region=self.region, **stack_credentials("gcp", CREDENTIALS)
+            ),
         )
         self._network()
         self._identity()

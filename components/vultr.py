@@ -1,8 +1,8 @@
 """Vultr Kubernetes Engine (VKE) clusters: the cluster with its system pool, one node pool per pool.
 
-Everything is created through one `ediri_vultr.Provider` owned by the cluster. Vultr's API key
-is read by that provider from the `VULTR_API_KEY` environment variable (or `vultr:apiKey`
-config) and kept as a secret; this module never handles it. VKE creates a VPC for the cluster
+Everything is created through the run's one `ediri_vultr.Provider`. Vultr's API key comes from
+the stack's `vultr:apiKey` (passed on, as a secret, by `stack_credentials`) or from the
+`VULTR_API_KEY` environment variable, which the provider reads itself. VKE creates a VPC for the cluster
 when none is given (`vpc_id`), so no separate network resource exists here to protect.
 
 `ediri_vultr.Kubernetes` takes exactly one inline pool: the system pool. Every declared pool is its
@@ -18,8 +18,12 @@ import base64
 import ediri_vultr as vultr
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent, source_block
+from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials
 from infra.facts import SYSTEM_POOL, PoolFacts
+
+# Stack config the Vultr provider documents for its credentials (config key -> provider argument;
+# pulumi-vultr installation-configuration: `vultr:apiKey`, or the VULTR_API_KEY environment variable).
+CREDENTIALS = {"apiKey": "api_key"}
 
 
 def node_pool_taints(pool: PoolFacts) -> list[vultr.KubernetesNodePoolsTaintArgs]:
@@ -37,7 +41,10 @@ class VultrCluster(ClusterComponent):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         block = source_block(name, args.facts.spec.vultr, "vultr")
         super().__init__(name, args, opts)
-        self.vultr_provider = args.providers.shared(("vultr",), lambda shared: vultr.Provider(shared))
+        self.vultr_provider = args.providers.shared(
+            ("vultr",),
+            lambda shared: vultr.Provider(shared, api_key=stack_credentials("vultr", CREDENTIALS).get("api_key")),
+        )
         self._cluster(block.region, block.kubernetes_version)
         self._pools()
         self.finish(self.cluster.kube_config.apply(decode_kubeconfig))

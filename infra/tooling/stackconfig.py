@@ -36,11 +36,16 @@ def runtime_config(
     A structured value becomes its JSON by `encode`; each secret's value is `secret_value`.
     """
     config: dict[str, str] = {}
+    secret_keys = []
     for key, value in raw_fleet.items():
         config[f"{NAMESPACE}:{key}"] = value if isinstance(value, str) else encode(value)
     for full, value in plain.items():
+        if isinstance(value, Mapping) and set(value) == {"secure"}:
+            # Another package's secret, such as a provider's credential (`civo:token`).
+            config[full] = secret_value
+            secret_keys.append(full)
+            continue
         config[full] = value if isinstance(value, str) else encode(value)
-    secret_keys = []
     for key in secrets:
         config[f"{NAMESPACE}:{key}"] = secret_value
         secret_keys.append(f"{NAMESPACE}:{key}")
