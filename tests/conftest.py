@@ -68,14 +68,15 @@ def assert_protected_but_providers(result: MockRun) -> None:
 
 
 def cpu_cluster_fleet(source: str, *names: str) -> dict[str, Any]:
-    """Clusters of one provisioned cloud, each with one CPU pool of its example machine."""
+    """Clusters of one source, each with one CPU pool (of the cloud's example machine, when provisioned)."""
+    existing = source == "Existing"
     return {
-        "classes": [cpu_class("cpu", source, CPU_BLOCKS[source])],
+        "classes": [cpu_class("cpu", None) if existing else cpu_class("cpu", source, CPU_BLOCKS[source])],
         "clusters": [
             {
                 "name": name,
                 "source": source,
-                source.lower(): CLUSTER_BLOCKS[source],
+                source.lower(): {} if existing else CLUSTER_BLOCKS[source],
                 "nodePools": [{"name": "cpu", "className": "cpu"}],
             }
             for name in names

@@ -20,7 +20,7 @@ from components.catalog import (
     supported_drivers,
 )
 from infra.facts import derive_cluster
-from tests.conftest import cpu_class, fleet_of
+from tests.conftest import cpu_cluster_fleet, fleet_of
 
 EXPECTED_SUPPORTED = {
     "GKE": ["dra.cpu", "gpu.nvidia.com"],
@@ -507,19 +507,7 @@ def test_the_drivers_and_the_gpu_operator_are_the_rows_with_critical_pods(cloud:
 
 
 def test_a_cpu_only_cluster_gets_the_untagged_rows_and_the_cpu_driver() -> None:
-    fleet = fleet_of(
-        {
-            "classes": [cpu_class("cpu", None)],
-            "clusters": [
-                {
-                    "name": "lab",
-                    "source": "Existing",
-                    "existing": {},
-                    "nodePools": [{"name": "cpu", "className": "cpu"}],
-                }
-            ],
-        }
-    )
+    fleet = fleet_of(cpu_cluster_fleet("Existing", "lab"))
     values = release_values(derive_cluster(fleet, fleet.clusters[0]))
     assert sorted(values) == [
         "mp-cert-manager",

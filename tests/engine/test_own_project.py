@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from tests.conftest import cpu_class
+from tests.conftest import cpu_cluster_fleet
 from tests.engine.harness import Engine
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
@@ -16,20 +16,7 @@ KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: [
 
 def test_the_printed_kubeconfig_fix_works_in_a_project_with_another_name(engine: Engine) -> None:
     engine.rename_project("my-fleet")
-    engine.write_fleet(
-        "dev",
-        {
-            "classes": [cpu_class("cpu", None)],
-            "clusters": [
-                {
-                    "name": "lab",
-                    "source": "Existing",
-                    "existing": {},
-                    "nodePools": [{"name": "cpu", "className": "cpu"}],
-                }
-            ],
-        },
-    )
+    engine.write_fleet("dev", cpu_cluster_fleet("Existing", "lab"))
     stack = engine.stack("dev")
     with pytest.raises(auto.CommandError) as err:
         stack.preview()
