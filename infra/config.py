@@ -1018,6 +1018,45 @@ def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
     issues.extend(check_images(fleet, file))
     issues.extend(check_serving(fleet, file))
+    issues.extend(check_plain_credentials(fleet, file))
+    return issues
+
+
+# Environment variable names that hold a credential, by a word in the name, and value prefixes
+# that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
+# security-tokens), GitHub tokens (`ghp_`, `github_pat_`, docs.github.com "About authentication"),
+# OpenAI-style API keys (`sk-`), AWS access key ids (`AKIA`, AWS IAM "Understanding unique ID
+# prefixes").
+CREDENTIAL_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+CREDENTIAL_VALUE_PREFIXES = ("hf_", "ghp_", "github_pat_", "sk-", "AKIA")
+
+
+def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Env values that look like credentials but are written in plain text.
+
+    A plain value goes into the pod spec, the state and the plan's JSON as written; only a
+    `secure:` value reaches the pod through a Secret. The message names the variable and never
+    the value.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        for name, value in dep.env.items():
+            if not isinstance(value, str) or not value:
+                continue
+            by_name = any(word in name.upper() for word in CREDENTIAL_NAME_WORDS)
+            by_value = value.startswith(CREDENTIAL_VALUE_PREFIXES)
+            if not (by_name or by_value):
+                continue
+            why = "its name says it holds a credential" if by_name else "its value has a credential's prefix"
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].env.{name}",
+                    f"env {shown(name)} is written in plain text and {why} (the value is not shown)",
+                    f"store it as a secret: pulumi config set --secret --path "
+                    f"'{NAMESPACE}:deployments[{di}].env.{name}' <value>",
+                )
+            )
     return issues
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from pulumi.runtime import rpc
 
@@ -19,7 +20,7 @@ CIPHERTEXT = "v1:AAABAJyMhKwTHgEXAMPLE"
 TOKEN = "hf_plaintext_token_value"
 
 
-def fleet(token: Any) -> dict[str, Any]:
+def fleet(token: Any, name: str = "HF_TOKEN") -> dict[str, Any]:
     return {
         "classes": [cpu_class("cpu", "Civo", {"size": "g4p.kube.medium"})],
         "clusters": [
@@ -36,7 +37,7 @@ def fleet(token: Any) -> dict[str, Any]:
                 "cluster": "civo",
                 "pool": "cpu",
                 "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
-                "env": {"HF_TOKEN": token, "VLLM_CPU_KVCACHE_SPACE": "4"},
+                "env": {name: token, "VLLM_CPU_KVCACHE_SPACE": "4"},
                 "devices": [{"name": "cpu"}],
             }
         ],
@@ -76,10 +77,38 @@ def test_under_the_engine_a_decrypted_env_value_stays_out_of_the_pod_spec() -> N
 
 
 def test_plain_env_values_stay_inline_when_nothing_is_secure() -> None:
-    config, secret_keys = runtime_config(fleet("not-a-secret"))
+    config, secret_keys = runtime_config(fleet("not-a-secret", name="HF_HUB_OFFLINE"))
     result = run_under_mocks(run, "dev", config, secret_keys)
     assert result.error is None, result.error
     assert not [r for r in result.resources if r.type == "kubernetes:core/v1:Secret"]
     [deployment] = [r for r in result.resources if r.type == "kubernetes:apps/v1:Deployment"]
     [engine] = deployment.inputs["spec"]["template"]["spec"]["containers"]
-    assert {"name": "HF_TOKEN", "value": "not-a-secret"} in engine["env"]
+    assert {"name": "HF_HUB_OFFLINE", "value": "not-a-secret"} in engine["env"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "why"),
+    [
+        ("HF_TOKEN", "written-in-plain-1", "its name says it holds a credential"),
+        ("OPENAI_API_KEY", "written-in-plain-2", "its name says it holds a credential"),
+        ("DB_PASSWORD", "written-in-plain-3", "its name says it holds a credential"),
+        ("MODEL_SOURCE", TOKEN, "its value has a credential's prefix"),
+    ],
+)
+def test_a_plain_credential_is_refused_with_the_fix_and_never_echoed(
+    tmp_path: Path, name: str, value: str, why: str
+) -> None:
+    path = tmp_path / "Pulumi.dev.yaml"
+    raw = fleet(value, name=name)
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}))
+    doc = plan_stack(path, display="Pulumi.dev.yaml")
+    assert not doc["ok"]
+    assert doc["errors"] == [
+        {
+            "path": f"deployments[0].env.{name}",
+            "message": f"env '{name}' is written in plain text and {why} (the value is not shown). Fix: store it "
+            f"as a secret: pulumi config set --secret --path 'modelplane:deployments[0].env.{name}' <value> "
+            "(in Pulumi.dev.yaml)",
+        }
+    ]
+    assert value not in json.dumps(doc)

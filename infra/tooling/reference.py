@@ -315,8 +315,10 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelDeploymentSpec", "env"): Key(
         "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
-        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`.",
-        "the container's env",
+        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`. "
+        "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
+        "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
+        "the container's env; `check_plain_credentials` (`infra/config.py`)",
         'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
     ),
     ("ModelDeploymentSpec", "shmSize"): Key(
