@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,3 +255,45 @@ def test_silent_cases_are_errors_naming_what_is_missing(tmp_path: Path) -> None:
         [error] = json.loads(out.stdout)["errors"]
         assert error["path"] == where and problem in error["message"], error
         assert "modelplane:clusters" in error["message"] and f"Pulumi.{name}.yaml" in error["message"]
+
+
+def over_budget_stack(tmp_path: Path) -> Path:
+    """gke-prod with a budget far below its cost."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.gke-prod.yaml").read_text())
+    doc["config"]["modelplane:budget"] = {"monthlyUsd": 10}
+    path = tmp_path / "Pulumi.gke-prod.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_pack_config_makes_the_budget_mandatory_as_the_cli_would(tmp_path: Path) -> None:
+    stack = over_budget_stack(tmp_path)
+    advisory = modelplane("plan", "--stack-file", str(stack), "--json")
+    assert advisory.returncode == 0
+    assert [v["enforcement"] for v in json.loads(advisory.stdout)["violations"]] == ["advisory"]
+
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps({"cost-over-budget": "mandatory"}))
+    mandatory = modelplane("plan", "--stack-file", str(stack), "--json", "--policy-pack-config", str(config))
+    assert mandatory.returncode == 1
+    doc = json.loads(mandatory.stdout)
+    assert [(v["policy"], v["enforcement"]) for v in doc["violations"]] == [("cost-over-budget", "mandatory")]
+    assert doc["ok"] is False
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ('{"cost-over-budgt": "mandatory"}', "unknown policies cost-over-budgt"),
+        ('{"cost-over-budget": "blocking"}', "'cost-over-budget': unknown enforcement level \"blocking\""),
+        ('["cost-over-budget"]', "the pack config is not a JSON object"),
+        ("{", "cannot read the pack config"),
+    ],
+)
+def test_a_bad_pack_config_is_refused_with_what_is_wrong(tmp_path: Path, config: str, said: str) -> None:
+    path = tmp_path / "policy-config.json"
+    path.write_text(config)
+    out = modelplane("plan", "--stack", "civo-dev", "--policy-pack-config", str(path))
+    assert out.returncode == 2
+    assert said in out.stderr
+    assert "Traceback" not in out.stderr

@@ -15,6 +15,7 @@ the file, the path inside it and the fix; no traceback reaches the user for it.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -244,6 +245,32 @@ def catalog_markdown() -> str:
 # Commands
 
 
+def read_pack_config(path: Path) -> dict[str, Any]:
+    """A pack config file as `pulumi preview --policy-pack-config` takes it: a JSON object mapping
+    policy names (or `all`) to an enforcement level, or to `{"enforcementLevel": ..., <property>: ...}`."""
+    from policies.pack import POLICIES_BY_NAME
+
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as problem:
+        raise ValueError(f"cannot read the pack config ({problem})") from None
+    if not isinstance(config, dict):
+        raise ValueError("the pack config is not a JSON object of policy names")
+    unknown = sorted(set(config) - set(POLICIES_BY_NAME) - {"all"})
+    if unknown:
+        raise ValueError(
+            f"unknown policies {', '.join(unknown)}; the pack's are: {', '.join(sorted(POLICIES_BY_NAME))}"
+        )
+    levels = {"advisory", "mandatory", "remediate", "disabled"}
+    for name, value in config.items():
+        level = value.get("enforcementLevel") if isinstance(value, dict) else value
+        if level is not None and level not in levels:
+            raise ValueError(
+                f"'{name}': unknown enforcement level {json.dumps(level)}; use one of {', '.join(sorted(levels))}"
+            )
+    return config
+
+
 def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.all:
         paths = stack_files()
@@ -264,7 +291,14 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
             return EXIT_USAGE
         paths = [path]
 
-    docs = [plan_stack(p, display=display_path(p), mode=args.mode) for p in paths]
+    pack_config: dict[str, Any] = {}
+    if args.policy_pack_config:
+        try:
+            pack_config = read_pack_config(Path(args.policy_pack_config))
+        except ValueError as problem:
+            err.print(escape(f"{args.policy_pack_config}: {problem}"))
+            return EXIT_USAGE
+    docs = [plan_stack(p, display=display_path(p), mode=args.mode, pack_config=pack_config) for p in paths]
     if args.out:
         write_values(Path(args.out), docs)
     # `--all` adds the fleet-wide total of every stack that planned (`infra.cost`).
@@ -385,6 +419,11 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="plan every stack in stacks/")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON document")
     plan.add_argument("--out", metavar="DIR", help="write each release's values to DIR/<stack>/<cluster>/")
+    plan.add_argument(
+        "--policy-pack-config",
+        metavar="FILE",
+        help="the pack's config, as `pulumi preview --policy-pack-config` takes it (policy -> level)",
+    )
     plan.add_argument(
         "--mode",
         choices=MODES,

@@ -205,8 +205,11 @@ def refused(doc: dict[str, Any], issues: Sequence[ConfigIssue]) -> dict[str, Any
     return doc
 
 
-def plan_stack(path: Path, display: str | None = None, mode: str = "preview") -> dict[str, Any]:
-    """The plan document for one stack file, planned in `mode` (see `MODES`). Never raises for bad input."""
+def plan_stack(
+    path: Path, display: str | None = None, mode: str = "preview", pack_config: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The plan document for one stack file, planned in `mode` (see `MODES`), the pack configured by
+    `pack_config` (as `--policy-pack-config` takes it). Never raises for bad input."""
     if mode not in MODES:
         raise ValueError(f"unknown plan mode '{mode}' (use one of {', '.join(MODES)})")
     preview = mode == "preview"
@@ -245,6 +248,7 @@ def plan_stack(path: Path, display: str | None = None, mode: str = "preview") ->
             verdicts = run_policy_pack(
                 result.resources,
                 stack.stack,
+                config=pack_config,
                 dry_run=preview,
                 root=result.stack,
                 stack_config=config,
