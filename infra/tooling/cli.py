@@ -296,7 +296,7 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
         try:
             pack_config = read_pack_config(Path(args.policy_pack_config))
         except ValueError as problem:
-            err.print(escape(f"{args.policy_pack_config}: {problem}"))
+            err.print(escape(f"{args.policy_pack_config}: {problem}"), soft_wrap=True)
             return EXIT_USAGE
     docs = [plan_stack(p, display=display_path(p), mode=args.mode, pack_config=pack_config) for p in paths]
     if args.out:
