@@ -47,4 +47,36 @@ def test_preview_job_can_comment_and_creates_missing_stacks() -> None:
     step = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@"))
     assert step["with"]["upsert"] is True and step["with"]["comment-on-pr"] is True
     assert step["with"]["policyPacks"] == "policies"
-    assert "modelplane-example-stacks" in job["env"]["PULUMI_CONFIG_PASSPHRASE"]
+    assert step["with"]["policyPackConfigs"] == "policy-config.json"
+
+
+def workflow() -> dict[str, Any]:
+    return dict(yaml.safe_load((ROOT / ".github" / "workflows" / "preview.yml").read_text()))
+
+
+def test_ci_never_falls_back_to_a_public_passphrase() -> None:
+    text = (ROOT / ".github" / "workflows" / "preview.yml").read_text()
+    env = workflow()["jobs"]["preview"]["env"]
+    assert env["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
+    assert "|| 'modelplane-example-stacks'" not in text
+
+
+def test_a_fork_pull_request_skips_what_needs_secrets_or_a_writable_token() -> None:
+    fork_guard = "github.event.pull_request.head.repo.full_name == github.repository"
+    jobs = workflow()["jobs"]
+    assert jobs["preview"]["if"] == fork_guard
+    comment = next(s for s in jobs["test-and-plan"]["steps"] if s.get("name") == "Comment the diff on the pull request")
+    assert comment["if"] == fork_guard
+
+
+def test_the_plan_is_kept_diffed_and_judged_with_the_committed_pack_config() -> None:
+    from infra.tooling.cli import read_pack_config
+
+    steps = workflow()["jobs"]["test-and-plan"]["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    assert any("plan --all --json --policy-pack-config policy-config.json > plan.json" in r for r in runs)
+    assert any(
+        s.get("uses", "").startswith("actions/upload-artifact@") and s["with"]["path"] == "plan.json" for s in steps
+    )
+    assert any("diff -u plan-base.json plan.json" in r for r in runs)
+    assert read_pack_config(ROOT / "policy-config.json") == {"cost-over-budget": "mandatory"}
