@@ -20,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if cli is None:
         print("no Pulumi CLI: run `make engine` first", file=sys.stderr)
         return 1
-    measure_one: Callable[[int], dict[str, Any]] = lambda n: measure(n, cli)  # noqa: E731
-    rows = [measure_one(int(n)) for n in args.sizes.split(",")]
+    rows = [measure(int(n), cli) for n in args.sizes.split(",")]
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))
     return 0
 
