@@ -284,8 +284,8 @@ def test_pack_config_makes_the_budget_mandatory_as_the_cli_would(tmp_path: Path)
 @pytest.mark.parametrize(
     ("config", "said"),
     [
-        ('{"cost-over-budgt": "mandatory"}', "unknown policies cost-over-budgt"),
-        ('{"cost-over-budget": "blocking"}', "'cost-over-budget': unknown enforcement level \"blocking\""),
+        ('{"cost-over-budgt": "mandatory"}', "policy pack config names unknown policies: cost-over-budgt (known: "),
+        ('{"cost-over-budget": "blocking"}', "unknown enforcement level 'blocking' (use one of advisory, mandatory"),
         ('["cost-over-budget"]', "the pack config is not a JSON object"),
         ("{", "cannot read the pack config"),
     ],

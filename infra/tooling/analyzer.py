@@ -298,12 +298,7 @@ def _provider_message(provider: Registration) -> analyzer_pb2.AnalyzerProviderRe
 
 def _configure_request(info: Any, config: Mapping[str, Any]) -> analyzer_pb2.ConfigureAnalyzerRequest:
     """Each policy's resolved config, as the engine sends it: level, then schema defaults under the user's values."""
-    known = {p.name for p in info.policies}
-    unknown = sorted(set(config) - known - {"all"})
-    if unknown:
-        raise ValueError(
-            f"policy pack config names unknown policies: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
+    check_pack_config(config, {p.name for p in info.policies})
     request = analyzer_pb2.ConfigureAnalyzerRequest()
     for policy in info.policies:
         level = policy.enforcementLevel
@@ -325,6 +320,19 @@ def _configure_request(info: Any, config: Mapping[str, Any]) -> analyzer_pb2.Con
         entry.properties.update(properties)
         request.policyConfig[policy.name].CopyFrom(entry)
     return request
+
+
+def check_pack_config(config: Mapping[str, Any], known: set[str]) -> None:
+    """Raise ValueError for what the CLI refuses in a pack config: an unknown policy or level."""
+    unknown = sorted(set(config) - known - {"all"})
+    if unknown:
+        raise ValueError(
+            f"policy pack config names unknown policies: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+    for given in config.values():
+        level = given.get("enforcementLevel") if isinstance(given, Mapping) else given
+        if level is not None:
+            _level(str(level))
 
 
 def _level(name: str) -> Any:

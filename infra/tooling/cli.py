@@ -32,6 +32,7 @@ from components.catalog import CATALOG, CLOUDS, supported_drivers
 from components.telemetry import render_telemetry_doc
 from infra.cost import combine_totals
 from infra.machines import render_machines_doc
+from infra.tooling.analyzer import check_pack_config
 from infra.tooling.plan import MODES, dumps, plan_stack
 from infra.tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
 
@@ -256,18 +257,7 @@ def read_pack_config(path: Path) -> dict[str, Any]:
         raise ValueError(f"cannot read the pack config ({problem})") from None
     if not isinstance(config, dict):
         raise ValueError("the pack config is not a JSON object of policy names")
-    unknown = sorted(set(config) - set(POLICIES_BY_NAME) - {"all"})
-    if unknown:
-        raise ValueError(
-            f"unknown policies {', '.join(unknown)}; the pack's are: {', '.join(sorted(POLICIES_BY_NAME))}"
-        )
-    levels = {"advisory", "mandatory", "remediate", "disabled"}
-    for name, value in config.items():
-        level = value.get("enforcementLevel") if isinstance(value, dict) else value
-        if level is not None and level not in levels:
-            raise ValueError(
-                f"'{name}': unknown enforcement level {json.dumps(level)}; use one of {', '.join(sorted(levels))}"
-            )
+    check_pack_config(config, set(POLICIES_BY_NAME))
     return config
 
 
