@@ -8,7 +8,7 @@ run the program in a subprocess, where the mutant is not active, so they are lef
 
 Usage: `python -m bench.mutate [MODULE ...] [--max-children N] [--mutants PATTERN ...]` (default:
 every module, in the order below). `--mutants` runs only the mutants whose names match a pattern
-(fnmatch, as `mutmut results` prints them, e.g. `infra.config.x_port_args__mutmut_*`), to check that
+(fnmatch, as `mutmut results` prints them, e.g. `infra.config.rules.x_port_args__mutmut_*`), to check that
 new tests kill what survived without measuring the whole module again. Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
 names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
 diff. Not part of .ci/run: a module takes 1 to 10 minutes on two idle cores (docs/benchmarks.md).
@@ -63,7 +63,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_formats.py",
         "tests/test_machines.py",
     ],
-    "infra/config.py": [
+    "infra/config/*": [
         "tests/test_config.py",
         "tests/test_serving_checks.py",
         "tests/test_config_checks.py",

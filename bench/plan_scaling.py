@@ -27,7 +27,7 @@ from typing import Any
 import pulumi
 
 from bench.fleets import CLOUDS, fleet
-from infra.config import parse_fleet
+from infra.config.stackfile import parse_fleet
 from infra.devices import check_fleet
 from infra.facts import derive_fleet
 from infra.program import run

@@ -48,7 +48,7 @@ from components.base import (
     source_block,
     stack_credentials,
 )
-from infra.config import ClaimMode
+from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
 

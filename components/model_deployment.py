@@ -2,7 +2,7 @@
 
 It turns a validated `modelplane:deployments[]` entry into a `resource.k8s.io/v1`
 ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service.
-It is not a scheduler: the config names the cluster and pool, and `infra.config.check_references`
+It is not a scheduler: the config names the cluster and pool, and `infra.config.references.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
 and CPU claims without a CPU count. The pod placement built here (`pod_placement`) is the same one
 the placement audit (`infra.tooling.placement`) checks.
@@ -15,18 +15,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.config import (
-    CPU_CLAIM_CAPACITY,
-    CPU_CLAIM_DRIVER,
-    PORT_FLAG,
-    CacheVolume,
-    ClaimMode,
-    Device,
-    ModelDeploymentSpec,
-    SecureValue,
-    claimed_cpus,
-    port_args,
-)
+from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSpec, SecureValue
+from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
+from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.placement import PodPlacement, Toleration
 from infra.profiles import profile
@@ -162,7 +153,7 @@ def container_resources(claims: list[DeviceClaim], memory: str | None = None) ->
 def engine_args(spec: ModelDeploymentSpec) -> list[str]:
     """The container args: the deployment's own, plus `--port` unless they already set that port."""
     if port_args(spec.args):
-        return list(spec.args)  # the same port as `port` (infra.config.check_serving)
+        return list(spec.args)  # the same port as `port` (infra.config.rules.check_serving)
     return [*spec.args, PORT_FLAG, str(spec.port)]
 
 
@@ -321,7 +312,7 @@ class ModelDeployment(pulumi.ComponentResource):
             f"{name}-cache",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=claim_name, namespace=spec.namespace, labels=meta.labels),
             spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                # One node mounts it at a time: a single replica (infra.config.check_serving).
+                # One node mounts it at a time: a single replica (infra.config.rules.check_serving).
                 access_modes=["ReadWriteOnce"],
                 storage_class_name=cache_storage_class(spec, cluster),
                 resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cache.size}),

@@ -19,19 +19,12 @@ Rules (names are the policy names, the contract):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from infra.config import (
-    CPU_CLAIM_DRIVER,
-    Accelerator,
-    ClaimMode,
-    Fleet,
-    InferenceClass,
-    InferenceCluster,
-    Role,
-    claimed_cpus,
-)
+from infra.config.base import Accelerator
+from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
+from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
 from infra.machines import MachineType, machine
 from infra.profiles import profile
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
@@ -86,41 +79,6 @@ class Violation:
             f"{where}cluster '{self.cluster}', pool '{self.pool}', class '{self.class_name}': {self.problem}{at}. "
             f"Fix: {self.fix}"
         )
-
-
-def claimed_drivers(cls: InferenceClass) -> list[str]:
-    """Sorted drivers of the class's DRA devices."""
-    return sorted({d.driver for d in cls.devices if d.claim is ClaimMode.DRA})
-
-
-def cluster_dra_drivers(fleet: Fleet, cluster: InferenceCluster) -> list[str]:
-    """A cluster's `draDrivers`: the sorted union of the drivers its pools' classes claim."""
-    classes = {c.name: c for c in fleet.classes}
-    drivers: set[str] = set()
-    for pool in cluster.node_pools:
-        if pool.class_name in classes:
-            drivers.update(claimed_drivers(classes[pool.class_name]))
-    return sorted(drivers)
-
-
-def role_of(drivers: Iterable[str]) -> Role | None:
-    """`CPU` when the only non-network drivers are `dra.cpu`, `GPU` when any other is claimed.
-
-    None when the class claims no compute device (only network or Synthetic devices): such a
-    class cannot back a pool.
-    """
-    compute = set(drivers) - NETWORK_DRIVERS
-    if not compute:
-        return None
-    return "CPU" if compute == {CPU_DRIVER} else "GPU"
-
-
-def gpu_vendors(drivers: Iterable[str]) -> list[str]:
-    return sorted({GPU_VENDORS[d] for d in drivers if d in GPU_VENDORS})
-
-
-def gpu_device_count(cls: InferenceClass) -> int:
-    return sum(d.count for d in cls.devices if d.claim is ClaimMode.DRA and d.driver in GPU_VENDORS)
 
 
 def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> list[Violation]:
@@ -469,15 +427,3 @@ def violation_path(fleet: Fleet, violation: Violation) -> str:
                 where = f"clusters[{ki}].nodePools[{pi}]"
     ci = next((i for i, c in enumerate(fleet.classes) if c.name == violation.class_name), None)
     return f"{where} (class classes[{ci}])" if ci is not None else where
-
-
-def pools_without_role(fleet: Fleet) -> Sequence[tuple[int, int, str]]:
-    """(cluster index, pool index, class) for pools whose class claims no compute device."""
-    classes = {c.name: c for c in fleet.classes}
-    found = []
-    for ki, cluster in enumerate(fleet.clusters):
-        for pi, pool in enumerate(cluster.node_pools):
-            cls = classes.get(pool.class_name)
-            if cls is not None and role_of(claimed_drivers(cls)) is None:
-                found.append((ki, pi, cls.name))
-    return found

@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.config import Accelerator, Device, Fleet, InferenceCluster, Role
-from infra.devices import claimed_drivers, cluster_dra_drivers, cluster_region, gpu_device_count, role_of
+from infra.config.base import Accelerator
+from infra.config.model import Device, Fleet, InferenceCluster
+from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
+from infra.devices import cluster_region
 from infra.profiles import CloudProfile, profile
 from infra.vocabulary import (
     CPU_LABEL,

@@ -32,17 +32,10 @@ from components.model_service import (
     service_routes,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
-from infra.config import (
-    FLEET_KEYS,
-    NAMESPACE,
-    SECRET_FLEET_KEYS,
-    ConfigError,
-    ConfigIssue,
-    Fleet,
-    check_existing_secrets,
-    namespace_key_issues,
-    parse_fleet,
-)
+from infra.config.issues import ConfigError, ConfigIssue
+from infra.config.model import Fleet
+from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
+from infra.config.stackfile import check_existing_secrets, namespace_key_issues, parse_fleet
 from infra.cost import Budget
 from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, declared_zones, derive_fleet

@@ -16,7 +16,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from infra.config import InferenceClass
+from infra.config.model import InferenceClass
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     ACCELERATOR_TYPE_UNKNOWN,

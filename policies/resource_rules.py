@@ -29,7 +29,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UnknownValueError
 
 from components.base import UPPER_EFFECT
-from infra.config import Accelerator
+from infra.config.base import Accelerator
 from infra.facts import (
     CPU_LABEL,
     CPU_TAINT_KEY,

@@ -27,7 +27,8 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
-from infra.config import InferenceClass
+from infra.config.model import InferenceClass
+from infra.config.roles import claimed_drivers
 from infra.cost import (
     BUDGET_KEY,
     BUDGET_TYPE,
@@ -39,8 +40,8 @@ from infra.cost import (
     monthly,
     over_budget,
 )
-from infra.devices import CPU_DRIVER, claimed_drivers
 from infra.formats import parse_quantity
+from infra.vocabulary import CPU_DRIVER
 from policies import tokens
 from policies.config_rules import is_cluster_component
 from policies.props import cannot_decide, get, mappings, plain, undecided

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra.config import Fleet, parse_fleet
+from infra.config.model import Fleet
+from infra.config.stackfile import parse_fleet
 from infra.program import run
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.stackconfig import runtime_config

@@ -315,7 +315,7 @@ def test_a_failed_call_fails_the_run_and_is_not_retried(tmp_path: Path, monkeypa
 
 
 def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:
-    from infra.config import load_stack_file
+    from infra.config.stackfile import load_stack_file
     from infra.program import run
     from infra.tooling.mockrun import run_under_mocks
     from infra.tooling.stackconfig import config_of

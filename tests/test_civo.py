@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from infra.config import ConfigError
+from infra.config.issues import ConfigError
 from infra.tooling.mockrun import MockRun
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 

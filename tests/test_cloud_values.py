@@ -11,7 +11,7 @@ import pulumi
 import pytest
 import yaml
 
-from infra.config import ConfigError
+from infra.config.issues import ConfigError
 from infra.tooling.cli import main
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.config import ConfigError, load_stack_file
+from infra.config.issues import ConfigError
+from infra.config.stackfile import load_stack_file
 from tests.conftest import cpu_class, gke_fleet
 
 

@@ -8,15 +8,9 @@ from typing import Any
 
 import pytest
 
-from infra.config import (
-    ConfigError,
-    ConfigIssue,
-    label_value_problem,
-    namespace_key_issues,
-    qualified_name_problem,
-    split_config,
-    stack_name_of,
-)
+from infra.config.issues import ConfigError, ConfigIssue
+from infra.config.names import label_value_problem, qualified_name_problem
+from infra.config.stackfile import namespace_key_issues, split_config, stack_name_of
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of
 
 FILE = "Pulumi.test.yaml"

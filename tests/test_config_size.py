@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from bench.fleets import fleet
-from infra.config import ConfigIssue, load_stack_file
+from infra.config.issues import ConfigIssue
+from infra.config.stackfile import load_stack_file
 from infra.tooling.plan import plan_stack
 from infra.tooling.stackconfig import MAX_ENV_STRING, config_env_bytes, config_size_issue
 

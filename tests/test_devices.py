@@ -6,16 +6,15 @@ from typing import Any
 
 import pytest
 
-from infra.config import ConfigError, InferenceClass
+from infra.config.issues import ConfigError
+from infra.config.model import InferenceClass
+from infra.config.roles import claimed_drivers, cluster_dra_drivers, role_of
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
     UNSUPPORTED_DEVICES,
     check_fleet,
     check_pool,
-    claimed_drivers,
-    cluster_dra_drivers,
-    role_of,
     zone_problem,
 )
 from infra.facts import derive_fleet

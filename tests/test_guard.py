@@ -116,7 +116,7 @@ def test_an_empty_fleet_refuses_to_run_and_points_to_destroy(tmp_path: Path) -> 
     classes = [cpu_class("civo-cpu", "Civo", CPU_BLOCKS["Civo"])]
     for raw in ({"classes": classes}, {"classes": classes, "clusters": []}, {}):
         message = refused(raw)
-        # The rule is the parser's (`infra.config.parse_fleet`), so the plan and the program share it.
+        # The rule is the parser's (`infra.config.stackfile.parse_fleet`), so the plan and the program share it.
         assert "Pulumi.test.yaml: config.modelplane:clusters: no clusters are declared" in message
         assert "run `pulumi destroy`" in message
     assert [e["path"] for e in plan_errors(tmp_path, {"classes": classes, "clusters": []})] == [

@@ -24,7 +24,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from infra.config import InferenceCluster, load_stack_file
+from infra.config.model import InferenceCluster
+from infra.config.stackfile import load_stack_file
 from infra.program import run
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.plan import plain

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import Fleet, InferenceClass
+from infra.config.model import Fleet, InferenceClass
 from infra.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 
 from components.base import policy_inputs
-from infra.config import InferenceClass
+from infra.config.model import InferenceClass
 from infra.cost import (
     BUDGET_TYPE,
     PoolSize,

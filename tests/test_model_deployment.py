@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from infra.config import ConfigError, parse_fleet
+from infra.config.issues import ConfigError
+from infra.config.stackfile import parse_fleet
 from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, of_type, run_fleet
 

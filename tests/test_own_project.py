@@ -41,7 +41,7 @@ RUN_UNDER_MOCKS = textwrap.dedent(
     from pathlib import Path
 
     import infra
-    from infra.config import load_stack_file
+    from infra.config.stackfile import load_stack_file
     from infra.tooling.mockrun import run_under_mocks
     from infra.tooling.stackconfig import config_of
 

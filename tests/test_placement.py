@@ -407,7 +407,7 @@ def test_audit_report_json_names_pools_and_violations() -> None:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.name)
 def test_committed_stack_places_every_agent_and_deployment_cleanly(path: Path) -> None:
-    from infra.config import load_stack_file
+    from infra.config.stackfile import load_stack_file
     from infra.facts import derive_fleet
 
     loaded = load_stack_file(path)

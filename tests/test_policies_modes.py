@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from pulumi_policy import Policy, ResourceValidationPolicy
 
-from infra.config import load_stack_file
+from infra.config.stackfile import load_stack_file
 from infra.program import run
 from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.stackconfig import config_of

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from infra import devices
-from infra.config import Fleet
+from infra.config.model import Fleet
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,

@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
-from infra.config import ConfigError, load_stack_file
+from infra.config.issues import ConfigError
+from infra.config.stackfile import load_stack_file
 from infra.tooling.reference import configuration_markdown, stack_schema, undocumented
 from tests.test_config import good_fleet
 

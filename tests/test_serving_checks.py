@@ -14,16 +14,9 @@ from typing import Any
 
 import pytest
 
-from infra.config import (
-    Device,
-    Fleet,
-    InferenceCluster,
-    _check_capacity_claims,
-    check_images,
-    check_serving,
-    claimed_cpus,
-    port_args,
-)
+from infra.config.model import Device, Fleet, InferenceCluster
+from infra.config.roles import claimed_cpus
+from infra.config.rules import check_capacity_claims, check_images, check_serving, port_args
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class
 
 FILE = "Pulumi.test.yaml"
@@ -502,7 +495,7 @@ def test_claimed_cpus_are_the_whole_cpus_of_the_capacity(capacity: dict[str, Any
 
 
 # --------------------------------------------------------------------------------------------
-# _check_capacity_claims
+# check_capacity_claims
 
 
 def capacity_cluster(*pools: tuple[str, str]) -> tuple[Fleet, InferenceCluster]:
@@ -572,14 +565,14 @@ def test_capacity_claim_needs_kubernetes_1_36(version: str, rejected: bool) -> N
             "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default",
         )
     ]
-    found = _check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, version)
+    found = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, version)
     assert [(i.file, i.path, i.problem, i.fix) for i in found] == (expected if rejected else [])
 
 
 @pytest.mark.parametrize("cls", ["plain-cpu", "synthetic-cpu", "other-driver", "gpu", "unknown"])
 def test_pools_without_a_dra_cpu_capacity_claim_need_no_feature_gate(cls: str) -> None:
     fleet, cluster = capacity_cluster(("p", cls))
-    assert _check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35") == []
+    assert check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35") == []
 
 
 def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
@@ -588,5 +581,5 @@ def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
     plain = fleet.classes[2].devices[0].model_copy(update={"name": "plain"})
     both = cpu.model_copy(update={"devices": [plain, *cpu.devices]})
     fleet = fleet.model_copy(update={"classes": [fleet.classes[0], both]})
-    [issue] = _check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35")
+    [issue] = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35")
     assert issue.problem.startswith("pool 'p' (class 'cpu') claims capacity dra.cpu/cpu")

@@ -24,7 +24,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infra.config import NAMESPACE, ConfigError, load_stack_file
+from infra.config.issues import ConfigError
+from infra.config.names import NAMESPACE
+from infra.config.stackfile import load_stack_file
 from infra.devices import fleet_violations
 from infra.facts import derive_fleet
 from infra.program import fleet_issues, run

@@ -8,18 +8,10 @@ from typing import Any
 
 import pytest
 
-from infra.config import (
-    MAX_EXPANDED_SIZE,
-    MAX_FILE_BYTES,
-    ConfigError,
-    ConfigIssue,
-    SecureValue,
-    format_path,
-    load_stack_file,
-    parse_fleet,
-    read_yaml,
-    shown,
-)
+from infra.config.issues import ConfigError, ConfigIssue, format_path
+from infra.config.model import SecureValue
+from infra.config.names import shown
+from infra.config.stackfile import MAX_EXPANDED_SIZE, MAX_FILE_BYTES, load_stack_file, parse_fleet, read_yaml
 from tests.conftest import gke_fleet
 
 FILE = "Pulumi.dev.yaml"

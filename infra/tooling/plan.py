@@ -23,7 +23,8 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 from components.catalog import Component, cluster_components
-from infra.config import ConfigError, ConfigIssue, StackConfig, load_stack_file, stack_name_of
+from infra.config.issues import ConfigError, ConfigIssue
+from infra.config.stackfile import StackConfig, load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.devices import fleet_violations
 from infra.facts import ClusterFacts, derive_fleet

@@ -10,7 +10,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from infra.config import NAMESPACE, ConfigIssue, SecureValue, StackConfig
+from infra.config.issues import ConfigIssue
+from infra.config.model import SecureValue
+from infra.config.names import NAMESPACE
+from infra.config.stackfile import StackConfig
 from infra.tooling.mockrun import OPAQUE_SECRET
 
 # The Python language host hands the program its whole config as one environment string,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from infra.config import load_stack_file
+from infra.config.stackfile import load_stack_file
 from infra.program import run
 from infra.tooling.mockrun import run_under_mocks
 from infra.tooling.stackconfig import config_of

@@ -1,0 +1,73 @@
+"""The base of every config model, and the pieces a cloud's own config blocks are built from."""
+
+from __future__ import annotations
+
+import re
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from infra.config.names import MAX_DEVICES_PER_NODE, label_value_problem
+
+
+class Model(BaseModel):
+    """Base for every config model: camelCase keys as in YAML manifests, unknown keys rejected.
+
+    Whole numbers are `StrictInt`: pydantic would otherwise read `count: true` as 1 and `2.0` as 2.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_quoted_whole_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        """A whole number is written as a number everywhere: `"3"` is rejected, as the JSON Schema does.
+
+        pydantic alone would accept `"3"` for an integer while the schema editors check against
+        rejects it; one answer for every integer key keeps the two in agreement.
+        """
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and isinstance(v, str) and _NUMBER_RE.match(v) and _whole_number(field.annotation):
+            raise ValueError(f"{v!r} is a quoted string, not a whole number; write it without quotes")
+        return v
+
+
+_NUMBER_RE = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$")
+
+
+def _whole_number(annotation: Any) -> bool:
+    """True for `int`, `Annotated[int, ...]` and their `| None` forms."""
+    if annotation is int:
+        return True
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return get_origin(annotation) in (Annotated, Union, UnionType) and len(args) >= 1 and _whole_number(args[0])
+
+
+class Accelerator(Model):
+    # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
+    type: Annotated[str, StringConstraints(min_length=1)]
+    # The same bound as a device's count: on Existing the accelerator is derived from that count.
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+
+    @field_validator("type")
+    @classmethod
+    def _label_value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write the type as the cloud names it, such as nvidia-l4")
+        return v
+
+    @property
+    def vendor(self) -> str:
+        """The vendor prefix of the type (`nvidia-l4` -> `nvidia`)."""
+        return self.type.split("-", 1)[0]

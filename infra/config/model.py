@@ -1,0 +1,495 @@
+"""The typed fleet model: classes, clusters, pools, deployments, services and the budget.
+
+Shape only: one field's rules are validators here; rules across keys are `infra.config.references`
+and `infra.config.rules`; reading a stack file is `infra.config.stackfile`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    Discriminator,
+    Field,
+    StrictInt,
+    StringConstraints,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from infra import vocabulary as vocab
+from infra.config.base import Accelerator, Model
+from infra.config.names import (
+    DNS1035_LABEL,
+    DNS1123_SUBDOMAIN,
+    DNS1123_SUBDOMAIN_MAX,
+    MAX_DEVICES_PER_NODE,
+    MAX_POOL_NODES,
+    MAX_REPLICAS,
+    DnsLabel,
+    DriverName,
+    PoolName,
+    label_value_problem,
+    qualified_name_problem,
+    shown,
+)
+from infra.formats import parse_quantity
+from infra.profiles import profile
+
+
+class ClaimMode(StrEnum):
+    DRA = "DRA"
+    SYNTHETIC = "Synthetic"
+
+
+class Provider(StrEnum):
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
+
+
+class Source(StrEnum):
+    GKE = vocab.GKE
+    EKS = vocab.EKS
+    AKS = vocab.AKS
+    CIVO = vocab.CIVO
+    VULTR = vocab.VULTR
+    EXISTING = vocab.EXISTING
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class AttributeValue(Model):
+    string: str | None = None
+    version: str | None = None
+    bool_: bool | None = Field(default=None, alias="bool")
+    int_: StrictInt | None = Field(default=None, alias="int")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AttributeValue:
+        set_ = [v for v in (self.string, self.version, self.bool_, self.int_) if v is not None]
+        if len(set_) != 1:
+            raise ValueError("an attribute holds exactly one of string, version, bool or int")
+        return self
+
+
+class CapacityValue(Model):
+    value: str
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _quantity(cls, v: Any) -> str:
+        text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+        if not isinstance(text, str) or parse_quantity(text) is None:
+            raise ValueError(f"{shown(v)} is not a Kubernetes quantity; write one such as 6, 500m or 262128Mi")
+        return text
+
+
+class Device(Model):
+    name: DnsLabel
+    claim: ClaimMode = ClaimMode.DRA
+    driver: DriverName
+    # A DeviceClass is a cluster object, so its name is a DNS subdomain.
+    device_class_name: str | None = Field(default=None, validate_default=True)
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
+    capacity: dict[str, CapacityValue] = Field(default_factory=dict)
+
+    @field_validator("device_class_name", mode="after")
+    @classmethod
+    def _dra_needs_class(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and (len(v) > DNS1123_SUBDOMAIN_MAX or not DNS1123_SUBDOMAIN.match(v)):
+            raise ValueError(
+                f"{shown(v)} is not a DeviceClass name; write a DNS subdomain (lowercase letters, digits, '-' "
+                f"and '.', at most {DNS1123_SUBDOMAIN_MAX} characters), such as gpu.nvidia.com"
+            )
+        if info.data.get("claim", ClaimMode.DRA) is ClaimMode.DRA and not v:
+            raise ValueError(
+                "a DRA device needs deviceClassName; set it to the DeviceClass the driver "
+                "publishes (for example gpu.nvidia.com), or set claim: Synthetic"
+            )
+        return v
+
+
+class GkeMachine(Model):
+    machine_type: str
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class EksMachine(Model):
+    instance_type: str
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class AksMachine(Model):
+    vm_size: str
+    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
+    accelerator: Accelerator | None = None
+
+
+class CivoMachine(Model):
+    size: str
+    accelerator: Accelerator | None = None
+
+
+class VultrMachine(Model):
+    plan: str
+    accelerator: Accelerator | None = None
+
+
+Machine = GkeMachine | EksMachine | AksMachine | CivoMachine | VultrMachine
+
+
+class Provisioning(Model):
+    provider: Provider
+    gke: GkeMachine | None = None
+    eks: EksMachine | None = None
+    aks: AksMachine | None = None
+    civo: CivoMachine | None = None
+    vultr: VultrMachine | None = None
+
+    @property
+    def machine(self) -> Machine:
+        block = getattr(self, self.provider.lower())
+        assert block is not None, "validated by check_blocks"
+        return block  # type: ignore[no-any-return]
+
+    @property
+    def machine_name(self) -> str:
+        m = self.machine
+        for attr in ("machine_type", "instance_type", "vm_size", "size", "plan"):
+            if hasattr(m, attr):
+                return str(getattr(m, attr))
+        raise AssertionError(type(m))
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        return self.machine.accelerator
+
+
+class InferenceClass(Model):
+    name: DnsLabel
+    description: str = ""
+    devices: Annotated[list[Device], Field(min_length=1, max_length=16)]
+    provisioning: Provisioning | None = None
+
+
+class GkeCluster(Model):
+    project: str
+    region: str
+    kubernetes_version: str
+
+
+class EksCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class AksCluster(Model):
+    location: str
+    kubernetes_version: str
+
+
+class CivoCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class VultrCluster(Model):
+    region: str
+    kubernetes_version: str
+
+
+class ExistingCluster(Model):
+    kubeconfig_key: str = "kubeconfig"
+    context: str | None = None
+    # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
+    # installs no second one and relies on the owner's (docs/existing-clusters.md).
+    owner_gpu_operator: bool = False
+
+
+class Taint(Model):
+    # Kubernetes validates a taint's key as a qualified name and its value as a label value
+    # (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/).
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        problem = qualified_name_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write a key such as example.com/dedicated")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; shorten or correct the value")
+        return v
+
+
+class NodePool(Model):
+    name: PoolName
+    class_name: str
+    node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] = 1
+    min_node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] | None = None
+    max_node_count: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    # Nodes carry their zone as the value of the `topology.kubernetes.io/zone` label
+    # (https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone),
+    # so a zone's name is a non-empty label value.
+    zones: list[str] = Field(default_factory=list)
+
+    @field_validator("zones")
+    @classmethod
+    def _zone_names(cls, v: list[str]) -> list[str]:
+        for zone in v:
+            problem = label_value_problem(zone) if zone else "a zone name is empty"
+            if problem:
+                raise ValueError(f"{problem}; write the zone as the cloud names it, such as us-central1-a")
+        return v
+
+
+class InferenceCluster(Model):
+    name: DnsLabel
+    labels: dict[str, str] = Field(default_factory=dict)
+    source: Source
+    gke: GkeCluster | None = None
+    eks: EksCluster | None = None
+    aks: AksCluster | None = None
+    civo: CivoCluster | None = None
+    vultr: VultrCluster | None = None
+    existing: ExistingCluster | None = None
+    node_pools: Annotated[list[NodePool], Field(min_length=1, max_length=8)]
+    taints: list[Taint] = Field(default_factory=list)
+
+    @property
+    def block(self) -> GkeCluster | EksCluster | AksCluster | CivoCluster | VultrCluster | ExistingCluster:
+        block = getattr(self, self.source.lower())
+        assert block is not None, "validated by check_blocks"
+        return block  # type: ignore[no-any-return]
+
+    @property
+    def provisioned(self) -> bool:
+        return profile(self.source).provisioned
+
+
+class DeploymentDevice(Model):
+    name: str
+    count: Annotated[StrictInt, Field(ge=1, le=64)] = 1
+
+
+class CacheVolume(StrEnum):
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    NODE_LOCAL = "NodeLocal"
+
+
+class ModelCache(Model):
+    """Where the engine keeps downloaded weights across restarts.
+
+    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's class,
+    listed in docs/serving.md); `NodeLocal`: a directory on the node (kept while the pod returns to the
+    same node, nothing to provision).
+    """
+
+    volume: CacheVolume = CacheVolume.PERSISTENT_VOLUME_CLAIM
+    size: str | None = None
+    storage_class_name: DnsLabel | None = None
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_quantity(cls, v: Any) -> str | None:
+        return None if v is None else CapacityValue(value=v).value
+
+    @model_validator(mode="after")
+    def _size_for_claims(self) -> ModelCache:
+        if self.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and self.size is None:
+            raise ValueError(
+                "a PersistentVolumeClaim cache needs a size; set size to more than the model's weights, "
+                "e.g. 50Gi, or use volume: NodeLocal"
+            )
+        if self.volume is CacheVolume.NODE_LOCAL and (self.size or self.storage_class_name):
+            raise ValueError(
+                "a NodeLocal cache takes no size or storageClassName; remove them, or use volume: PersistentVolumeClaim"
+            )
+        return self
+
+
+class SecureValue(Model):
+    """A `secure:` value inside structured config: ciphertext offline, never shown in plain."""
+
+    secure: str
+
+
+# An env value is plain text or a `secure:` mapping. The discriminator picks the one member the
+# value can be (a mapping: a secret reference), so a mistake gets one error, not one per member.
+# The tags appear in pydantic's error locations; `issues_from_validation` drops them, since they
+# name no place in the stack file (the parentheses keep them apart from the keys users write).
+UNION_TAGS = frozenset({"(text)", "(secure)"})
+
+
+def _env_value_kind(value: Any) -> str:
+    return "(secure)" if isinstance(value, dict | SecureValue) else "(text)"
+
+
+EnvValue = Annotated[
+    Annotated[str, Tag("(text)")] | Annotated[SecureValue, Tag("(secure)")], Discriminator(_env_value_kind)
+]
+
+
+class ModelDeploymentSpec(Model):
+    # The name is also the Service's name, and a Service's name is an RFC 1035 label
+    # (https://kubernetes.io/docs/concepts/services-networking/service/): it starts with a letter.
+    name: DnsLabel
+    namespace: DnsLabel = "default"
+    cluster: str
+    pool: str
+    image: str
+    args: list[str] = Field(default_factory=list)
+    replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
+    devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
+    # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
+    # Kubernetes 1.32, the floor here is 1.34), and not empty. A `secure:` value (a gated model's
+    # token) reaches the pod through a Secret, never in plain.
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
+    shm_size: str = "2Gi"
+
+    # The one port of the engine: the program passes it as `--port`, and the container port, the
+    # probes, the Service and the route all use it (check_serving rejects args that set another).
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    # Memory request and limit of the engine container (the same value: an engine is not burstable);
+    # when it is required: check_serving.
+    memory: str | None = None
+    cache: ModelCache | None = None
+    # How long a first start may take (download and load) before the startup probe gives up.
+    startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
+
+    @field_validator("name")
+    @classmethod
+    def _service_name(cls, v: str) -> str:
+        if not DNS1035_LABEL.match(v):
+            raise ValueError(
+                f"{shown(v)} also names the deployment's Service, which must start with a letter; "
+                "start the name with a lowercase letter"
+            )
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str | SecureValue]) -> dict[str, str | SecureValue]:
+        for name in v:
+            if not name or "=" in name or not all(" " <= ch <= "~" for ch in name):
+                raise ValueError(
+                    f"{shown(name)} is not an environment variable name; use printable ASCII characters "
+                    "other than '=', such as VLLM_LOGGING_LEVEL"
+                )
+        return v
+
+    @field_validator("shm_size", "memory", mode="before")
+    @classmethod
+    def _positive_size(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+        size = parse_quantity(text) if isinstance(text, str) else None
+        if size is None or size <= 0:
+            raise ValueError(f"{shown(v)} is not a positive size; write a quantity of memory such as 2Gi or 512Mi")
+        return str(text)
+
+
+# Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
+RoutePath = Annotated[str, StringConstraints(pattern=r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$", max_length=200)]
+# A listener/route hostname as Gateway API accepts it, without wildcards (a certificate names it).
+Hostname = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$", max_length=253),
+]
+
+
+class IssuerKind(StrEnum):
+    CLUSTER_ISSUER = "ClusterIssuer"
+    ISSUER = "Issuer"
+
+
+class IssuerRef(Model):
+    name: DnsLabel
+    kind: IssuerKind = IssuerKind.CLUSTER_ISSUER
+
+
+class ServiceTls(Model):
+    """TLS on the Gateway for the service's host, with a certificate from a cert-manager issuer."""
+
+    issuer_ref: IssuerRef
+
+
+class ModelServiceSpec(Model):
+    """`modelplane:services[]`: publish one deployment through its cluster's Envoy Gateway."""
+
+    name: DnsLabel
+    deployment: str
+    # Needed only when deployments of that name run on more than one cluster.
+    cluster: str | None = None
+    host: Hostname | None = None
+    # Default: `/<name>` without a host, `/` with one.
+    path: RoutePath | None = None
+    tls: ServiceTls | None = None
+
+    @property
+    def route_path(self) -> str:
+        if self.path is not None:
+            return self.path
+        return "/" if self.host else f"/{self.name}"
+
+
+class Budget(Model):
+    """`modelplane:budget`: what the stack may cost a month, in USD (`infra.cost` checks it)."""
+
+    monthly_usd: Annotated[Decimal, Field(gt=0)]
+
+
+class Fleet(Model):
+    classes: list[InferenceClass] = Field(default_factory=list)
+    clusters: list[InferenceCluster] = Field(default_factory=list)
+    deployments: list[ModelDeploymentSpec] = Field(default_factory=list)
+    services: list[ModelServiceSpec] = Field(default_factory=list)
+    protect: bool = False
+    budget: Budget | None = None
+
+    @field_validator("protect", mode="before")
+    @classmethod
+    def _pulumi_bool(cls, v: Any) -> Any:
+        # The spellings Pulumi's own `Config.get_bool` takes (pulumi/config.py, `_get_bool`); the
+        # CLI hands `protect: true` over as the text "true". Anything else ("yes", "1", "on") is
+        # refused rather than read as pydantic would, so a typo never decides whether clusters
+        # may be deleted.
+        if isinstance(v, bool) or v in ("true", "True", "false", "False"):
+            return v
+        raise ValueError(f"{shown(v)} is not true or false; write protect: true or protect: false")
+
+    def class_named(self, name: str) -> InferenceClass:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def cluster_named(self, name: str) -> InferenceCluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)

@@ -1,0 +1,366 @@
+"""Rules on values the model alone cannot judge: credentials, images, serving, services, versions and cloud names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from infra.config.issues import ConfigIssue, unique_names
+from infra.config.model import (
+    CacheVolume,
+    ClaimMode,
+    Fleet,
+    InferenceCluster,
+)
+from infra.config.names import NAMESPACE, cut, shown
+from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_drivers, role_of
+from infra.formats import image_problem, parse_image, parse_quantity
+from infra.profiles import profile
+
+# Environment variable names that hold a credential, by a word in the name, and value prefixes
+# that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
+# security-tokens), GitHub tokens (`ghp_`, `github_pat_`, docs.github.com "About authentication"),
+# OpenAI-style API keys (`sk-`), AWS access key ids (`AKIA`, AWS IAM "Understanding unique ID
+# prefixes").
+CREDENTIAL_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+CREDENTIAL_VALUE_PREFIXES = ("hf_", "ghp_", "github_pat_", "sk-", "AKIA")
+
+
+def check_rules(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Every rule of this module that looks at the whole fleet; each reports what it finds, independently."""
+    return check_images(fleet, file) + check_serving(fleet, file) + check_plain_credentials(fleet, file)
+
+
+def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Env values that look like credentials but are written in plain text.
+
+    A plain value goes into the pod spec, the state and the plan's JSON as written; only a
+    `secure:` value reaches the pod through a Secret. The message names the variable and never
+    the value.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        for name, value in dep.env.items():
+            if not isinstance(value, str) or not value:
+                continue
+            by_name = any(word in name.upper() for word in CREDENTIAL_NAME_WORDS)
+            by_value = value.startswith(CREDENTIAL_VALUE_PREFIXES)
+            if not (by_name or by_value):
+                continue
+            why = "its name says it holds a credential" if by_name else "its value has a credential's prefix"
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].env.{name}",
+                    f"env {shown(name)} is written in plain text and {why} (the value is not shown)",
+                    f"store it as a secret: pulumi config set --secret --path "
+                    f"'{NAMESPACE}:deployments[{di}].env.{name}' <value>",
+                )
+            )
+    return issues
+
+
+def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Deployment images are pinned: a digest, or a tag that does not float (`infra.formats`).
+
+    An untagged image means `latest`, and a floating tag lets a node pull an engine nobody
+    reviewed the next time a pod restarts.
+    """
+    issues = []
+    for di, dep in enumerate(fleet.deployments):
+        problem = image_problem(dep.image)
+        if problem is not None:
+            pin = "" if parse_image(dep.image) is None else "is not pinned: it "
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].image",
+                    f"image {shown(dep.image)} {pin}{problem}",
+                    "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0",
+                )
+            )
+    return issues
+
+
+# The flag vLLM's OpenAI server takes its listening port from (`vllm serve --port`, default 8000).
+PORT_FLAG = "--port"
+
+
+def port_args(args: Sequence[str]) -> list[tuple[int, str | None]]:
+    """Each `--port N` / `--port=N` in the args: (index of the flag, its value or None when missing)."""
+    found: list[tuple[int, str | None]] = []
+    for i, arg in enumerate(args):
+        if arg == PORT_FLAG:
+            found.append((i, args[i + 1] if i + 1 < len(args) else None))
+        elif arg.startswith(PORT_FLAG + "="):
+            found.append((i, arg.split("=", 1)[1] or None))
+    return found
+
+
+def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """The engine's port, memory and cache, and `services[]` references (docs/serving.md)."""
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        dpath = f"deployments[{di}]"
+        for ai, value in port_args(dep.args):
+            if value == str(dep.port):
+                continue
+            shown = f"'{PORT_FLAG} {value}'" if value else f"'{PORT_FLAG}' without a value"
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.args[{ai}]",
+                    f"args set {shown} but the deployment's port is {dep.port}",
+                    f"remove it from args and set {dpath}.port"
+                    + (f": {value}" if value and value.isdigit() else "")
+                    + " (the container, probes, Service and route all follow port)",
+                )
+            )
+        try:
+            cluster = fleet.cluster_named(dep.cluster)
+            pool = next(p for p in cluster.node_pools if p.name == dep.pool)
+            role = role_of(claimed_drivers(fleet.class_named(pool.class_name)))
+        except (KeyError, StopIteration):
+            continue  # an unknown reference, reported by check_references
+        if role == "GPU" and dep.memory is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.memory",
+                    f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
+                    "set memory to what the engine holds in host RAM (weights are staged through it, plus "
+                    f"shmSize {dep.shm_size}), e.g. memory: 32Gi",
+                )
+            )
+        if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.memory",
+                    f"memory {dep.memory} does not exceed shmSize {dep.shm_size}, which counts against it",
+                    "raise memory above shmSize plus what the engine needs",
+                )
+            )
+        cache = dep.cache
+        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and dep.replicas > 1:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.cache.volume",
+                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {dep.replicas} replicas",
+                    "use volume: NodeLocal for several replicas, or replicas: 1",
+                )
+            )
+        if (
+            cache is not None
+            and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM
+            and cache.storage_class_name is None
+            and profile(cluster.source).cache_storage_class is None
+        ):
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.cache.storageClassName",
+                    f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
+                    "set storageClassName to a class the cluster has (install its CSI driver first), "
+                    "or use volume: NodeLocal",
+                )
+            )
+    issues.extend(_check_services(fleet, file))
+    return issues
+
+
+def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    issues = unique_names(file, [s.name for s in fleet.services], "services[{i}].name", "service")
+    routes: dict[tuple[str, str, str], int] = {}
+    for si, svc in enumerate(fleet.services):
+        spath = f"services[{si}]"
+        matches = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
+        if not matches:
+            names = sorted({d.name for d in fleet.deployments})
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.deployment",
+                    f"no deployment '{svc.deployment}'" + (f" on cluster '{svc.cluster}'" if svc.cluster else ""),
+                    f"use one of: {', '.join(names) or '(none declared)'}",
+                )
+            )
+            continue
+        if len(matches) > 1:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.cluster",
+                    f"deployment '{svc.deployment}' runs on clusters {', '.join(d.cluster for d in matches)}",
+                    "set cluster to the one whose gateway publishes this service",
+                )
+            )
+            continue
+        if svc.tls is not None and svc.host is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.tls",
+                    "TLS needs a host to issue the certificate for",
+                    f"set {spath}.host to the DNS name clients use, or remove tls",
+                )
+            )
+        key = (matches[0].cluster, svc.host or "", svc.route_path)
+        if key in routes:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{spath}.path",
+                    f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
+                    f"on cluster '{key[0]}'",
+                    "give each service on a cluster its own host or path",
+                )
+            )
+        else:
+            routes[key] = si
+    return issues
+
+
+# DRA (resource.k8s.io/v1) is GA and on by default from Kubernetes 1.34; every driver we install
+# (NVIDIA DRA 0.4, dra-driver-cpu, AMD's DRA mode) claims devices through it.
+MIN_KUBERNETES = (1, 34)
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
+    m = _VERSION_RE.match(version)
+    if m is None:
+        return [
+            ConfigIssue(
+                file,
+                path,
+                f"'{version}' is not a Kubernetes version",
+                "write it as the cloud does, e.g. 1.34 or 1.34.1-k3s1",
+            )
+        ]
+    if (int(m[1]), int(m[2])) < MIN_KUBERNETES:
+        floor = ".".join(map(str, MIN_KUBERNETES))
+        return [
+            ConfigIssue(
+                file, path, f"Kubernetes {version} predates DRA's v1 API (GA in {floor})", f"use {floor} or newer"
+            )
+        ]
+    return []
+
+
+# A claim on the consumable capacity `dra.cpu/cpu` (dra-driver-cpu's grouped mode) is allocated
+# only with the DRAConsumableCapacity feature gate: alpha (off) in 1.34 and 1.35, beta and on by
+# default from 1.36 (KEP-5075; kubernetes-sigs/dra-driver-cpu docs/user/installation.md on main).
+# Managed clouds do not turn on alpha gates, so on an older cluster such a claim never schedules.
+MIN_KUBERNETES_CONSUMABLE_CAPACITY = (1, 36)
+
+
+def check_capacity_claims(
+    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str
+) -> list[ConfigIssue]:
+    m = _VERSION_RE.match(version)
+    if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
+        return []
+    classes = {c.name: c for c in fleet.classes}
+    claiming = [
+        f"'{pool.name}' (class '{pool.class_name}')"
+        for pool in cluster.node_pools
+        if pool.class_name in classes
+        and any(
+            d.claim is ClaimMode.DRA and d.driver == CPU_CLAIM_DRIVER and CPU_CLAIM_CAPACITY in d.capacity
+            for d in classes[pool.class_name].devices
+        )
+    ]
+    if not claiming:
+        return []
+    floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
+    return [
+        ConfigIssue(
+            file,
+            path,
+            f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, which needs the DRAConsumableCapacity "
+            f"feature gate: off before Kubernetes {floor}, so on {version} the claim never schedules",
+            f"use Kubernetes {floor} or newer on this cluster, where the gate is on by default",
+        )
+    ]
+
+
+def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """The names and values a cluster's cloud API refuses (its `CloudProfile`), checked where the fleet declares them."""
+    issues: list[ConfigIssue] = []
+    cloud = profile(cluster.source)
+    if cloud.name_rule is not None:
+        rule = cloud.name_rule
+        if not rule.pattern.match(cluster.name):
+            issues.append(
+                ConfigIssue(
+                    file, f"{base}.name", f"{cloud.name} cluster names {rule.says}, not {shown(cluster.name)}", rule.fix
+                )
+            )
+        for pi, pool in enumerate(cluster.node_pools):
+            if not rule.pattern.match(pool.name):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{base}.nodePools[{pi}].name",
+                        f"{cloud.name} node pool names {rule.says}, not {shown(pool.name)}",
+                        rule.fix,
+                    )
+                )
+    if cloud.name_max_length is not None and len(cluster.name) > cloud.name_max_length:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{base}.name",
+                f"the name is the {cloud.name} {cloud.name_used_as}, which holds at most {cloud.name_max_length} "
+                f"characters, not {len(cluster.name)}",
+                f"shorten the name to {cloud.name_max_length} characters",
+            )
+        )
+    block = getattr(cluster, cluster.source.lower())
+    version = getattr(block, "kubernetes_version", None)
+    if cloud.version_pattern is not None and version is not None and not cloud.version_pattern.match(version):
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{base}.{cluster.source.lower()}.kubernetesVersion",
+                f"{cloud.name} takes {cloud.version_form}, not {shown(version)}",
+                f"write it as {cloud.name} lists it, e.g. {cloud.version_example}",
+            )
+        )
+    tags = cloud.label_tags
+    if tags is not None:
+        for key, value in cluster.labels.items():
+            where = f"{base}.labels.{cut(key)}"
+            if key.lower().startswith(tags.reserved_prefix):
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"the tag key {shown(key)} uses the prefix '{tags.reserved_prefix}' that {tags.owner} reserves",
+                        "rename the label",
+                    )
+                )
+            elif not 1 <= len(key) <= tags.key_max:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an {tags.owner} tag key holds 1-{tags.key_max} characters, not {len(key)}",
+                        "shorten the key",
+                    )
+                )
+            if len(value) > tags.value_max:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        where,
+                        f"an {tags.owner} tag value holds at most {tags.value_max} characters, not {len(value)}",
+                        "shorten the value",
+                    )
+                )
+    return issues
+
+
+# --------------------------------------------------------------------------------------------
