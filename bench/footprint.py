@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from components.catalog import CATALOG, CLOUDS, Component, join_components
+from clouds import SOURCES
+from components.catalog import CATALOG, Component, join_components
 
 
 def at(values: Mapping[str, Any], path: str, default: Any) -> Any:
@@ -67,7 +68,7 @@ def daemonsets(components: Sequence[Component]) -> list[str]:
 
 def footprint() -> list[dict[str, Any]]:
     rows = []
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         unfiltered = list(CATALOG[cloud])
         for label, drivers in (("CPU only", ["dra.cpu"]), ("NVIDIA", ["gpu.nvidia.com"])):
             joined = join_components(CATALOG[cloud], drivers)

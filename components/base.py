@@ -1,12 +1,12 @@
 """What every cluster component shares: its arguments, its outputs and its inputs for policies.
 
-Each cloud module (`gke`, `eks`, `aks`, `civo`, `vultr`, `existing`) defines one `ClusterComponent`
+Each cloud's package (`clouds/<cloud>/component.py`) defines one `ClusterComponent`
 subclass with the same outline: an explicit cloud provider for the cluster's own project, region or
 account, then the steps the cloud has, under the same names everywhere: `_network()`,
 `_identity()`, `_cluster()`, `_pools()`, `finish()` (the kubeconfig, a secret Output, and a
 `kubernetes.Provider` for it) and `_addons()` (what the cluster installs on itself through that
 provider). Labels, taints, roles and accelerators come from `infra.facts`, and what differs between
-clouds outside their own module from `infra.profiles`; a cloud module only spells them the way its
+clouds outside their own package from the cloud's registry record (`clouds`); a cloud module only spells them the way its
 API wants. Checks that can fail run in the program's guard before anything registers, not here.
 """
 
@@ -20,9 +20,22 @@ from typing import Any, ClassVar, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clouds.spec import Cloud
 from infra.facts import ClusterFacts, Taint
 
 BlockT = TypeVar("BlockT")
+
+
+class ComponentError(pulumi.RunError):
+    """An input a component cannot build from, raised before the component registers anything.
+
+    The program's guard rejects such inputs before any component exists; this guards direct use. A
+    `RunError` ends the run with its message and no traceback (pulumi sdk/python/lib/pulumi/errors.py;
+    the Python SDK has no `ResourceError` as the Node.js SDK does), so the message names the resource.
+    """
+
+    def __init__(self, kind: str, name: str, problem: str) -> None:
+        super().__init__(f"{kind} {name!r}: {problem}")
 
 
 class CloudProviders:
@@ -52,17 +65,19 @@ class CloudProviders:
         return self._made[key]
 
 
-def stack_credentials(package: str, keys: Mapping[str, str]) -> dict[str, pulumi.Output[str]]:
+def stack_credentials(cloud: Cloud) -> dict[str, pulumi.Output[str]]:
     """The credentials the stack's config gives a cloud's provider, by the provider's argument name.
 
     An explicit provider never reads the stack's `<package>:` config (pulumi/pulumi-aws#1307,
     pulumi/pulumi#12176), so `pulumi config set --secret civo:token ...` would reach no provider;
-    the program passes each key the cloud documents (`keys`: config key -> argument) on itself,
-    always as a secret. The provider process still reads its environment variables itself, so a
-    key left unset falls back to them (docs/getting-started.md lists both, per cloud).
+    the program passes each key the cloud documents (`Cloud.credentials`: config key -> argument)
+    on itself, always as a secret. The provider process still reads its environment variables
+    itself, so a key left unset falls back to them (docs/getting-started.md lists both, per cloud).
     """
-    cfg = pulumi.Config(package)
-    return {arg: value for key, arg in keys.items() if (value := cfg.get_secret(key)) is not None}
+    if cloud.provider_package is None:
+        return {}
+    cfg = pulumi.Config(cloud.provider_package)
+    return {arg: value for key, arg in cloud.credentials.items() if (value := cfg.get_secret(key)) is not None}
 
 
 @dataclass(frozen=True)
@@ -113,20 +128,13 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
 
 
 class ClusterComponent(pulumi.ComponentResource):
-    """Base of the six cluster components; subclasses build resources in `__init__`.
+    """Base of the cluster components, one per cloud; subclasses build resources in `__init__`.
 
-    `TYPE_TOKEN` is chosen once per cloud and never changed: a changed token changes every URN
-    below it, which Pulumi carries out as replacing the cluster.
+    `CLOUD` is the cloud's registry record: its type token (`Cloud.component_token`, chosen once and
+    never changed), its pool naming and its credentials.
     """
 
-    TYPE_TOKEN: ClassVar[str]
-    # The most distinct zones the cluster's pools may name (the component's network plan); None: any.
-    ZONE_LIMIT: ClassVar[int | None] = None
-    # Where the cloud shortens pool names it does not accept (`cloud_pool_name`): what it calls the
-    # short name and its rule, for the error when two pools shorten to one name. None: pools keep
-    # their names.
-    POOL_NAME_KIND: ClassVar[str | None] = None
-    POOL_NAME_RULE: ClassVar[str] = ""
+    CLOUD: ClassVar[Cloud]
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     schedulable_pools: pulumi.Output[list[dict[str, Any]]]
@@ -136,7 +144,7 @@ class ClusterComponent(pulumi.ComponentResource):
         # has no block for this cloud (class-provider-mismatch); this guards direct use.
         unsized = [p.name for p in args.facts.pools if args.facts.spec.provisioned and p.machine is None]
         if unsized:
-            raise ValueError(f"cluster {name!r}: pools {unsized} have no {args.facts.source} machine")
+            raise ComponentError("cluster", name, f"pools {unsized} have no {args.facts.source} machine")
         self.policy_facts = policy_inputs(args.facts, args.class_specs)
         # `modelplane:protect` protects the cluster and, by inheritance, everything parented to it:
         # its cloud resources, serving stack, deployments and routes. The engine deletes a removed
@@ -145,14 +153,9 @@ class ClusterComponent(pulumi.ComponentResource):
         # protected cluster (pulumi/pulumi pkg/resource/deploy/step.go, `DeleteStep.Apply` checks
         # `Protect` per resource, at execution).
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=args.protect))
-        super().__init__(self.TYPE_TOKEN, name, self.policy_facts, opts)
+        super().__init__(self.CLOUD.component_token, name, self.policy_facts, opts)
         self.facts = args.facts
         self.protect = args.protect
-
-    @staticmethod
-    def cloud_pool_name(pool: str) -> str:
-        """The name the cloud gives a pool of this name (see `POOL_NAME_KIND`)."""
-        return pool
 
     def child(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
         """Options for a child resource: parented here, so protected when the cluster is."""
@@ -182,19 +185,17 @@ class ClusterComponent(pulumi.ComponentResource):
         )
 
 
-def source_block(cluster: str, block: BlockT | None, key: str) -> BlockT:
+def own_block(facts: ClusterFacts, block_type: type[BlockT]) -> BlockT:
     """The cluster's own source block (`gke`, `eks`, ...); config loading guarantees it is set."""
-    if block is None:
-        raise ValueError(f"cluster {cluster!r}: its source needs the '{key}' block")
+    block = getattr(facts.spec, facts.spec.cloud.key)
+    if not isinstance(block, block_type):
+        raise ComponentError("cluster", facts.name, f"its source needs the '{facts.spec.cloud.key}' block")
     return block
 
 
 def taint_strings(taints: Sequence[Taint]) -> list[str]:
     """`key=value:Effect`, as AKS `node_taints` and kubelet flags spell taints."""
     return [f"{t.key}={t.value}:{t.effect}" for t in taints]
-
-
-UPPER_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
 
 def exec_kubeconfig(

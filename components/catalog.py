@@ -23,17 +23,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clouds import PROFILES, SOURCES, profile
 from components import telemetry
 from components import values as v
 from infra.facts import ClusterFacts
-from infra.profiles import PROFILES, profile
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
-from infra.vocabulary import CLOUDS, VENDOR_DRIVER
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET
 from infra.vocabulary import NVIDIA_GPU_DRIVER as NVIDIA
+from infra.vocabulary import VENDOR_DRIVER
 
-__all__ = ["AMD", "CLOUDS", "CPU", "NET", "NVIDIA"]
+__all__ = ["AMD", "CPU", "NET", "NVIDIA"]
+
+# The keys of the GPU operators' rows, which other steps look for (the serving stack, the joins).
+NVIDIA_OPERATOR_KEY = "gpu-operator"
+AMD_OPERATOR_KEY = "amd-gpu-operator"
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ def _common(cloud: str) -> list[Component]:
             # (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs"); v26.3.3 is that line's
             # latest patch when pinned. Its daemonsets run at system-node-critical (values.yaml).
             Component(
-                "gpu-operator",
+                NVIDIA_OPERATOR_KEY,
                 "gpu-operator",
                 NGC,
                 "v26.3.3",
@@ -164,7 +168,7 @@ def _common(cloud: str) -> list[Component]:
             "0.4.1",
             "dra-driver-nvidia-gpu",
             dra_drivers=(NVIDIA,),
-            depends_on=("gpu-operator",) if own_operator else (),
+            depends_on=(NVIDIA_OPERATOR_KEY,) if own_operator else (),
             values=v.dra_driver_nvidia_gpu(cloud),
             critical_pods=True,
         ),
@@ -190,7 +194,7 @@ def _per_cloud(cloud: str) -> list[Component]:
         # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it here.
         return [
             Component(
-                "amd-gpu-operator",
+                AMD_OPERATOR_KEY,
                 "gpu-operator-charts",
                 ROCM,
                 "v1.5.1",
@@ -204,15 +208,15 @@ def _per_cloud(cloud: str) -> list[Component]:
 
 
 # Drivers a cloud installs outside the serving stack, from its profile. EKS installs aws-dranet
-# (`dra.net`) with the cluster when a pool claims it (EFA pools); see components/eks.py.
+# (`dra.net`) with the cluster when a pool claims it (EFA pools); see clouds/eks/component.py.
 EXTERNAL_DRIVERS: Mapping[str, tuple[str, ...]] = {
     c: p.external_drivers for c, p in PROFILES.items() if p.external_drivers
 }
 
 
 def catalog_for(cloud: str) -> list[Component]:
-    if cloud not in CLOUDS:
-        raise KeyError(f"unknown cloud {cloud!r}; known: {', '.join(CLOUDS)}")
+    if cloud not in SOURCES:
+        raise KeyError(f"unknown cloud {cloud!r}; known: {', '.join(SOURCES)}")
     return _common(cloud) + _per_cloud(cloud)
 
 
@@ -222,7 +226,7 @@ def catalog_for(cloud: str) -> list[Component]:
 
 # The GPU operators: the rows an Existing cluster's owner may already run (`ownerGpuOperator`).
 # Two copies of an operator reconcile the same custom resources and fight over every node.
-GPU_OPERATOR_KEYS = ("gpu-operator", "amd-gpu-operator")
+GPU_OPERATOR_KEYS = (NVIDIA_OPERATOR_KEY, AMD_OPERATOR_KEY)
 
 
 def join_components(
@@ -356,7 +360,7 @@ def needed_by_others(catalog: Sequence[Component]) -> set[str]:
 
 
 def load_catalog() -> dict[str, list[Component]]:
-    catalog = {cloud: catalog_for(cloud) for cloud in CLOUDS}
+    catalog = {cloud: catalog_for(cloud) for cloud in SOURCES}
     for cloud, rows in catalog.items():
         check_dependencies(cloud, rows)
         check_served_drivers(cloud, rows)

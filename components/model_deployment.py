@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clouds import profile
+from components.base import ComponentError
+from infra import tokens
 from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.placement import PodPlacement, Toleration
-from infra.profiles import profile
-
-TYPE_TOKEN = "modelplane:deploy:ModelDeployment"
 
 # The telemetry collector's engine job scrapes pods by this label (port `http`).
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
@@ -79,12 +79,12 @@ def device_claims(spec: ModelDeploymentSpec, pool: PoolFacts) -> list[DeviceClai
     for req in spec.devices:
         dev = devices[req.name]
         if dev.claim is not ClaimMode.DRA:
-            raise ValueError(f"deployment {spec.name!r}: device {req.name!r} is Synthetic and cannot be claimed")
+            raise ComponentError("deployment", spec.name, f"device {req.name!r} is Synthetic and cannot be claimed")
         cpus = None
         if dev.driver == CPU_CLAIM_DRIVER:
             per_device = claimed_cpus(dev)
             if per_device is None:
-                raise ValueError(f"deployment {spec.name!r}: device {req.name!r} has no whole {CPU_CLAIM_CAPACITY}")
+                raise ComponentError("deployment", spec.name, f"device {req.name!r} has no whole {CPU_CLAIM_CAPACITY}")
             cpus = per_device * req.count
         claims.append(DeviceClaim(req.name, dev, req.count, cpus))
     return claims
@@ -178,13 +178,13 @@ class ModelDeployment(pulumi.ComponentResource):
         spec, cluster, pool = args.spec, args.cluster, args.pool
         # Validate before creating anything: the facts must be the deployment's own.
         if spec.cluster != cluster.name or spec.pool != pool.name:
-            raise ValueError(
-                f"deployment {spec.name!r} targets {spec.cluster}/{spec.pool}, not {cluster.name}/{pool.name}"
+            raise ComponentError(
+                "deployment", spec.name, f"targets {spec.cluster}/{spec.pool}, not {cluster.name}/{pool.name}"
             )
         claims = device_claims(spec, pool)
         placement = pod_placement(spec, cluster)
         super().__init__(
-            TYPE_TOKEN,
+            tokens.MODEL_DEPLOYMENT,
             name,
             {
                 "name": spec.name,

@@ -22,12 +22,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import cluster_components
+from infra import tokens
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec
 from infra.facts import ClusterFacts
 from infra.placement import PodPlacement
-
-GATEWAY_TYPE_TOKEN = "modelplane:serve:Gateway"
-SERVICE_TYPE_TOKEN = "modelplane:serve:ModelService"
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -170,7 +168,7 @@ class ClusterGateway(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         namespace = gateway_namespace(args.facts)
         super().__init__(
-            GATEWAY_TYPE_TOKEN,
+            tokens.GATEWAY,
             name,
             {"cluster": args.facts.name, "namespace": namespace, "services": [r.name for r in args.routes]},
             opts,
@@ -271,7 +269,7 @@ class ModelService(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         route = args.route
         endpoint = route.endpoint(args.gateway_namespace)
-        super().__init__(SERVICE_TYPE_TOKEN, name, endpoint, opts)
+        super().__init__(tokens.MODEL_SERVICE, name, endpoint, opts)
         self.route = k8s.apiextensions.CustomResource(
             f"{name}-route",
             api_version=GATEWAY_API,

@@ -31,18 +31,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import (
+    AMD_OPERATOR_KEY,
+    NVIDIA_OPERATOR_KEY,
     Component,
     cluster_components,
     critical_pod_namespaces,
     install_order,
     needed_by_others,
 )
+from infra import tokens
 from infra.facts import ClusterFacts
 
-TYPE_TOKEN = "modelplane:stack:ServingStack"
-
 # The component whose DRA driver serves `gpu.amd.com`; its DeviceClass is created here.
-AMD_OPERATOR_KEY = "amd-gpu-operator"
 AMD_DEVICE_CLASS = "gpu.amd.com"
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
@@ -50,7 +50,6 @@ CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 CRITICAL_PODS_LIMIT = "1G"
 
 # The component that needs Google's driver installer on GKE before it can validate the driver.
-NVIDIA_OPERATOR_KEY = "gpu-operator"
 # Google's COS installer that uses the driver image GKE preloads on the node, pinned to a commit of
 # GoogleCloudPlatform/container-engine-accelerators so `pulumi up` never applies an unreviewed change.
 # 992db81 (2026-06-11) is the newest master commit; its daemonset-preloaded.yaml is the file as last
@@ -135,7 +134,7 @@ class ServingStack(pulumi.ComponentResource):
             "ownerGpuOperator": facts.owner_gpu_operator,
             "releases": [planned_release(c, c.key in awaited) for c in components],
         }
-        super().__init__(TYPE_TOKEN, name, planned, opts)
+        super().__init__(tokens.SERVING_STACK, name, planned, opts)
         joined = {c.key for c in components}
         # What must exist before a component's release installs, by component key.
         prerequisites: dict[str, list[pulumi.Resource]] = {}

@@ -8,7 +8,7 @@ ServingStack's.
 
 Each value that is not the chart's default names its public source: the chart's own file at the
 pinned tag, the vendor's documentation, or the upstream issue. What differs between clouds is
-read from the cloud's profile (`infra.profiles`), never from the cloud's name.
+read from the cloud's profile (`infra.profiles`, filled in by each cloud's package), never from the cloud's name.
 
 Tolerations are always scoped to a taint key this program puts on a pool (`infra.facts`): no value
 here tolerates every taint, so a device stack never lands on another vendor's or the system pool.
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from clouds import profile
 from infra import vocabulary as vocab
 from infra.devices import CPU_DRIVER_RESERVED_CPUS
-from infra.profiles import profile
 
 Values = dict[str, Any]
 

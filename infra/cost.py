@@ -1,7 +1,7 @@
 """What a fleet costs: on-demand price x nodes per pool, plus each cluster's control plane fee.
 
-The prices are the machine catalog's (`infra.machines`), for the one region the catalog
-prices each cloud in; a cluster elsewhere is priced at those rates and says which region it was
+The prices are the machine catalog's (each cloud's rows, `clouds.machine`), for the one region
+the catalog prices each cloud in; a cluster elsewhere is priced at those rates and says which region it was
 priced at. A machine the catalog has no price for is never counted as free: its pool's cost is
 unknown, the totals are the sum of what is known, and `complete` is false.
 
@@ -22,15 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from infra.machines import (
-    CONTROL_PLANE_FEES,
-    CURRENCY,
-    HOURS_PER_MONTH,
-    PRICE_REGION,
-    MachineType,
-    catalog_date,
-    machine,
-)
+from clouds import catalog_date, cloud, machine
+from infra import tokens
+from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts
@@ -110,14 +104,15 @@ def cluster_cost(
 
     `lookup` finds a machine's catalog row (the catalog's own by default).
     """
-    if source not in PRICE_REGION:
+    priced_as = cloud(source)
+    fee = priced_as.control_plane_fee
+    if priced_as.price_region is None or fee is None:
         return None
-    fee = CONTROL_PLANE_FEES[source]
     costs = []
     for pool in pools:
         row = lookup(source, pool.machine) if pool.machine else None
         costs.append(PoolCost(pool, row.price_usd_hour if row is not None else None))
-    return ClusterCost(name, source, PRICE_REGION[source], tuple(costs), fee.usd_hour, fee.source)
+    return ClusterCost(name, source, priced_as.price_region, tuple(costs), fee.usd_hour, fee.source)
 
 
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
@@ -217,7 +212,6 @@ def combine_totals(totals: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # The stack's budget, registered so the policy pack can compare the fleet's cost with it
 
-BUDGET_TYPE = "modelplane:cost:Budget"
 BUDGET_KEY = "modelplane:budget"
 
 
@@ -229,6 +223,6 @@ class Budget(pulumi.ComponentResource):
 
     def __init__(self, name: str, monthly_usd: Decimal, stack_file: str, opts: pulumi.ResourceOptions | None = None):
         budget = {"monthlyUsd": float(monthly_usd), "currency": CURRENCY, "stackFile": stack_file}
-        super().__init__(BUDGET_TYPE, name, budget, opts)
+        super().__init__(tokens.BUDGET, name, budget, opts)
         # Outputs too: `AnalyzeStack` reads a component's outputs, which are what it registers here.
         self.register_outputs(budget)

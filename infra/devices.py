@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from infra.config.base import Accelerator
+from clouds import cloud, machine, profile
+from infra.config.base import Accelerator, ProvisionedClusterBlock
 from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
-from infra.machines import MachineType, machine
-from infra.profiles import profile
+from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
 
 __all__ = ["CPU_DRIVER", "GPU_VENDORS", "NETWORK_DRIVERS"]
@@ -127,7 +127,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
                 ACCELERATOR_DRIVER_MISMATCH,
                 f"the class claims {', '.join(gpu_drivers)} but its {prov.provider} block sets no accelerator, "
                 "so its nodes would get no GPU",
-                f"set provisioning.{prov.provider.lower()}.accelerator {{type, count}} to the GPUs the machine carries",
+                f"set provisioning.{cloud(prov.provider).key}.accelerator {{type, count}} to the GPUs the machine carries",
                 driver=",".join(gpu_drivers),
             )
         if role == "CPU" and accel is not None:
@@ -271,15 +271,16 @@ def check_machine(
                 )
     if prov is None or prov.provider != source:
         return out
-    block = f"{class_at}.provisioning.{prov.provider.lower()}"
+    block = f"{class_at}.provisioning.{cloud(prov.provider).key}"
     name = prov.machine_name
-    machine_at = f"{block}.{profile(prov.provider).machine_key}"
+    machine_at = f"{block}.{prov.machine.machine_key()}"
     row = machine(source, name)
     if row is None:
         reject(
             UNKNOWN_MACHINE_TYPE,
             f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price are unchecked",
-            "check the machine on the cloud's page and add a row to infra/machines.py (see docs/machines.md)",
+            f"check the machine on the cloud's page and add a row to clouds/{cloud(source).key}/machines.py "
+            "(see docs/machines.md)",
             path=machine_at,
         )
         return out
@@ -410,9 +411,9 @@ def cpu_device_index(cls: InferenceClass) -> int:
 
 
 def cluster_region(cluster: InferenceCluster) -> str | None:
-    """The region (AKS: location) a provisioned cluster runs in; None for Existing."""
+    """The region (AKS: location) a provisioned cluster runs in; None for one its owner runs."""
     block = cluster.block
-    return getattr(block, "region", None) or getattr(block, "location", None)
+    return block.place if isinstance(block, ProvisionedClusterBlock) else None
 
 
 def violation_path(fleet: Fleet, violation: Violation) -> str:

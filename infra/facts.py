@@ -23,11 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clouds import profile
 from infra.config.base import Accelerator
 from infra.config.model import Device, Fleet, InferenceCluster
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
-from infra.profiles import CloudProfile, profile
+from infra.profiles import CloudProfile
 from infra.vocabulary import (
     CPU_LABEL,
     CPU_TAINT_KEY,
@@ -245,13 +246,11 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 devices=tuple(cls.devices),
                 claimed_drivers=tuple(drivers),
                 machine=prov.machine_name if prov is not None and prov.provider == source else None,
-                disk_size_gb=getattr(prov.machine, "disk_size_gb", None)
-                if prov is not None and prov.provider == source
-                else None,
+                disk_size_gb=prov.machine.boot_disk_gb if prov is not None and prov.provider == source else None,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
             )
         )
-    owner_operator = cluster.existing is not None and cluster.existing.owner_gpu_operator
+    owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator
     return ClusterFacts(
         name=cluster.name,
         source=source,

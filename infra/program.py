@@ -15,8 +15,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from components.base import CloudProviders, ClusterComponent
-from components.clusters import cluster_class, cluster_component
+from clouds import cloud
+from components.base import CloudProviders, ClusterArgs, ClusterComponent
 from components.model_deployment import (
     ModelDeployment,
     ModelDeploymentArgs,
@@ -112,7 +112,7 @@ def read_fleet(file: str) -> Fleet:
     if issues:
         raise ConfigError(issues)
     fleet = parse_fleet(raw, file)
-    kube_keys = {c.existing.kubeconfig_key for c in fleet.clusters if c.existing is not None}
+    kube_keys = {c.owner_block.kubeconfig_key for c in fleet.clusters if c.owner_block is not None}
     issues = namespace_key_issues(file, plain_keys, [], kube_keys)
     if issues:
         raise ConfigError(issues)
@@ -138,9 +138,10 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
     present: dict[str, str] = {}
     found: dict[str, pulumi.Output[str]] = {}
     for cluster in fleet.clusters:
-        if cluster.existing is None:
+        owner = cluster.owner_block
+        if owner is None:
             continue
-        key = cluster.existing.kubeconfig_key
+        key = owner.kubeconfig_key
         secret = cfg.get_secret(key)
         if secret is not None:
             present[key] = ""
@@ -154,7 +155,7 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
 def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
     """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
 
-    The cloud modules own the values (`ClusterComponent.ZONE_LIMIT`, `cloud_pool_name`); the rule is stated
+    The cloud's record holds the values (`Cloud.zone_limit`, `Cloud.pool_naming`); the rule is stated
     here so it runs before the first registration of the whole program, never inside a component
     after other clusters registered.
     """
@@ -162,8 +163,8 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
     for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
         base = f"clusters[{ki}]"
         pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
-        kind = cluster_class(cluster.source)
-        limit = kind.ZONE_LIMIT
+        owner = cloud(cluster.source)
+        limit = owner.zone_limit
         zones = declared_zones(cf.pools)
         if limit is not None and len(zones) > limit:
             over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
@@ -176,18 +177,19 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
                     f"name at most {limit} distinct zones across the cluster's pools",
                 )
             )
-        if kind.POOL_NAME_KIND is not None:
+        naming = owner.pool_naming
+        if naming is not None:
             seen: dict[str, str] = {}
             for pool in cf.pools:
-                cloud_name = kind.cloud_pool_name(pool.name)
+                cloud_name = naming.rename(pool.name)
                 if cloud_name in seen and pool.name in pool_index:
                     issues.append(
                         ConfigIssue(
                             file,
                             f"{base}.nodePools[{pool_index[pool.name]}].name",
-                            f"pool '{pool.name}' gets the {kind.POOL_NAME_KIND} '{cloud_name}', as pool "
+                            f"pool '{pool.name}' gets the {naming.kind} '{cloud_name}', as pool "
                             f"'{seen[cloud_name]}' does",
-                            f"rename the pool: {kind.POOL_NAME_RULE}",
+                            f"rename the pool: {naming.rule}",
                         )
                     )
                 seen.setdefault(cloud_name, pool.name)
@@ -231,9 +233,8 @@ def run() -> None:
     endpoints: dict[str, Any] = {}
     providers = CloudProviders()
     for cluster_facts in facts:
-        cluster = cluster_component(
-            cluster_facts, class_specs, fleet.protect, providers, kubeconfigs.get(cluster_facts.name)
-        )
+        args = ClusterArgs(cluster_facts, class_specs, fleet.protect, kubeconfigs.get(cluster_facts.name), providers)
+        cluster: ClusterComponent = cloud(cluster_facts.source).component_class()(cluster_facts.name, args)
         stack = ServingStack(
             f"{cluster_facts.name}-stack",
             ServingStackArgs(facts=cluster_facts),

@@ -1,4 +1,4 @@
-"""The names the whole program shares: clouds, DRA drivers, node labels and taint keys.
+"""The names the whole program shares: DRA drivers, node labels and taint keys.
 
 Config, the device rules, the facts, the cloud profiles, the catalog, the chart values, placement
 and the policy pack all spell these names from here. This module imports nothing of the project,
@@ -8,16 +8,6 @@ so every other module can import it without an import cycle.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-# Cluster sources. The five provisioned clouds, then the bring-your-own kind.
-GKE = "GKE"
-EKS = "EKS"
-AKS = "AKS"
-CIVO = "Civo"
-VULTR = "Vultr"
-EXISTING = "Existing"
-PROVISIONED_CLOUDS = (GKE, EKS, AKS, CIVO, VULTR)
-CLOUDS = (*PROVISIONED_CLOUDS, EXISTING)
 
 # DRA driver names, as the drivers publish them in their ResourceSlices.
 NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
@@ -43,3 +33,10 @@ VENDOR_TAINT_KEY: Mapping[str, str] = {NVIDIA: "nvidia.com/gpu", AMD: "amd.com/g
 NVIDIA_TAINT_KEY = VENDOR_TAINT_KEY[NVIDIA]
 AMD_TAINT_KEY = VENDOR_TAINT_KEY[AMD]
 CPU_TAINT_KEY = CPU_LABEL
+
+# Cloud APIs (GKE, EKS) spell taint effects in capitals; Kubernetes spelling is what the facts hold.
+UPPER_EFFECT: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}

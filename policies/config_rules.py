@@ -10,12 +10,12 @@ name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
+from clouds import COMPONENT_TOKENS
 from infra.config.model import InferenceClass
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
@@ -32,13 +32,10 @@ from infra.devices import (
 )
 from policies.props import mappings, plain
 
-# `modelplane:<cloud module>:<Cloud>Cluster`, the token every cluster component registers under
-# (`components.base.ClusterComponent.TYPE_TOKEN`).
-CLUSTER_COMPONENT = re.compile(r"^modelplane:[a-z]+:[A-Za-z]+Cluster$")
-
 
 def is_cluster_component(resource_type: str) -> bool:
-    return CLUSTER_COMPONENT.match(resource_type) is not None
+    """A cluster component of any cloud in the registry (`Cloud.component_token`)."""
+    return resource_type in COMPONENT_TOKENS
 
 
 class MissingFactsError(Exception):

@@ -15,7 +15,7 @@ A value that is unknown in a preview is said so (`policies.props.undecided`), ne
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,9 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from components.base import UPPER_EFFECT
+from clouds import CLUSTER_TYPES, POOL_TYPES
+from clouds.spec import PoolSpelling
+from infra import tokens
 from infra.config.base import Accelerator
 from infra.facts import (
     CPU_LABEL,
@@ -41,17 +43,14 @@ from infra.facts import (
     gpu_taint,
 )
 from infra.formats import image_problem, tag_problem
-from policies import tokens
+from infra.vocabulary import UPPER_EFFECT
 from policies.props import get, mappings, plain, strings, undecided
 
 # --------------------------------------------------------------------------------------------
 # pool-role-marking
 
-# Cloud APIs spell effects in capitals (GKE, EKS); Kubernetes spelling is what the facts hold.
+# Kubernetes spelling of the effects cloud APIs spell in capitals (GKE, EKS).
 K8S_EFFECT = {upper: k8s for k8s, upper in UPPER_EFFECT.items()}
-
-# EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators.
-EKS_ACCELERATED_AMI = ("NVIDIA", "GPU", "NEURON")
 
 
 @dataclass(frozen=True)
@@ -86,41 +85,28 @@ def _taint_strings(value: Any) -> tuple[Taint, ...]:
     return tuple(found)
 
 
-def _gke_pool(pool: Mapping[str, Any]) -> PoolMarking:
-    config = pool.get("nodeConfig") or {}
+def at(props: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted property path (`nodeConfig.labels`), or None."""
+    value: Any = props
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def pool_marking(spelling: PoolSpelling, pool: Mapping[str, Any]) -> PoolMarking:
+    """Read labels, taints and accelerators from one pool, in its cloud's spelling (`Cloud.resources`)."""
+    taints = at(pool, spelling.taints)
+    accelerated: bool | None = None
+    if spelling.accelerators is not None:
+        accelerated = bool(mappings(at(pool, spelling.accelerators)))
+    elif spelling.image is not None:
+        image = str(at(pool, spelling.image) or "")
+        accelerated = any(word in image for word in spelling.accelerated_images)
     return PoolMarking(
-        strings(config.get("labels")), _taints(config.get("taints")), bool(mappings(config.get("guestAccelerators")))
+        strings(at(pool, spelling.labels)),
+        _taint_strings(taints) if spelling.taints_as_text else _taints(taints),
+        accelerated,
     )
-
-
-def _eks_pool(pool: Mapping[str, Any]) -> PoolMarking:
-    ami = str(pool.get("amiType") or "")
-    return PoolMarking(
-        strings(pool.get("labels")), _taints(pool.get("taints")), any(k in ami for k in EKS_ACCELERATED_AMI)
-    )
-
-
-def _aks_pool(pool: Mapping[str, Any]) -> PoolMarking:
-    return PoolMarking(strings(pool.get("nodeLabels")), _taint_strings(pool.get("nodeTaints")), None)
-
-
-def _plain_pool(pool: Mapping[str, Any]) -> PoolMarking:
-    return PoolMarking(strings(pool.get("labels")), _taints(pool.get("taints")), None)
-
-
-# How each resource type spells a pool's labels, taints and accelerators (a standalone pool, or
-# one of a cluster's inline pools); other types spell them `labels` and `taints`.
-POOL_SPELLING: Mapping[str, Callable[[Mapping[str, Any]], PoolMarking]] = {
-    "gcp:container/nodePool:NodePool": _gke_pool,
-    "aws:eks/nodeGroup:NodeGroup": _eks_pool,
-    "azure-native:containerservice:AgentPool": _aks_pool,
-    "azure-native:containerservice:ManagedCluster": _aks_pool,
-}
-
-
-def pool_marking(resource_type: str, pool: Mapping[str, Any]) -> PoolMarking:
-    """Read labels, taints and accelerators from one pool, in its resource type's spelling."""
-    return POOL_SPELLING.get(resource_type, _plain_pool)(pool)
 
 
 def marking_problems(source: str, pool: PoolMarking) -> list[str]:
@@ -161,17 +147,18 @@ def marking_problems(source: str, pool: PoolMarking) -> list[str]:
 
 
 def _validate_pool_role_marking(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type in tokens.NODE_POOLS:
+    if args.resource_type in POOL_TYPES:
+        source, types = POOL_TYPES[args.resource_type]
         pools = [args.props]
-        source = tokens.NODE_POOLS[args.resource_type]
-    elif args.resource_type in tokens.INLINE_POOLS:
-        pools = mappings(args.props.get(tokens.INLINE_POOLS[args.resource_type]))
-        source = tokens.CLUSTERS[args.resource_type]
+    elif args.resource_type in CLUSTER_TYPES and CLUSTER_TYPES[args.resource_type][1].inline_pools:
+        source, types = CLUSTER_TYPES[args.resource_type]
+        pools = mappings(args.props.get(types.inline_pools or ""))
     else:
         return
+    spelling = types.spelling
     for pool in pools:
         with undecided(f"the labels, taints or accelerators of node pool {args.name}"):
-            marking = pool_marking(args.resource_type, pool)
+            marking = pool_marking(spelling, pool)
         label = marking.labels.get(POOL_LABEL) or "?"
         for problem in marking_problems(source, marking):
             report_violation(f"pool '{label}' ({args.name}): {problem}", None)
@@ -416,7 +403,7 @@ no_wildcard_tolerations = ResourceValidationPolicy(
 # --------------------------------------------------------------------------------------------
 # protect-clusters
 
-PROTECTED_TYPES = frozenset(tokens.CLUSTERS) | frozenset(tokens.NODE_POOLS)
+PROTECTED_TYPES = frozenset(CLUSTER_TYPES) | frozenset(POOL_TYPES)
 
 
 def _validate_protect_clusters(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -424,7 +411,7 @@ def _validate_protect_clusters(args: ResourceValidationArgs, report_violation: R
         return
     if args.name in (args.get_config().get("exemptResources") or []):
         return
-    kind = "cluster" if args.resource_type in tokens.CLUSTERS else "node pool"
+    kind = "cluster" if args.resource_type in CLUSTER_TYPES else "node pool"
     report_violation(
         f"{kind} {args.name} is not protected; set modelplane:protect: true so `pulumi up` can never delete it",
         None,

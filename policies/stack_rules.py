@@ -27,11 +27,11 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
+from infra import tokens
 from infra.config.model import InferenceClass
 from infra.config.roles import claimed_drivers
 from infra.cost import (
     BUDGET_KEY,
-    BUDGET_TYPE,
     COST_OVER_BUDGET,
     ClusterCost,
     PoolSize,
@@ -42,7 +42,6 @@ from infra.cost import (
 )
 from infra.formats import parse_quantity
 from infra.vocabulary import CPU_DRIVER
-from policies import tokens
 from policies.config_rules import is_cluster_component
 from policies.props import cannot_decide, get, mappings, plain, undecided
 
@@ -302,7 +301,7 @@ def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> s
 
 def _validate_cost_over_budget(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     for budget in args.resources:
-        if budget.resource_type == BUDGET_TYPE:
+        if budget.resource_type == tokens.BUDGET:
             problem = budget_problem(budget, args.resources)
             if problem is not None:
                 report_violation(problem, budget.urn)

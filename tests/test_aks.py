@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from components.aks import AGENT_POOL_NAME, agent_pool_name, autoscaler_owned
+from clouds.aks.__init__ import AGENT_POOL_NAME, agent_pool_name
+from clouds.aks.component import autoscaler_owned
 from components.values import nvidia_driver_owned_by_stack
 from infra.facts import PoolFacts
 from infra.tooling.mockrun import MockRun
@@ -129,7 +130,7 @@ def test_gpu_pool_installs_the_aks_driver_which_the_stacks_operator_leaves_alone
 
 
 def test_gpu_pool_skips_the_aks_driver_when_the_stack_owns_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("components.aks.nvidia_driver_owned_by_stack", lambda cloud: cloud == "AKS")
+    monkeypatch.setattr("clouds.aks.component.nvidia_driver_owned_by_stack", lambda cloud: cloud == "AKS")
     result = run_fleet(aks_fleet())
     assert result.error is None, result.error
     assert named(result, "aks-west-gpu-a100").inputs["gpuProfile"] == {"driver": "None"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from clouds import SOURCES
 from components.catalog import (
     CATALOG,
-    CLOUDS,
     CatalogError,
     Component,
     catalog_for,
@@ -32,7 +32,7 @@ EXPECTED_SUPPORTED = {
 }
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_supported_drivers_match_the_spec_table(cloud: str) -> None:
     assert supported_drivers(cloud) == EXPECTED_SUPPORTED[cloud]
 
@@ -90,7 +90,7 @@ def test_duplicate_keys_fail_to_load() -> None:
         check_dependencies("X", [c("a"), c("a")])
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_every_join_keeps_every_dependency(cloud: str) -> None:
     drivers = supported_drivers(cloud)
     subsets = [[d for i, d in enumerate(drivers) if mask >> i & 1] for mask in range(1 << len(drivers))]
@@ -124,7 +124,7 @@ COMMON_ROWS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
     rows = {r.release: (r.chart, r.repo, r.version, r.dra_drivers) for r in catalog_for(cloud)}
     # VKE's managed GPU add-on runs the GPU operator and NFD, so Vultr installs neither.
@@ -167,7 +167,7 @@ def test_dependency_carrying_exactly_its_dependents_tags_loads() -> None:
 
 
 def test_install_order_puts_dependencies_first() -> None:
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         order = [x.key for x in install_order(CATALOG[cloud])]
         for x in CATALOG[cloud]:
             for d in x.depends_on:
@@ -175,7 +175,7 @@ def test_install_order_puts_dependencies_first() -> None:
 
 
 def test_amd_operator_only_on_existing() -> None:
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         has_amd = any("gpu.amd.com" in x.dra_drivers for x in catalog_for(cloud))
         assert has_amd == (cloud == "Existing")
 
@@ -329,7 +329,7 @@ def unread_keys(chart: str, version: str, values: dict[str, object]) -> list[str
     return sorted(k for k in values if k not in reads)
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_every_value_set_is_read_by_the_pinned_chart_version(cloud: str) -> None:
     for row in CATALOG[cloud]:
         if row.chart not in RECORDED_CHARTS:
@@ -384,7 +384,7 @@ EDGES = {
 }
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> None:
     rows = {r.release: (tuple(r.depends_on), r.namespace) for r in catalog_for(cloud)}
     expected = dict(EDGES)
@@ -402,7 +402,7 @@ def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> Non
     assert keys.get("mp-gpu-operator-charts") == ("amd-gpu-operator" if cloud == "Existing" else None)
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_every_clouds_rows_keep_the_dependency_rule(cloud: str) -> None:
     check_dependencies(cloud, catalog_for(cloud))  # raises CatalogError naming the rows otherwise
 
@@ -439,13 +439,13 @@ def test_install_order_lists_each_row_once_after_its_dependencies() -> None:
 
 
 def test_collector_row_carries_the_collector_values() -> None:
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         [otel] = [r for r in catalog_for(cloud) if r.key == "opentelemetry-collector"]
         assert otel.values["mode"] == "deployment"
         assert "transform/modelplane-gpu" in otel.values["config"]["processors"]
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_each_clouds_tags_and_external_drivers_agree_with_its_profile(cloud: str) -> None:
     check_served_drivers(cloud, catalog_for(cloud))  # raises CatalogError otherwise
 
@@ -466,7 +466,7 @@ def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
     loaded = load_catalog()
     assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Existing"]
     assert {cloud: [r.key for r in rows] for cloud, rows in loaded.items()} == {
-        cloud: [r.key for r in catalog_for(cloud)] for cloud in CLOUDS
+        cloud: [r.key for r in catalog_for(cloud)] for cloud in SOURCES
     }
 
 
@@ -493,7 +493,7 @@ def test_a_cloud_whose_rows_break_the_dependency_rule_fails_to_load(monkeypatch:
 # driver's controller and kubelet plugin (deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1)
 # and the CPU driver's DaemonSet, fixed in deployment/helm/dra-driver-cpu/templates/daemonset.yaml.
 # VKE runs its own GPU operator.
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_the_drivers_and_the_gpu_operator_are_the_rows_with_critical_pods(cloud: str) -> None:
     rows = catalog_for(cloud)
     operator = set() if cloud == "Vultr" else {"mp-gpu-operator"}

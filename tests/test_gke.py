@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from components.gke import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
+from clouds.gke.component import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
 from infra.facts import derive_cluster
 from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import assert_protected_but_providers, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet

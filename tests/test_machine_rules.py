@@ -182,7 +182,7 @@ CASES: dict[str, tuple[InferenceClass, list[str], list[tuple[str, str | None, st
                 None,
                 "machine type 'n9-imaginary-8' is not in the machine catalog, so its GPUs, CPUs and price "
                 "are unchecked",
-                "check the machine on the cloud's page and add a row to infra/machines.py (see docs/machines.md)",
+                "check the machine on the cloud's page and add a row to clouds/gke/machines.py (see docs/machines.md)",
                 GKE_MACHINE,
             )
         ],

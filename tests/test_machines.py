@@ -12,10 +12,11 @@ from typing import Any
 import pulumi
 import pytest
 
+from clouds import MACHINES, cloud, machine
 from components.base import policy_inputs
+from infra import tokens
 from infra.config.model import InferenceClass
 from infra.cost import (
-    BUDGET_TYPE,
     PoolSize,
     cluster_cost,
     cluster_cost_json,
@@ -34,8 +35,9 @@ from infra.devices import (
     reserved_cpus,
 )
 from infra.facts import derive_cluster
-from infra.machines import MACHINES, MachineType, machine, render_machines_doc
+from infra.machines import MachineType
 from infra.program import guard
+from infra.tooling.machines_doc import render_machines_doc
 from infra.tooling.plan import plan_stack
 from policies.config_rules import CONFIG_POLICIES
 from policies.stack_rules import cost_over_budget, registered_cluster_cost
@@ -217,7 +219,7 @@ def test_zone_outside_the_region_is_rejected(cloud: str) -> None:
 def test_unknown_machine_type_is_an_advisory_warning(cloud: str) -> None:
     [v] = check_machine("k", cloud, "p", cpu(cloud, "no-such-machine"), CLOUDS[cloud]["region"])
     assert (v.policy, v.enforcement, v.mandatory) == (UNKNOWN_MACHINE_TYPE, "advisory", False)
-    assert "infra/machines.py" in v.fix
+    assert f"clouds/{cloud.lower()}/machines.py" in v.fix
 
 
 @pytest.mark.parametrize("cloud", PROVIDERS)
@@ -309,7 +311,7 @@ def test_pack_rejects_the_held_example_as_the_guard_does(case: str) -> None:
     specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     spec = fleet.clusters[0]
     props = policy_inputs(derive_cluster(fleet, spec), specs)
-    token = f"modelplane:{spec.source.lower()}:{spec.source}Cluster"
+    token = cloud(spec.source).component_token
     found = {
         (p.name, m) for p in CONFIG_POLICIES for m in run(p, resource_args(token, props, name=spec.name, policy=p))
     }
@@ -427,12 +429,12 @@ def registered(raw: dict[str, Any], budget: float) -> list[Any]:
     specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     out = [
         stack_resource(
-            BUDGET_TYPE, {"monthlyUsd": budget, "currency": "USD", "stackFile": "Pulumi.t.yaml"}, name="budget"
+            tokens.BUDGET, {"monthlyUsd": budget, "currency": "USD", "stackFile": "Pulumi.t.yaml"}, name="budget"
         )
     ]
     for spec in fleet.clusters:
         props = policy_inputs(derive_cluster(fleet, spec), specs)
-        out.append(stack_resource(f"modelplane:{spec.source.lower()}:{spec.source}Cluster", props, name=spec.name))
+        out.append(stack_resource(cloud(spec.source).component_token, props, name=spec.name))
     return out
 
 
@@ -552,7 +554,7 @@ def over_budget_resources() -> list[Any]:
     raw = dict(two_clusters(), budget={"monthlyUsd": 100}, protect=True)
     result = run_fleet(raw, stack="t")
     assert result.error is None
-    assert [r.inputs for r in result.resources if r.type == BUDGET_TYPE] == [
+    assert [r.inputs for r in result.resources if r.type == tokens.BUDGET] == [
         {"monthlyUsd": 100.0, "currency": "USD", "stackFile": "Pulumi.t.yaml"}
     ]
     return result.resources
@@ -619,11 +621,11 @@ def test_machines_of_the_example_stacks_carry_the_price_read_for_the_priced_regi
         ("Vultr", "vc2-8c-32gb"): "0.219178",  # 160 a month / 730 h
         ("Vultr", "vc2-6c-16gb"): "0.109589",  # 80 a month / 730 h
     }
-    for (cloud, name), price in expected.items():
-        row = machine(cloud, name)
+    for (source, name), price in expected.items():
+        row = machine(source, name)
         assert row is not None and row.price_usd_hour == Decimal(price), name
         assert row.price_source is not None and row.price_source.startswith("https://github.com/"), name
     # No price could be read for these: they stay unknown, never zero.
-    for cloud, name in (("Civo", "g4p.kube.medium"), ("Vultr", "vcg-l40s-16c-180g-48vram")):
-        row = machine(cloud, name)
+    for source, name in (("Civo", "g4p.kube.medium"), ("Vultr", "vcg-l40s-16c-180g-48vram")):
+        row = machine(source, name)
         assert row is not None and row.price_usd_hour is None and row.price_source is None

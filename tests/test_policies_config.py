@@ -11,6 +11,7 @@ import pytest
 from pulumi_policy import ResourceValidationPolicy
 from pulumi_policy.proxy import UnknownValueError
 
+from clouds import cloud
 from components.base import policy_inputs
 from infra.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
@@ -51,7 +52,7 @@ def pack_verdict(raw: dict[str, Any]) -> set[tuple[str, str]]:
     """(policy, message) for every config-level violation the pack reports on each cluster component."""
     found = set()
     for c in fleet_of(raw).clusters:
-        token = f"modelplane:{c.source.lower()}:{c.source}Cluster"
+        token = cloud(c.source).component_token
         props = registered_cluster_props(raw, c.name)
         for policy in CONFIG_POLICIES:
             found |= {(policy.name, m) for m in run(policy, resource_args(token, props, name=c.name, policy=policy))}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from policies import tokens
+from clouds import CLUSTER_TYPES, POOL_TYPES
 from policies.resource_rules import pool_role_marking, protect_clusters
 from tests.conftest import cpu_class, gpu_class, run_fleet
 from tests.policy_harness import UNKNOWN_OBJECT_VALUE, resource_args, run, verdict
@@ -129,7 +129,7 @@ def test_program_gke_pools_pass_role_marking() -> None:
 # protect-clusters
 
 
-@pytest.mark.parametrize("token", sorted({*tokens.CLUSTERS, *tokens.NODE_POOLS}))
+@pytest.mark.parametrize("token", sorted({*CLUSTER_TYPES, *POOL_TYPES}))
 def test_unprotected_cluster_or_pool_is_reported(token: str) -> None:
     args = resource_args(token, {}, name="c", policy=protect_clusters, protect=False)
     assert len(run(protect_clusters, args)) == 1

@@ -15,10 +15,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from clouds.mock import fake_kubeconfig
 from components.catalog import AMD, CATALOG, CPU, NVIDIA
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.facts import ClusterFacts, derive_cluster
-from infra.tooling.mockrun import MockRun, Registration, fake_kubeconfig, run_under_mocks
+from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, of_type, run_fleet
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

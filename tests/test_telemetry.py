@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from clouds import SOURCES
 from components import telemetry
-from components.catalog import CLOUDS, catalog_for
+from components.catalog import catalog_for
 from components.telemetry import (
     METRIC_MAPPINGS,
     active_mappings,
@@ -388,7 +389,7 @@ def test_every_pipeline_component_is_defined_by_our_config_or_the_chart_defaults
 # Every cluster gets it
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_collector_is_an_untagged_row_on_every_cloud(cloud: str) -> None:
     rows = [c for c in catalog_for(cloud) if c.key == "opentelemetry-collector"]
     assert len(rows) == 1

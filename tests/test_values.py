@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from clouds import SOURCES
 from components import values as v
-from components.catalog import CATALOG, CLOUDS, Component, catalog_for
+from components.catalog import CATALOG, Component, catalog_for
 from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
@@ -23,7 +24,7 @@ def row(cloud: str, key: str) -> Component:
 
 
 def every_row() -> Iterator[tuple[str, Component]]:
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         for c in CATALOG[cloud]:
             yield cloud, c
 
@@ -97,7 +98,7 @@ def test_no_floating_image_in_any_values(cloud: str, component: Component) -> No
         assert tag and "latest" not in tag, f"{cloud} {component.key} {path}: {ref} floats"
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_nvidia_device_plugin_is_off_wherever_its_dra_driver_installs(cloud: str) -> None:
     if cloud in OPERATOR_CLOUDS:
         assert row(cloud, "gpu-operator").values["devicePlugin"] == {"enabled": False}
@@ -119,7 +120,7 @@ def test_dcgm_exporter_attributes_dra_allocated_gpus(cloud: str) -> None:
     assert {"name": "KUBERNETES_ENABLE_DRA", "value": "true"} in dcgm["env"]
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
     gpu_value = "present" if cloud == "GKE" else "true"
     for key in ("gpu-operator", "dra-driver-nvidia-gpu") if cloud in OPERATOR_CLOUDS else ("dra-driver-nvidia-gpu",):
@@ -129,7 +130,7 @@ def test_nvidia_daemonsets_tolerate_only_the_nvidia_taint(cloud: str) -> None:
         assert all(tolerated(t, "nvidia.com/gpu", gpu_value) for t in tolerations), (key, tolerations)
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_dra_driver_sets_no_controller_values_while_compute_domains_are_off(cloud: str) -> None:
     # dra-driver-nvidia-gpu 0.4.1 renders its controller only with compute domains on
     # (templates/controller.yaml), so controller values would change nothing.
@@ -245,7 +246,7 @@ def test_taint_keys_match_the_taints_pools_carry() -> None:
 # CPU
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_cpu_driver_runs_only_on_cpu_pools_and_tolerates_only_their_taint(cloud: str) -> None:
     values = row(cloud, "dra-driver-cpu").values
     assert values["nodeSelector"] == {"modelplane.ai/cpu": "true"}
@@ -312,7 +313,7 @@ def test_amd_images_are_the_reviewed_pins() -> None:
 # Neutral components
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_prometheus_selects_monitors_from_every_namespace(cloud: str) -> None:
     values = row(cloud, "kube-prometheus-stack").values
     assert values["grafana"] == {"enabled": False}
@@ -324,7 +325,7 @@ def test_prometheus_selects_monitors_from_every_namespace(cloud: str) -> None:
     assert spec["serviceMonitorNamespaceSelector"] == {}
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_cert_manager_installs_its_crds(cloud: str) -> None:
     assert row(cloud, "cert-manager").values["crds"] == {"enabled": True}
 
@@ -348,7 +349,7 @@ NVIDIA_TOLERATION_BY_CLOUD = {
 }
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_nvidia_daemonsets_tolerate_the_nvidia_taint_as_each_cloud_spells_it(cloud: str) -> None:
     # AKS pools carry `nvidia.com/gpu=true`, tolerated as AKS's accelerated-node toleration is
     # spelled; GKE sets `present` itself and an Existing owner picks their own value: Exists.
@@ -364,7 +365,7 @@ CPU_TOLERATION = {"key": "modelplane.ai/cpu", "operator": "Equal", "value": "tru
 AMD_TOLERATION = {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(cloud: str) -> None:
     gpu = [NVIDIA_TOLERATION_BY_CLOUD[cloud], *([AMD_TOLERATION] if cloud == "Existing" else [])]
     prometheus = row(cloud, "kube-prometheus-stack").values
@@ -374,7 +375,7 @@ def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(c
         assert row(cloud, "node-feature-discovery").values == {"worker": {"tolerations": gpu}}
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_gateway_serves_backends_and_lws_keeps_its_chart_defaults(cloud: str) -> None:
     gateway = row(cloud, "envoy-gateway").values
     assert gateway == {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
@@ -411,7 +412,7 @@ def test_amd_operator_pins_its_own_images_and_pull_policy() -> None:
     assert values["crds"]["defaultCR"]["install"] is True
 
 
-@pytest.mark.parametrize("cloud", CLOUDS)
+@pytest.mark.parametrize("cloud", SOURCES)
 def test_values_sit_at_the_keys_the_charts_read(cloud: str) -> None:
     # The tolerations above are found wherever they sit; here each must sit at its chart's key.
     nvidia = [NVIDIA_TOLERATION_BY_CLOUD[cloud]]

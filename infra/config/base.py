@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -71,3 +72,67 @@ class Accelerator(Model):
     def vendor(self) -> str:
         """The vendor prefix of the type (`nvidia-l4` -> `nvidia`)."""
         return self.type.split("-", 1)[0]
+
+
+class MachineBlock(Model):
+    """A class's `provisioning.<cloud>` block: the machine to provision, and its accelerator.
+
+    Each cloud's block names its machine field as the cloud's API does (`machineType`, `vmSize`,
+    ...) and says which field that is in `MACHINE_FIELD`; every block also has `accelerator`
+    (declared by each block, so the stack file lists it after the machine).
+    """
+
+    MACHINE_FIELD: ClassVar[str]
+    if TYPE_CHECKING:
+        accelerator: Accelerator | None
+
+    @property
+    def machine_name(self) -> str:
+        return str(getattr(self, self.MACHINE_FIELD))
+
+    @property
+    def boot_disk_gb(self) -> int | None:
+        """The boot disk size, on clouds whose block takes one (they all call it `diskSizeGb`)."""
+        size = getattr(self, "disk_size_gb", None)
+        return size if isinstance(size, int) else None
+
+    @classmethod
+    def machine_key(cls) -> str:
+        """The machine field as the stack file spells it (`machineType`)."""
+        return cls.model_fields[cls.MACHINE_FIELD].alias or cls.MACHINE_FIELD
+
+
+@dataclass(frozen=True)
+class KeyDoc:
+    """What one config key is for, as the configuration reference prints it."""
+
+    meaning: str
+    used_by: str  # the rule or component that reads it
+    example: str  # a YAML fragment
+
+
+class OwnerClusterBlock(Model):
+    """The block of a cluster its owner runs: where its kubeconfig is, and what the owner already installed."""
+
+    kubeconfig_key: str = "kubeconfig"
+    context: str | None = None
+    # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
+    # installs no second one and relies on the owner's (docs/existing-clusters.md).
+    owner_gpu_operator: bool = False
+
+
+class ProvisionedClusterBlock(Model):
+    """The block of a cluster the program provisions: where it runs and its Kubernetes version.
+
+    Each cloud's block names its place as the cloud's API does (`region`, `location`) and says
+    which field that is in `PLACE_FIELD`.
+    """
+
+    PLACE_FIELD: ClassVar[str] = "region"
+    if TYPE_CHECKING:
+        kubernetes_version: str
+
+    @property
+    def place(self) -> str:
+        """The region (or location) the cluster runs in."""
+        return str(getattr(self, self.PLACE_FIELD))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     Discriminator,
@@ -17,12 +17,14 @@ from pydantic import (
     StringConstraints,
     Tag,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from infra import vocabulary as vocab
-from infra.config.base import Accelerator, Model
+from clouds import CLOUDS, PROVISIONED, cloud
+from clouds.spec import Cloud
+from infra.config.base import Accelerator, MachineBlock, Model, OwnerClusterBlock
 from infra.config.names import (
     DNS1035_LABEL,
     DNS1123_SUBDOMAIN,
@@ -38,7 +40,6 @@ from infra.config.names import (
     shown,
 )
 from infra.formats import parse_quantity
-from infra.profiles import profile
 
 
 class ClaimMode(StrEnum):
@@ -46,21 +47,13 @@ class ClaimMode(StrEnum):
     SYNTHETIC = "Synthetic"
 
 
-class Provider(StrEnum):
-    GKE = vocab.GKE
-    EKS = vocab.EKS
-    AKS = vocab.AKS
-    CIVO = vocab.CIVO
-    VULTR = vocab.VULTR
-
-
-class Source(StrEnum):
-    GKE = vocab.GKE
-    EKS = vocab.EKS
-    AKS = vocab.AKS
-    CIVO = vocab.CIVO
-    VULTR = vocab.VULTR
-    EXISTING = vocab.EXISTING
+# The `source` and `provider` values are the registry's clouds, in its order (`clouds.CLOUDS`).
+if TYPE_CHECKING:
+    Source = str
+    Provider = str
+else:
+    Source = StrEnum("Source", {c.source.upper(): c.source for c in CLOUDS})
+    Provider = StrEnum("Provider", {c.source.upper(): c.source for c in PROVISIONED})
 
 
 class TaintEffect(StrEnum):
@@ -121,62 +114,35 @@ class Device(Model):
         return v
 
 
-class GkeMachine(Model):
-    machine_type: str
-    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
-    accelerator: Accelerator | None = None
+class ProvisioningBase(Model):
+    """`classes[].provisioning`: the provider, and its machine block (one optional block per cloud)."""
 
-
-class EksMachine(Model):
-    instance_type: str
-    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
-    accelerator: Accelerator | None = None
-
-
-class AksMachine(Model):
-    vm_size: str
-    disk_size_gb: Annotated[StrictInt, Field(ge=10)] = 100
-    accelerator: Accelerator | None = None
-
-
-class CivoMachine(Model):
-    size: str
-    accelerator: Accelerator | None = None
-
-
-class VultrMachine(Model):
-    plan: str
-    accelerator: Accelerator | None = None
-
-
-Machine = GkeMachine | EksMachine | AksMachine | CivoMachine | VultrMachine
-
-
-class Provisioning(Model):
     provider: Provider
-    gke: GkeMachine | None = None
-    eks: EksMachine | None = None
-    aks: AksMachine | None = None
-    civo: CivoMachine | None = None
-    vultr: VultrMachine | None = None
 
     @property
-    def machine(self) -> Machine:
-        block = getattr(self, self.provider.lower())
-        assert block is not None, "validated by check_blocks"
+    def machine(self) -> MachineBlock:
+        block = getattr(self, cloud(self.provider).key)
+        assert block is not None, "check_references reports a missing block before anything reads it"
         return block  # type: ignore[no-any-return]
 
     @property
     def machine_name(self) -> str:
-        m = self.machine
-        for attr in ("machine_type", "instance_type", "vm_size", "size", "plan"):
-            if hasattr(m, attr):
-                return str(getattr(m, attr))
-        raise AssertionError(type(m))
+        return self.machine.machine_name
 
     @property
     def accelerator(self) -> Accelerator | None:
         return self.machine.accelerator
+
+
+if TYPE_CHECKING:
+    Provisioning = ProvisioningBase
+else:
+    Provisioning = create_model(
+        "Provisioning",
+        __base__=ProvisioningBase,
+        __module__=__name__,
+        **{c.key: (c.machine_block | None, None) for c in PROVISIONED},
+    )
 
 
 class InferenceClass(Model):
@@ -184,40 +150,6 @@ class InferenceClass(Model):
     description: str = ""
     devices: Annotated[list[Device], Field(min_length=1, max_length=16)]
     provisioning: Provisioning | None = None
-
-
-class GkeCluster(Model):
-    project: str
-    region: str
-    kubernetes_version: str
-
-
-class EksCluster(Model):
-    region: str
-    kubernetes_version: str
-
-
-class AksCluster(Model):
-    location: str
-    kubernetes_version: str
-
-
-class CivoCluster(Model):
-    region: str
-    kubernetes_version: str
-
-
-class VultrCluster(Model):
-    region: str
-    kubernetes_version: str
-
-
-class ExistingCluster(Model):
-    kubeconfig_key: str = "kubeconfig"
-    context: str | None = None
-    # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
-    # installs no second one and relies on the owner's (docs/existing-clusters.md).
-    owner_gpu_operator: bool = False
 
 
 class Taint(Model):
@@ -265,28 +197,50 @@ class NodePool(Model):
         return v
 
 
-class InferenceCluster(Model):
+class InferenceClusterBase(Model):
+    """`clusters[]`: a name, labels and the source, then the source's block (one optional block per
+    cloud), the pools and the taints."""
+
     name: DnsLabel
     labels: dict[str, str] = Field(default_factory=dict)
     source: Source
-    gke: GkeCluster | None = None
-    eks: EksCluster | None = None
-    aks: AksCluster | None = None
-    civo: CivoCluster | None = None
-    vultr: VultrCluster | None = None
-    existing: ExistingCluster | None = None
-    node_pools: Annotated[list[NodePool], Field(min_length=1, max_length=8)]
-    taints: list[Taint] = Field(default_factory=list)
 
     @property
-    def block(self) -> GkeCluster | EksCluster | AksCluster | CivoCluster | VultrCluster | ExistingCluster:
-        block = getattr(self, self.source.lower())
-        assert block is not None, "validated by check_blocks"
+    def cloud(self) -> Cloud:
+        return cloud(self.source)
+
+    @property
+    def block(self) -> Model:
+        block = getattr(self, self.cloud.key)
+        assert block is not None, "check_references reports a missing block before anything reads it"
         return block  # type: ignore[no-any-return]
 
     @property
     def provisioned(self) -> bool:
-        return profile(self.source).provisioned
+        return self.cloud.provisioned
+
+    @property
+    def owner_block(self) -> OwnerClusterBlock | None:
+        """The block of a cluster its owner runs (kubeconfig key, context), or None for a provisioned one."""
+        block = self.block
+        return block if isinstance(block, OwnerClusterBlock) else None
+
+    if TYPE_CHECKING:
+        node_pools: list[NodePool]
+        taints: list[Taint]
+
+
+if TYPE_CHECKING:
+    InferenceCluster = InferenceClusterBase
+else:
+    InferenceCluster = create_model(
+        "InferenceCluster",
+        __base__=InferenceClusterBase,
+        __module__=__name__,
+        **{c.key: (c.cluster_block | None, None) for c in CLOUDS},
+        node_pools=(Annotated[list[NodePool], Field(min_length=1, max_length=8)], ...),
+        taints=(list[Taint], Field(default_factory=list)),
+    )
 
 
 class DeploymentDevice(Model):

@@ -4,242 +4,261 @@ from __future__ import annotations
 
 import difflib
 
-from pydantic import BaseModel
-
+from clouds import CLOUDS, PROVISIONED, cloud, profile
+from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
-from infra.config.model import AksCluster, CivoCluster, ClaimMode, EksCluster, Fleet, GkeCluster, VultrCluster
+from infra.config.model import (
+    ClaimMode,
+    Fleet,
+    InferenceClass,
+    InferenceCluster,
+    ModelDeploymentSpec,
+)
 from infra.config.names import NAMESPACE
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import check_capacity_claims, check_cloud_names, check_version
-from infra.profiles import profile
 
 
 def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
     """Cross-field rules that a single field cannot express: blocks, names, references, bounds."""
-    issues: list[ConfigIssue] = []
-    class_names = [c.name for c in fleet.classes]
-    issues += unique_names(file, class_names, "classes[{i}].name", "class")
-
+    issues = unique_names(file, [c.name for c in fleet.classes], "classes[{i}].name", "class")
     for ci, cls in enumerate(fleet.classes):
-        dev_names = [d.name for d in cls.devices]
-        issues += unique_names(file, dev_names, f"classes[{ci}].devices[{{i}}].name", "device")
-        prov = cls.provisioning
-        if prov is not None:
-            wanted = prov.provider.lower()
-            if getattr(prov, wanted) is None:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"classes[{ci}].provisioning.{wanted}",
-                        f"provider is {prov.provider} but the '{wanted}' block is missing",
-                        f"add a '{wanted}' block with the machine for {prov.provider}",
-                    )
-                )
-            for other in ("gke", "eks", "aks", "civo", "vultr"):
-                if other != wanted and getattr(prov, other) is not None:
-                    issues.append(
-                        ConfigIssue(
-                            file,
-                            f"classes[{ci}].provisioning.{other}",
-                            f"a '{other}' block is set but provider is {prov.provider}",
-                            f"remove the '{other}' block or set provider to match it",
-                        )
-                    )
-
+        issues += _check_class(file, ci, cls)
     cluster_names = [c.name for c in fleet.clusters]
     issues += unique_names(file, cluster_names, "clusters[{i}].name", "cluster")
-
     for ki, cluster in enumerate(fleet.clusters):
-        base = f"clusters[{ki}]"
-        wanted = cluster.source.lower()
-        if getattr(cluster, wanted) is None:
-            if not cluster.provisioned:  # the cluster is the owner's: its block names the kubeconfig
-                hint = (
-                    f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with "
-                    f"`pulumi config set --secret {NAMESPACE}:kubeconfig < path/to/kubeconfig`"
-                )
-            else:
-                hint = f"add a '{wanted}' block ({block_keys(wanted)})"
+        issues += _check_cluster_block(fleet, file, ki, cluster)
+        issues += _check_pools(fleet, file, ki, cluster)
+    for di, dep in enumerate(fleet.deployments):
+        issues += _check_deployment(fleet, file, di, dep)
+    return issues
+
+
+def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
+    """One block, the provider's, under `provisioning`; unique device names."""
+    issues = unique_names(file, [d.name for d in cls.devices], f"classes[{ci}].devices[{{i}}].name", "device")
+    prov = cls.provisioning
+    if prov is None:
+        return issues
+    wanted = cloud(prov.provider).key
+    if getattr(prov, wanted) is None:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"classes[{ci}].provisioning.{wanted}",
+                f"provider is {prov.provider} but the '{wanted}' block is missing",
+                f"add a '{wanted}' block with the machine for {prov.provider}",
+            )
+        )
+    for other in (c.key for c in PROVISIONED if c.key != wanted):
+        if getattr(prov, other) is not None:
             issues.append(
                 ConfigIssue(
-                    file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint
+                    file,
+                    f"classes[{ci}].provisioning.{other}",
+                    f"a '{other}' block is set but provider is {prov.provider}",
+                    f"remove the '{other}' block or set provider to match it",
                 )
             )
-        for other in ("gke", "eks", "aks", "civo", "vultr", "existing"):
-            if other != wanted and getattr(cluster, other) is not None:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{base}.{other}",
-                        f"a '{other}' block is set but source is {cluster.source}",
-                        f"remove the '{other}' block or set source to match it",
-                    )
-                )
-        block = getattr(cluster, wanted)
-        if cluster.provisioned and block is not None:
-            version_path = f"{base}.{wanted}.kubernetesVersion"
-            issues.extend(
-                check_version(file, version_path, block.kubernetes_version)
-                or check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
+    return issues
+
+
+def _check_cluster_block(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """One block, the source's; its version and the names the cloud's API holds it to."""
+    issues: list[ConfigIssue] = []
+    base = f"clusters[{ki}]"
+    wanted = cluster.cloud.key
+    block = getattr(cluster, wanted)
+    if block is None:
+        if not cluster.provisioned:  # the cluster is the owner's: its block names the kubeconfig
+            hint = (
+                f"add '{wanted}: {{kubeconfigKey: kubeconfig}}' and set that key with "
+                f"`pulumi config set --secret {NAMESPACE}:kubeconfig < path/to/kubeconfig`"
             )
-        issues.extend(check_cloud_names(file, base, cluster))
-        pool_names = [p.name for p in cluster.node_pools]
-        for name in duplicates(pool_names) | ({"system"} & set(pool_names)):
-            idx = [i for i, n in enumerate(pool_names) if n == name]
-            pi = idx[1] if len(idx) > 1 else idx[0]
-            problem = (
-                "pool name 'system' is reserved for the system pool every cluster gets"
-                if name == "system" and len(idx) == 1
-                else f"pool name '{name}' is declared twice in cluster '{cluster.name}'"
+        else:
+            hint = f"add a '{wanted}' block ({', '.join(fields_of(cluster.cloud.cluster_block))})"
+        issues.append(
+            ConfigIssue(
+                file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint
             )
+        )
+    for other in (c.key for c in CLOUDS if c.key != wanted):
+        if getattr(cluster, other) is not None:
             issues.append(
                 ConfigIssue(
-                    file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"
+                    file,
+                    f"{base}.{other}",
+                    f"a '{other}' block is set but source is {cluster.source}",
+                    f"remove the '{other}' block or set source to match it",
                 )
             )
-        for pi, pool in enumerate(cluster.node_pools):
-            ppath = f"{base}.nodePools[{pi}]"
-            if pool.class_name not in class_names:
-                close = difflib.get_close_matches(pool.class_name, class_names, n=1)
-                hint = (
-                    f"did you mean '{close[0]}'?"
-                    if close
-                    else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
+    if isinstance(block, ProvisionedClusterBlock):
+        version_path = f"{base}.{wanted}.kubernetesVersion"
+        issues.extend(
+            check_version(file, version_path, block.kubernetes_version)
+            or check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
+        )
+    issues.extend(check_cloud_names(file, base, cluster))
+    return issues
+
+
+def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """Unique pool names other than `system`, known classes, and node-count bounds the cloud can honour."""
+    issues: list[ConfigIssue] = []
+    base = f"clusters[{ki}]"
+    class_names = [c.name for c in fleet.classes]
+    pool_names = [p.name for p in cluster.node_pools]
+    for name in duplicates(pool_names) | ({"system"} & set(pool_names)):
+        idx = [i for i, n in enumerate(pool_names) if n == name]
+        pi = idx[1] if len(idx) > 1 else idx[0]
+        problem = (
+            "pool name 'system' is reserved for the system pool every cluster gets"
+            if name == "system" and len(idx) == 1
+            else f"pool name '{name}' is declared twice in cluster '{cluster.name}'"
+        )
+        issues.append(
+            ConfigIssue(
+                file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"
+            )
+        )
+    for pi, pool in enumerate(cluster.node_pools):
+        ppath = f"{base}.nodePools[{pi}]"
+        if pool.class_name not in class_names:
+            close = difflib.get_close_matches(pool.class_name, class_names, n=1)
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
+            )
+            issues.append(ConfigIssue(file, f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
+        lo, hi = pool.min_node_count, pool.max_node_count
+        if (lo is None) != (hi is None):
+            missing = "maxNodeCount" if hi is None else "minNodeCount"
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{ppath}.{missing}",
+                    "autoscaling needs both minNodeCount and maxNodeCount",
+                    f"set {missing} too, or remove the other bound",
                 )
-                issues.append(ConfigIssue(file, f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
-            lo, hi = pool.min_node_count, pool.max_node_count
-            if (lo is None) != (hi is None):
-                missing = "maxNodeCount" if hi is None else "minNodeCount"
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{ppath}.{missing}",
-                        "autoscaling needs both minNodeCount and maxNodeCount",
-                        f"set {missing} too, or remove the other bound",
-                    )
-                )
-            elif lo is not None and hi is not None:
-                if lo > hi:
-                    issues.append(
-                        ConfigIssue(
-                            file,
-                            f"{ppath}.minNodeCount",
-                            f"minNodeCount {lo} is greater than maxNodeCount {hi}",
-                            "make minNodeCount <= nodeCount <= maxNodeCount",
-                        )
-                    )
-                elif not lo <= pool.node_count <= hi:
-                    issues.append(
-                        ConfigIssue(
-                            file,
-                            f"{ppath}.nodeCount",
-                            f"nodeCount {pool.node_count} is outside {lo}..{hi}",
-                            "make minNodeCount <= nodeCount <= maxNodeCount",
-                        )
-                    )
-            if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
+            )
+        elif lo is not None and hi is not None:
+            if lo > hi:
                 issues.append(
                     ConfigIssue(
                         file,
                         f"{ppath}.minNodeCount",
-                        f"{cluster.source} pools do not autoscale (nothing scales them between "
-                        "minNodeCount and maxNodeCount)",
-                        "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs",
+                        f"minNodeCount {lo} is greater than maxNodeCount {hi}",
+                        "make minNodeCount <= nodeCount <= maxNodeCount",
                     )
                 )
+            elif not lo <= pool.node_count <= hi:
+                issues.append(
+                    ConfigIssue(
+                        file,
+                        f"{ppath}.nodeCount",
+                        f"nodeCount {pool.node_count} is outside {lo}..{hi}",
+                        "make minNodeCount <= nodeCount <= maxNodeCount",
+                    )
+                )
+        if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{ppath}.minNodeCount",
+                    f"{cluster.source} pools do not autoscale (nothing scales them between "
+                    "minNodeCount and maxNodeCount)",
+                    "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs",
+                )
+            )
 
-    for di, dep in enumerate(fleet.deployments):
-        dpath = f"deployments[{di}]"
-        if dep.cluster not in cluster_names:
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"{dpath}.cluster",
-                    f"unknown cluster '{dep.cluster}'",
-                    # parse_fleet refuses a fleet without clusters before these checks run.
-                    f"use one of: {', '.join(cluster_names)}",
-                )
-            )
-            continue
-        cluster = fleet.cluster_named(dep.cluster)
-        pools = {p.name: p for p in cluster.node_pools}
-        if dep.pool not in pools:
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"{dpath}.pool",
-                    f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
-                    f"use one of: {', '.join(pools)}",
-                )
-            )
-            continue
-        target = pools[dep.pool]
-        if dep.replicas > 0 and target.node_count == 0 and target.max_node_count is None:
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"{dpath}.pool",
-                    f"pool '{dep.pool}' of cluster '{dep.cluster}' has nodeCount 0 and no autoscaling, "
-                    f"so the {dep.replicas} replica(s) can never be scheduled",
-                    f"give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[{cluster_names.index(dep.cluster)}]"
-                    f".nodePools[{list(pools).index(dep.pool)}]), or set replicas: 0",
-                )
-            )
-        if target.class_name not in class_names:
-            continue
-        cls = fleet.class_named(pools[dep.pool].class_name)
-        devices = {d.name: d for d in cls.devices}
-        for ri, req in enumerate(dep.devices):
-            rpath = f"{dpath}.devices[{ri}]"
-            dev = devices.get(req.name)
-            if dev is None:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{rpath}.name",
-                        f"class '{cls.name}' has no device '{req.name}'",
-                        f"use one of: {', '.join(devices)}",
-                    )
-                )
-            elif dev.claim is not ClaimMode.DRA:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{rpath}.name",
-                        f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed",
-                        "claim a DRA device of the class",
-                    )
-                )
-            elif req.count > dev.count:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{rpath}.count",
-                        f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node",
-                        f"request at most {dev.count}",
-                    )
-                )
-            elif dev.driver == CPU_CLAIM_DRIVER and claimed_cpus(dev) is None:
-                issues.append(
-                    ConfigIssue(
-                        file,
-                        f"{rpath}.name",
-                        f"device '{req.name}' of class '{cls.name}' claims dra.cpu without a whole number of CPUs "
-                        f"in capacity '{CPU_CLAIM_CAPACITY}'",
-                        f"set classes[{fleet.classes.index(cls)}].devices[{cls.devices.index(dev)}].capacity."
-                        f'{CPU_CLAIM_CAPACITY}.value to the CPUs a pod takes, such as "6"',
-                    )
-                )
     return issues
 
 
-def block_keys(block: str) -> str:
-    blocks: dict[str, type[BaseModel]] = {
-        "gke": GkeCluster,
-        "eks": EksCluster,
-        "aks": AksCluster,
-        "civo": CivoCluster,
-        "vultr": VultrCluster,
-    }
-    model = blocks[block]
-    return ", ".join(fields_of(model))
+def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
+    """The deployment's cluster, pool and devices exist, and the pool can have nodes."""
+    issues: list[ConfigIssue] = []
+    cluster_names = [c.name for c in fleet.clusters]
+    class_names = [c.name for c in fleet.classes]
+    dpath = f"deployments[{di}]"
+    if dep.cluster not in cluster_names:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{dpath}.cluster",
+                f"unknown cluster '{dep.cluster}'",
+                # parse_fleet refuses a fleet without clusters before these checks run.
+                f"use one of: {', '.join(cluster_names)}",
+            )
+        )
+        return issues
+    cluster = fleet.cluster_named(dep.cluster)
+    pools = {p.name: p for p in cluster.node_pools}
+    if dep.pool not in pools:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{dpath}.pool",
+                f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
+                f"use one of: {', '.join(pools)}",
+            )
+        )
+        return issues
+    target = pools[dep.pool]
+    if dep.replicas > 0 and target.node_count == 0 and target.max_node_count is None:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"{dpath}.pool",
+                f"pool '{dep.pool}' of cluster '{dep.cluster}' has nodeCount 0 and no autoscaling, "
+                f"so the {dep.replicas} replica(s) can never be scheduled",
+                f"give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[{cluster_names.index(dep.cluster)}]"
+                f".nodePools[{list(pools).index(dep.pool)}]), or set replicas: 0",
+            )
+        )
+    if target.class_name not in class_names:
+        return issues
+    cls = fleet.class_named(pools[dep.pool].class_name)
+    devices = {d.name: d for d in cls.devices}
+    for ri, req in enumerate(dep.devices):
+        rpath = f"{dpath}.devices[{ri}]"
+        dev = devices.get(req.name)
+        if dev is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{rpath}.name",
+                    f"class '{cls.name}' has no device '{req.name}'",
+                    f"use one of: {', '.join(devices)}",
+                )
+            )
+        elif dev.claim is not ClaimMode.DRA:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{rpath}.name",
+                    f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed",
+                    "claim a DRA device of the class",
+                )
+            )
+        elif req.count > dev.count:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{rpath}.count",
+                    f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node",
+                    f"request at most {dev.count}",
+                )
+            )
+        elif dev.driver == CPU_CLAIM_DRIVER and claimed_cpus(dev) is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{rpath}.name",
+                    f"device '{req.name}' of class '{cls.name}' claims dra.cpu without a whole number of CPUs "
+                    f"in capacity '{CPU_CLAIM_CAPACITY}'",
+                    f"set classes[{fleet.classes.index(cls)}].devices[{cls.devices.index(dev)}].capacity."
+                    f'{CPU_CLAIM_CAPACITY}.value to the CPUs a pod takes, such as "6"',
+                )
+            )
+    return issues

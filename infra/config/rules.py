@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from clouds import profile
+from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
     CacheVolume,
@@ -15,7 +17,6 @@ from infra.config.model import (
 from infra.config.names import NAMESPACE, cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_drivers, role_of
 from infra.formats import image_problem, parse_image, parse_quantity
-from infra.profiles import profile
 
 # Environment variable names that hold a credential, by a word in the name, and value prefixes
 # that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
@@ -318,13 +319,13 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
                 f"shorten the name to {cloud.name_max_length} characters",
             )
         )
-    block = getattr(cluster, cluster.source.lower())
-    version = getattr(block, "kubernetes_version", None)
+    block = getattr(cluster, cluster.cloud.key)  # None when missing: check_references says so
+    version = block.kubernetes_version if isinstance(block, ProvisionedClusterBlock) else None
     if cloud.version_pattern is not None and version is not None and not cloud.version_pattern.match(version):
         issues.append(
             ConfigIssue(
                 file,
-                f"{base}.{cluster.source.lower()}.kubernetesVersion",
+                f"{base}.{cluster.cloud.key}.kubernetesVersion",
                 f"{cloud.name} takes {cloud.version_form}, not {shown(version)}",
                 f"write it as {cloud.name} lists it, e.g. {cloud.version_example}",
             )

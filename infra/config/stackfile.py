@@ -13,13 +13,13 @@ from pydantic import (
     ValidationError,
 )
 
+from clouds import BY_SOURCE
 from infra.config.issues import ConfigError, ConfigIssue, issues_from_validation
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, cut, shown
 from infra.config.references import check_references
 from infra.config.roles import pools_without_role
 from infra.config.rules import check_rules
-from infra.profiles import PROFILES
 
 
 @dataclass(frozen=True)
@@ -179,14 +179,15 @@ def namespace_key_issues(
 
 
 def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
+    """The config keys the fleet's owner-run clusters name for their kubeconfigs, read from the raw config."""
     keys: set[str] = set()
     clusters = fleet_raw.get("clusters")
     if isinstance(clusters, list):
         for c in clusters:
-            source = str(c.get("source")) if isinstance(c, Mapping) else ""
+            found = BY_SOURCE.get(str(c.get("source"))) if isinstance(c, Mapping) else None
             # A cluster the program does not provision names its kubeconfig key in its block.
-            if isinstance(c, Mapping) and source in PROFILES and not PROFILES[source].provisioned:
-                block = c.get(source.lower())
+            if isinstance(c, Mapping) and found is not None and not found.provisioned:
+                block = c.get(found.key)
                 key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
                 keys.add(str(key))
     return keys
@@ -204,12 +205,13 @@ def set_kubeconfig_command(key: str) -> str:
 def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
     issues = []
     for ki, cluster in enumerate(fleet.clusters):
-        if cluster.existing is not None and cluster.existing.kubeconfig_key not in secrets:
-            key = cluster.existing.kubeconfig_key
+        owner = cluster.owner_block
+        if owner is not None and owner.kubeconfig_key not in secrets:
+            key = owner.kubeconfig_key
             issues.append(
                 ConfigIssue(
                     file,
-                    f"clusters[{ki}].existing.kubeconfigKey",
+                    f"clusters[{ki}].{cluster.cloud.key}.kubeconfigKey",
                     f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'",
                     f"run: {set_kubeconfig_command(key)}",
                 )

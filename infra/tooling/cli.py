@@ -28,11 +28,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from components.catalog import CATALOG, CLOUDS, supported_drivers
+from clouds import SOURCES
+from components.catalog import CATALOG, supported_drivers
 from components.telemetry import render_telemetry_doc
 from infra.cost import combine_totals
-from infra.machines import render_machines_doc
 from infra.tooling.analyzer import check_pack_config
+from infra.tooling.machines_doc import render_machines_doc
 from infra.tooling.plan import MODES, dumps, plan_stack
 from infra.tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
 
@@ -202,7 +203,7 @@ def render_catalog(console: Console) -> None:
 def catalog_markdown() -> str:
     """The component-by-cloud matrix and the supported-drivers table (docs/supported-devices.md)."""
     keys: list[str] = []
-    for cloud in CLOUDS:
+    for cloud in SOURCES:
         for c in CATALOG[cloud]:
             if c.key not in keys:
                 keys.append(c.key)
@@ -216,14 +217,14 @@ def catalog_markdown() -> str:
         "A component tagged with DRA drivers installs only on clusters whose pools claim one of them;",
         "an untagged one installs everywhere (`join_components` in `components/catalog.py`).",
         "",
-        "| component | release | chart | version | " + " | ".join(CLOUDS) + " |",
-        "|---|---|---|---|" + "---|" * len(CLOUDS),
+        "| component | release | chart | version | " + " | ".join(SOURCES) + " |",
+        "|---|---|---|---|" + "---|" * len(SOURCES),
     ]
     for key in keys:
-        rows = {cloud: next((c for c in CATALOG[cloud] if c.key == key), None) for cloud in CLOUDS}
+        rows = {cloud: next((c for c in CATALOG[cloud] if c.key == key), None) for cloud in SOURCES}
         first = next(c for c in rows.values() if c is not None)
         cells = []
-        for cloud in CLOUDS:
+        for cloud in SOURCES:
             row = rows[cloud]
             cells.append("—" if row is None else (", ".join(row.dra_drivers) if row.dra_drivers else "always"))
         lines.append(f"| {key} | {first.release} | {first.chart} | {first.version} | " + " | ".join(cells) + " |")
@@ -238,7 +239,7 @@ def catalog_markdown() -> str:
         "| cloud | drivers |",
         "|---|---|",
     ]
-    lines += [f"| {cloud} | {', '.join(supported_drivers(cloud))} |" for cloud in CLOUDS]
+    lines += [f"| {cloud} | {', '.join(supported_drivers(cloud))} |" for cloud in SOURCES]
     return "\n".join(lines) + "\n"
 
 
@@ -377,7 +378,7 @@ def catalog_json() -> dict[str, Any]:
                     for c in CATALOG[cloud]
                 ],
             }
-            for cloud in CLOUDS
+            for cloud in SOURCES
         }
     }
 

@@ -22,9 +22,7 @@ and, apart (`MockRun.stack`), the root `pulumi:pulumi:Stack` resource with the s
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,87 +38,28 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from clouds import CLOUDS
+from clouds.spec import MockInvoke, MockOutputs
+
 PROJECT = "modelplane"
 # Placeholder for `secure:` values: the offline plan has no passphrase, so secrets stay opaque.
 OPAQUE_SECRET = "<secret: not decrypted offline>"
 
-FAKE_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMOCK\n-----END CERTIFICATE-----\n").decode()
+# What each cloud's provider computes and each invoke answers, from the clouds' records.
+_OUTPUTS: Mapping[str, MockOutputs] = {token: answer for c in CLOUDS for token, answer in c.mock_outputs.items()}
+_INVOKES: Mapping[str, MockInvoke] = {token: answer for c in CLOUDS for token, answer in c.mock_invokes.items()}
 
 
-def fake_kubeconfig(name: str) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": name, "cluster": {"server": f"https://{name}.invalid", "certificate-authority-data": FAKE_CA}}
-            ],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
-            "current-context": name,
-            "users": [{"name": name, "user": {"token": "mock"}}],
-        }
-    )
+def computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs a provider computes that the program reads back (camelCase, as the engine sends them)."""
+    answer = _OUTPUTS.get(typ)
+    return answer(name, inputs) if answer is not None else {}
 
 
-# Outputs providers compute that the program reads back (camelCase, as the engine sends them).
-def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    if typ == "gcp:container/cluster:Cluster":
-        return {"endpoint": "203.0.113.10", "masterAuth": {"clusterCaCertificate": FAKE_CA}, "selfLink": name}
-    if typ == "aws:eks/cluster:Cluster":
-        vpc_config = dict(inputs.get("vpcConfig") or {}, clusterSecurityGroupId=f"sg-{name}")
-        return {
-            "vpcConfig": vpc_config,
-            "endpoint": f"https://{name}.eks.invalid",
-            "certificateAuthority": {"data": FAKE_CA},
-            "arn": f"arn:aws:eks:region:000000000000:cluster/{name}",
-        }
-    if typ == "aws:ec2/placementGroup:PlacementGroup":
-        return {"name": inputs.get("name") or name}  # the provider auto-names it
-    if typ == "aws:ec2/launchTemplate:LaunchTemplate":
-        return {"latestVersion": 1}
-    if typ == "aws:iam/policy:Policy":
-        # IAM computes a policy's ARN; role attachments take it as `policyArn`.
-        return {"arn": f"arn:aws:iam::000000000000:policy/{inputs.get('name') or name}"}
-    if typ.startswith("aws:") and typ.endswith(":Role"):
-        # IAM autonames a role whose name input is unset; attachments refer to it by name.
-        return {"arn": f"arn:aws:iam::000000000000:role/{name}", "name": inputs.get("name", name)}
-    if typ == "civo:index/kubernetesCluster:KubernetesCluster":
-        return {"kubeconfig": fake_kubeconfig(name), "apiEndpoint": f"https://{name}.civo.invalid"}
-    if typ == "vultr:index/kubernetes:Kubernetes":
-        return {
-            "kubeConfig": base64.b64encode(fake_kubeconfig(name).encode()).decode(),
-            "endpoint": f"{name}.vultr.invalid",
-        }
-    if typ == "gcp:serviceaccount/account:Account":
-        return {"email": f"{name}@project.iam.gserviceaccount.com"}
-    if typ.startswith("azure-native:"):
-        # azure-native autonames a resource whose name input is unset and returns it as `name`.
-        return {"name": name}
-    return {}
-
-
-def _invoke_result(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    if token == "azure-native:containerservice:listManagedClusterUserCredentials":
-        return {
-            "kubeconfigs": [
-                {
-                    "name": "clusterUser",
-                    "value": base64.b64encode(fake_kubeconfig(str(args.get("resourceName", "aks"))).encode()).decode(),
-                }
-            ]
-        }
-    if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-        return {"names": ["zone-a", "zone-b", "zone-c"], "zoneIds": ["z1", "z2", "z3"], "id": "zones"}
-    if token == "aws:index/getPartition:getPartition":
-        return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
-    if token == "aws:index/getCallerIdentity:getCallerIdentity":
-        return {
-            "accountId": "000000000000",
-            "arn": "arn:aws:iam::000000000000:user/plan",
-            "userId": "plan",
-            "id": "000000000000",
-        }
-    return {}
+def invoke_result(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The result of an invoke the program makes (availability zones, a cluster's credentials)."""
+    answer = _INVOKES.get(token)
+    return answer(args) if answer is not None else {}
 
 
 class PlanMocks(pulumi.runtime.Mocks):
@@ -129,7 +68,7 @@ class PlanMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         state = dict(args.inputs)
-        computed = _computed_outputs(args.typ, args.name, args.inputs)
+        computed = computed_outputs(args.typ, args.name, args.inputs)
         if self.preview:
             # A resource to be created has no id yet (the SDK reads an empty id as unknown) and
             # its provider computes nothing until `up`. Inputs it was given stay as given.
@@ -140,7 +79,7 @@ class PlanMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         # An empty failure list, not None: the mock monitor iterates it.
-        return _invoke_result(args.token, args.args), []
+        return invoke_result(args.token, args.args), []
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 from components.catalog import Component, cluster_components
+from infra import tokens
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import StackConfig, load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
@@ -35,7 +36,6 @@ from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
 from infra.tooling.placement import placement_hook
 from infra.tooling.stackconfig import config_of, config_size_issue
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 # How the plan runs the program: a first preview of a new stack, or an update of an existing one.
 MODES = ("preview", "update")
 
@@ -67,7 +67,7 @@ def empty_doc(stack: str) -> dict[str, Any]:
 def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list[dict[str, Any]]:
     """The releases the cluster's ServingStack registered, in catalog order, with their inputs."""
     stack_name = f"{facts.name}-stack"
-    by_name = {r.name: r for r in registered if r.type == RELEASE_TYPE and r.parent == stack_name}
+    by_name = {r.name: r for r in registered if r.type == tokens.RELEASE and r.parent == stack_name}
     joined = cluster_components(facts)
     components: dict[str, Component] = {c.key: c for c in joined}
     out = []
@@ -107,10 +107,6 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
     }
 
 
-DEPLOYMENT_TYPE = "modelplane:deploy:ModelDeployment"
-MODEL_SERVICE_TYPE = "modelplane:serve:ModelService"
-
-
 def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     """Each ModelDeployment as registered: its target, claim requests and the pod it asks for."""
     out = []
@@ -118,9 +114,9 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
     endpoints = {
         (r.inputs.get("cluster"), r.inputs.get("deployment")): plain(dict(r.inputs))
         for r in registered
-        if r.type == MODEL_SERVICE_TYPE
+        if r.type == tokens.MODEL_SERVICE
     }
-    for comp in (r for r in registered if r.type == DEPLOYMENT_TYPE):
+    for comp in (r for r in registered if r.type == tokens.MODEL_DEPLOYMENT):
         children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in registered if r.parent == comp.name}
         claim = children.get("ResourceClaimTemplate", {})
         deployment = children.get("Deployment", {})

@@ -16,12 +16,14 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from infra.config.model import Fleet, Provider, Source
+from clouds import CLOUDS, PROVISIONED
+from infra.config.base import KeyDoc
+from infra.config.issues import fields_of
+from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE
 from infra.config.rules import MIN_KUBERNETES
 from infra.formats import QUANTITY_RE
@@ -29,11 +31,65 @@ from infra.formats import QUANTITY_RE
 SCHEMA_PATH = "docs/stack.schema.json"
 
 
-@dataclass(frozen=True)
-class Key:
-    meaning: str
-    used_by: str  # the rule or component that reads it
-    example: str  # a YAML fragment
+# One key's entry: what it means, the rule or component that reads it, and a YAML example.
+Key = KeyDoc
+
+
+def cloud_keys() -> dict[tuple[str, str], Key]:
+    """The entries of every cloud's blocks: its own (`Cloud.keys`), and those every cloud shares in form."""
+    keys: dict[tuple[str, str], Key] = {}
+    version_floor = ".".join(map(str, MIN_KUBERNETES))
+    for c in CLOUDS:
+        block = c.cluster_block.__name__
+        fields = fields_of(c.cluster_block)
+        example = ", ".join(f"{f}: {c.examples.get(f, '...')}" for f in fields)
+        keys[("InferenceCluster", c.key)] = Key(
+            f"{c.source} cluster settings; set when `source` is `{c.source}`."
+            if c.provisioned
+            else f"A cluster you run; set when `source` is `{c.source}`. Nothing is provisioned.",
+            f"`clouds/{c.key}/component.py`",
+            f"{c.key}: {{{example}}}" if c.provisioned else f"{c.key}: {{kubeconfigKey: kubeconfig}}",
+        )
+        if "region" in fields:
+            keys[(block, "region")] = Key(
+                "The cloud region.", "the cluster's provider", f"region: {c.examples['region']}"
+            )
+        if "kubernetesVersion" in fields:
+            keys[(block, "kubernetesVersion")] = Key(
+                "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
+                f"{version_floor} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
+                "the cluster resource; the version floor in `infra/config/rules.py`",
+                f"kubernetesVersion: {c.examples['kubernetesVersion']}",
+            )
+        if c.machine_block is not None:
+            machine = c.machine_block.__name__
+            keys[("Provisioning", c.key)] = Key(
+                f"The {c.source} machine; set when `provider` is `{c.source}`.",
+                "the cloud's node pool",
+                f"{c.key}: {{...}}",
+            )
+            keys[(machine, "accelerator")] = Key(
+                "The GPU on the machine. Omit it for a CPU pool: standard image, `modelplane.ai/cpu` label and taint.",
+                "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
+                "accelerator: {type: nvidia-l4, count: 1}",
+            )
+            if "diskSizeGb" in fields_of(c.machine_block):
+                keys[(machine, "diskSizeGb")] = Key(
+                    "Boot disk size in GB.", "the cloud's node pool disk", "diskSizeGb: 200"
+                )
+        keys.update(c.keys)
+    return keys
+
+
+def cloud_sections(kind: str) -> list[tuple[str, str]]:
+    """The reference's sections for every cloud's machine blocks (`machine`) or cluster blocks (`cluster`)."""
+    if kind == "machine":
+        return [
+            (c.machine_block.__name__, f"modelplane:classes[].provisioning.{c.key}")
+            for c in CLOUDS
+            if c.machine_block is not None
+        ]
+    return [(c.cluster_block.__name__, f"modelplane:clusters[].{c.key}") for c in CLOUDS]
 
 
 # (model, key as written in YAML) -> what it is for. Every field of every model needs one.
@@ -45,7 +101,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("Fleet", "clusters"): Key(
         "Clusters, each on one cloud or an Existing cluster you run. At least one is required.",
-        "one cluster component per entry (`components/clusters.py`)",
+        "one cluster component per entry (`clouds/<cloud>/component.py`, listed in `clouds/__init__.py`)",
         "modelplane:clusters: [{name: gke-prod, source: GKE, gke: {...}, nodePools: [...]}]",
     ),
     ("Fleet", "deployments"): Key(
@@ -133,12 +189,6 @@ KEYS: dict[tuple[str, str], Key] = {
         "`class-provider-mismatch`",
         "provider: GKE",
     ),
-    **{
-        ("Provisioning", p.lower()): Key(
-            f"The {p} machine; set when `provider` is `{p}`.", "the cloud's node pool", f"{p.lower()}: {{...}}"
-        )
-        for p in Provider
-    },
     ("Accelerator", "type"): Key(
         "The accelerator on the machine, vendor first (`nvidia-l4`, `nvidia-h100-80gb`, `amd-mi325x`).",
         "`accelerator-driver-mismatch` (vendor matches the GPU driver); the `modelplane.ai/gpu` label",
@@ -147,27 +197,6 @@ KEYS: dict[tuple[str, str], Key] = {
     ("Accelerator", "count"): Key(
         "Accelerators per machine.", "`accelerator-driver-mismatch` (equals the GPU device count)", "count: 1"
     ),
-    ("GkeMachine", "machineType"): Key(
-        "Compute Engine machine type.", "GKE node pool `machineType`", "machineType: g2-standard-8"
-    ),
-    ("EksMachine", "instanceType"): Key(
-        "EC2 instance type.", "EKS node group `instanceTypes`", "instanceType: g6.xlarge"
-    ),
-    ("AksMachine", "vmSize"): Key("Azure VM size.", "AKS agent pool `vmSize`", "vmSize: Standard_NC24ads_A100_v4"),
-    ("CivoMachine", "size"): Key("Civo node size.", "Civo node pool `size`", "size: g4p.kube.medium"),
-    ("VultrMachine", "plan"): Key("Vultr plan.", "Vultr node pool `plan`", "plan: vcg-l40s-16c-180g-48vram"),
-    **{
-        (m, "diskSizeGb"): Key("Boot disk size in GB.", "the cloud's node pool disk", "diskSizeGb: 200")
-        for m in ("GkeMachine", "EksMachine", "AksMachine")
-    },
-    **{
-        (m, "accelerator"): Key(
-            "The GPU on the machine. Omit it for a CPU pool: standard image, `modelplane.ai/cpu` label and taint.",
-            "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
-            "accelerator: {type: nvidia-l4, count: 1}",
-        )
-        for m in ("GkeMachine", "EksMachine", "AksMachine", "CivoMachine", "VultrMachine")
-    },
     # Clusters
     ("InferenceCluster", "name"): Key(
         "The cluster name; resource names and `deployments[].cluster` use it.",
@@ -180,36 +209,6 @@ KEYS: dict[tuple[str, str], Key] = {
         "the cluster component (`components/<cloud>.py`), supported drivers",
         "source: GKE",
     ),
-    ("InferenceCluster", "gke"): Key(
-        "GKE cluster settings; set when `source` is `GKE`.",
-        "`components/gke.py`",
-        'gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}',
-    ),
-    ("InferenceCluster", "eks"): Key(
-        "EKS cluster settings; set when `source` is `EKS`.",
-        "`components/eks.py`",
-        'eks: {region: us-east-1, kubernetesVersion: "1.35"}',
-    ),
-    ("InferenceCluster", "aks"): Key(
-        "AKS cluster settings; set when `source` is `AKS`.",
-        "`components/aks.py`",
-        'aks: {location: eastus, kubernetesVersion: "1.35"}',
-    ),
-    ("InferenceCluster", "civo"): Key(
-        "Civo cluster settings; set when `source` is `Civo`.",
-        "`components/civo.py`",
-        'civo: {region: LON1, kubernetesVersion: "1.34.1-k3s1"}',
-    ),
-    ("InferenceCluster", "vultr"): Key(
-        "Vultr cluster settings; set when `source` is `Vultr`.",
-        "`components/vultr.py`",
-        'vultr: {region: ewr, kubernetesVersion: "v1.36.1+3"}',
-    ),
-    ("InferenceCluster", "existing"): Key(
-        "A cluster you run; set when `source` is `Existing`. Nothing is provisioned.",
-        "`components/existing.py`",
-        "existing: {kubeconfigKey: kubeconfig}",
-    ),
     ("InferenceCluster", "nodePools"): Key(
         "Node pools, besides the `system` pool every provisioned cluster gets.",
         "one node pool per entry; `schedulablePools`",
@@ -219,40 +218,6 @@ KEYS: dict[tuple[str, str], Key] = {
         "Taints every node of the cluster carries; model deployments tolerate them.",
         "deployments' tolerations",
         "taints: [{key: dedicated, value: ml, effect: NoSchedule}]",
-    ),
-    **{
-        (m, "region"): Key("The cloud region.", "the cluster's provider", f"region: {r}")
-        for m, r in (
-            ("GkeCluster", "us-central1"),
-            ("EksCluster", "us-east-1"),
-            ("CivoCluster", "LON1"),
-            ("VultrCluster", "ewr"),
-        )
-    },
-    ("GkeCluster", "project"): Key("The Google Cloud project.", "the cluster's GCP provider", "project: my-project"),
-    ("AksCluster", "location"): Key("The Azure location.", "the cluster's Azure provider", "location: eastus"),
-    **{
-        (m, "kubernetesVersion"): Key(
-            "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
-            f"{'.'.join(map(str, MIN_KUBERNETES))} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
-            "the cluster resource; the version floor in `infra/config/rules.py`",
-            f'kubernetesVersion: "{v}"',
-        )
-        for m, v in (
-            ("GkeCluster", "1.35"),
-            ("EksCluster", "1.35"),
-            ("AksCluster", "1.35"),
-            ("CivoCluster", "1.34.1-k3s1"),
-            ("VultrCluster", "v1.36.1+3"),
-        )
-    },
-    ("ExistingCluster", "kubeconfigKey"): Key(
-        "The `modelplane:` config key that holds the kubeconfig, set with `pulumi config set --secret`.",
-        "the cluster's Kubernetes provider",
-        "kubeconfigKey: kubeconfig",
-    ),
-    ("ExistingCluster", "context"): Key(
-        "The kubeconfig context to use.", "the cluster's Kubernetes provider", "context: prod"
     ),
     ("Taint", "key"): Key("Taint key.", "as `taints`", "key: dedicated"),
     ("Taint", "value"): Key("Taint value.", "as `taints`", "value: ml"),
@@ -384,15 +349,10 @@ KEYS: dict[tuple[str, str], Key] = {
     ("IssuerRef", "name"): Key("Issuer name.", "the Certificate", "name: letsencrypt"),
     ("IssuerRef", "kind"): Key("`ClusterIssuer` (default) or `Issuer`.", "the Certificate", "kind: ClusterIssuer"),
     ("Budget", "monthlyUsd"): Key("The monthly budget in USD.", "policy `cost-over-budget`", "monthlyUsd: 5000"),
-    ("ExistingCluster", "ownerGpuOperator"): Key(
-        "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
-        "(docs/existing-clusters.md).",
-        "`components.catalog.join_components`; policy `device-stack-filtered`",
-        "ownerGpuOperator: true",
-    ),
     ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
     ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
 }
+KEYS.update(cloud_keys())
 
 # Where each model appears in a stack file, in reading order.
 SECTIONS: list[tuple[str, str]] = [
@@ -402,19 +362,10 @@ SECTIONS: list[tuple[str, str]] = [
     ("AttributeValue", "modelplane:classes[].devices[].attributes.<name>"),
     ("CapacityValue", "modelplane:classes[].devices[].capacity.<name>"),
     ("Provisioning", "modelplane:classes[].provisioning"),
-    ("GkeMachine", "modelplane:classes[].provisioning.gke"),
-    ("EksMachine", "modelplane:classes[].provisioning.eks"),
-    ("AksMachine", "modelplane:classes[].provisioning.aks"),
-    ("CivoMachine", "modelplane:classes[].provisioning.civo"),
-    ("VultrMachine", "modelplane:classes[].provisioning.vultr"),
+    *cloud_sections("machine"),
     ("Accelerator", "modelplane:classes[].provisioning.<provider>.accelerator"),
     ("InferenceCluster", "modelplane:clusters[]"),
-    ("GkeCluster", "modelplane:clusters[].gke"),
-    ("EksCluster", "modelplane:clusters[].eks"),
-    ("AksCluster", "modelplane:clusters[].aks"),
-    ("CivoCluster", "modelplane:clusters[].civo"),
-    ("VultrCluster", "modelplane:clusters[].vultr"),
-    ("ExistingCluster", "modelplane:clusters[].existing"),
+    *cloud_sections("cluster"),
     ("NodePool", "modelplane:clusters[].nodePools[]"),
     ("Taint", "modelplane:clusters[].taints[]"),
     ("ModelDeploymentSpec", "modelplane:deployments[]"),
@@ -482,8 +433,8 @@ def fleet_defs() -> dict[str, Any]:
                 prop["description"] = f"{doc.meaning} Used by: {doc.used_by}."
                 prop["markdownDescription"] = f"{doc.meaning}\n\nUsed by: {doc.used_by}.\n\n`{doc.example}`"
     # Cross-key shape the model checks in code, written the way a schema can say it.
-    defs["InferenceCluster"]["allOf"] = _one_block("source", [s.value for s in Source])
-    defs["Provisioning"]["allOf"] = _one_block("provider", [p.value for p in Provider])
+    defs["InferenceCluster"]["allOf"] = _one_block("source", [c.source for c in CLOUDS])
+    defs["Provisioning"]["allOf"] = _one_block("provider", [c.source for c in PROVISIONED])
     defs["Device"]["if"] = {"properties": {"claim": {"const": "Synthetic"}}, "required": ["claim"]}
     defs["Device"]["else"] = {"required": ["deviceClassName"]}
     defs["AttributeValue"]["minProperties"] = 1
@@ -496,8 +447,8 @@ def fleet_defs() -> dict[str, Any]:
     shm = defs["ModelDeploymentSpec"]["properties"]["shmSize"]
     shm.pop("type", None)
     shm.update(quantity)
-    for cloud in ("GkeCluster", "EksCluster", "AksCluster", "CivoCluster", "VultrCluster"):
-        defs[cloud]["properties"]["kubernetesVersion"]["pattern"] = _kubernetes_version_pattern()
+    for c in PROVISIONED:
+        defs[c.cluster_block.__name__]["properties"]["kubernetesVersion"]["pattern"] = _kubernetes_version_pattern()
     # `pulumi config set modelplane:protect true` stores the string "true".
     protect = defs["Fleet"]["properties"]["protect"]
     protect.pop("type", None)
@@ -553,7 +504,8 @@ def schema_json() -> str:
 def _models() -> dict[str, type[BaseModel]]:
     from infra.config import base, model
 
-    return {name: getattr(model, name, None) or getattr(base, name) for name, _ in SECTIONS}
+    blocks = {b.__name__: b for c in CLOUDS for b in (c.cluster_block, c.machine_block) if b is not None}
+    return {name: blocks.get(name) or getattr(model, name, None) or getattr(base, name) for name, _ in SECTIONS}
 
 
 def undocumented() -> list[str]:

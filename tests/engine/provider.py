@@ -37,7 +37,7 @@ from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue, ResourceReference
 from pulumi.provider.experimental.server import main
 
-from infra.tooling.mockrun import _computed_outputs, _invoke_result
+from infra.tooling.mockrun import computed_outputs, invoke_result
 from tests.engine import schema
 
 # The engine's unknown sentinel (sdk/go/common/resource/plugin/rpc.go, `UnknownStringValue`).
@@ -222,7 +222,7 @@ class TestProvider(p.Provider):
         olds = plain_map(request.old_state)
         news = plain_map(request.new_inputs)
         typ, _ = _type_name(request.urn)
-        computed = set(_computed_outputs(typ, "x", {})) - set(news)
+        computed = set(computed_outputs(typ, "x", {})) - set(news)
         keys = sorted((set(olds) - computed - {"id"}) | set(news))
         diffs = [k for k in keys if k not in request.ignore_changes and differs(olds.get(k), news.get(k))]
         replace_on = REPLACE_ON.get(typ, ())
@@ -243,7 +243,7 @@ class TestProvider(p.Provider):
 
     def _outputs(self, urn: str, inputs: Mapping[str, PropertyValue], preview: bool) -> dict[str, PropertyValue]:
         typ, name = _type_name(urn)
-        computed = _computed_outputs(typ, name, plain_map(inputs))
+        computed = computed_outputs(typ, name, plain_map(inputs))
         outputs = dict(inputs)
         for key, value in computed.items():
             if key in inputs and key != "vpcConfig":
@@ -277,7 +277,7 @@ class TestProvider(p.Provider):
         return p.ReadResponse(resource_id=request.resource_id, properties=properties, inputs=dict(request.inputs))
 
     async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
-        result = _invoke_result(request.tok, plain_map(request.args))
+        result = invoke_result(request.tok, plain_map(request.args))
         return p.InvokeResponse(return_value={k: wrap(v, secret=_secret_output(k)) for k, v in result.items()})
 
     async def construct(self, request: p.ConstructRequest) -> p.ConstructResponse:

@@ -117,7 +117,7 @@ def test_refresh_shows_a_change_made_at_the_provider(engine: Engine) -> None:
 def test_an_aks_stack_created_with_the_sdks_api_version_aliases_updates_without_them(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import components.aks as aks
+    import clouds.aks.component as aks
 
     # Created as the program registered it before `without_api_version_aliases`: with every alias.
     monkeypatch.setattr(aks, "without_api_version_aliases", lambda args: None)

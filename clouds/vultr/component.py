@@ -18,12 +18,10 @@ import base64
 import ediri_vultr as vultr
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials
+from clouds.vultr import CLOUD as VULTR
+from clouds.vultr.config import VultrCluster as VultrClusterBlock
+from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials
 from infra.facts import SYSTEM_POOL, PoolFacts
-
-# Stack config the Vultr provider documents for its credentials (config key -> provider argument;
-# pulumi-vultr installation-configuration: `vultr:apiKey`, or the VULTR_API_KEY environment variable).
-CREDENTIALS = {"apiKey": "api_key"}
 
 
 def node_pool_taints(pool: PoolFacts) -> list[vultr.KubernetesNodePoolsTaintArgs]:
@@ -36,14 +34,14 @@ def decode_kubeconfig(encoded: str) -> str:
 
 
 class VultrCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:vultr:VultrCluster"
+    CLOUD = VULTR
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        block = source_block(name, args.facts.spec.vultr, "vultr")
+        block = own_block(args.facts, VultrClusterBlock)
         super().__init__(name, args, opts)
         self.vultr_provider = args.providers.shared(
             ("vultr",),
-            lambda shared: vultr.Provider(shared, api_key=stack_credentials("vultr", CREDENTIALS).get("api_key")),
+            lambda shared: vultr.Provider(shared, api_key=stack_credentials(VULTR).get("api_key")),
         )
         self._cluster(block.region, block.kubernetes_version)
         self._pools()

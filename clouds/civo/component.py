@@ -16,7 +16,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_civo as civo
 
-from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials
+from clouds.civo import CLOUD as CIVO
+from clouds.civo.config import CivoCluster as CivoClusterBlock
+from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # Cilium rather than k3s's default flannel, as modelplane's own Civo clusters run it.
@@ -27,10 +29,6 @@ CNI = "cilium"
 APPLICATIONS = "-traefik2-nodeport"
 
 ANYWHERE = ["0.0.0.0/0"]
-
-# Stack config the Civo provider documents for its credentials (config key -> provider argument;
-# pulumi-civo installation-configuration: `civo:token`, or the CIVO_TOKEN environment variable).
-CREDENTIALS = {"token": "token"}
 
 
 def firewall_ingress() -> list[civo.FirewallIngressRuleArgs]:
@@ -64,17 +62,15 @@ def node_pool_taints(pool: PoolFacts) -> list[civo.KubernetesNodePoolTaintArgs]:
 
 
 class CivoCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:civo:CivoCluster"
+    CLOUD = CIVO
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        block = source_block(name, args.facts.spec.civo, "civo")
+        block = own_block(args.facts, CivoClusterBlock)
         super().__init__(name, args, opts)
         self.region = block.region
         self.civo_provider = args.providers.shared(
             ("civo", block.region),
-            lambda shared: civo.Provider(
-                shared, civo.ProviderArgs(region=block.region, **stack_credentials("civo", CREDENTIALS))
-            ),
+            lambda shared: civo.Provider(shared, civo.ProviderArgs(region=block.region, **stack_credentials(CIVO))),
         )
         self._network()
         self._cluster(block.kubernetes_version)

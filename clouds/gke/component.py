@@ -39,24 +39,17 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from clouds import gke
+from clouds.gke.config import GkeCluster as GkeClusterBlock
 from components.base import (
-    UPPER_EFFECT,
     ClusterArgs,
     ClusterComponent,
     exec_kubeconfig,
-    source_block,
+    own_block,
     stack_credentials,
 )
 from infra.facts import PoolFacts
-
-# Stack config the GCP provider documents for its credentials (config key -> provider argument;
-# pulumi-gcp installation-configuration: `gcp:credentials`, `gcp:accessToken`,
-# `gcp:impersonateServiceAccount`, or GOOGLE_CREDENTIALS and application default credentials).
-CREDENTIALS = {
-    "credentials": "credentials",
-    "accessToken": "access_token",
-    "impersonateServiceAccount": "impersonate_service_account",
-}
+from infra.vocabulary import UPPER_EFFECT
 
 # Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
 # ranges GKE allocates pod and service IPs from. A /14 for pods gives 1024 nodes x 110 pods.
@@ -169,16 +162,16 @@ def initial_node_count(pool: PoolFacts) -> int | None:
 
 
 class GkeCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:gke:GkeCluster"
+    CLOUD = gke.CLOUD
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
-        block = source_block(name, args.facts.spec.gke, "gke")
+        block = own_block(args.facts, GkeClusterBlock)
         self.project, self.region = block.project, block.region
         self.gcp_provider = args.providers.shared(
             ("gcp", self.project, self.region),
             lambda shared: gcp.Provider(
-                shared, project=self.project, region=self.region, **stack_credentials("gcp", CREDENTIALS)
+                shared, project=self.project, region=self.region, **stack_credentials(gke.CLOUD)
             ),
         )
         self._network()

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,21 +22,12 @@ import pulumi
 from pulumi_azure_native import containerservice, network, resources
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from components.base import ClusterArgs, ClusterComponent, source_block, stack_credentials, taint_strings
+from clouds import aks
+from clouds.aks import agent_pool_name
+from clouds.aks.config import AksCluster as AksClusterBlock
+from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
 from components.values import nvidia_driver_owned_by_stack
-from infra import vocabulary as vocab
 from infra.facts import SYSTEM_POOL, PoolFacts
-
-# Stack config the Azure Native provider documents for its credentials (config key -> provider
-# argument; azure-native installation-configuration: `azure-native:clientId`, `clientSecret`,
-# `tenantId`, `subscriptionId`, or ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID,
-# ARM_SUBSCRIPTION_ID, or the Azure CLI's login).
-CREDENTIALS = {
-    "clientId": "client_id",
-    "clientSecret": "client_secret",
-    "tenantId": "tenant_id",
-    "subscriptionId": "subscription_id",
-}
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
 VNET_CIDR = "10.224.0.0/12"
@@ -46,24 +35,6 @@ NODE_SUBNET_CIDR = "10.224.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 SERVICE_CIDR = "10.96.0.0/16"
 DNS_SERVICE_IP = "10.96.0.10"
-
-# AKS names a Linux agent pool with 1-12 lowercase letters and digits, starting with a letter.
-AGENT_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
-
-
-def agent_pool_name(pool: str) -> str:
-    """The AKS name of a pool: the pool's own name when AKS accepts it, else a stable short form.
-
-    The short form keeps the first letters and adds a digest of the full name, so pools sharing a
-    prefix still differ (the program checks it) and a pool keeps its AKS name across runs
-    (renaming an agent pool replaces it).
-    """
-    if AGENT_POOL_NAME.match(pool):
-        return pool
-    letters = re.sub(r"[^a-z0-9]", "", pool.lower())
-    if not letters[:1].isalpha():
-        letters = f"p{letters}"
-    return f"{letters[:7]}{hashlib.sha256(pool.encode()).hexdigest()[:5]}"
 
 
 def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
@@ -74,7 +45,7 @@ def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
     """
     if pool.role != "GPU" or pool.vendor != "nvidia":
         return None
-    owned = nvidia_driver_owned_by_stack(vocab.AKS)
+    owned = nvidia_driver_owned_by_stack(aks.SOURCE)
     return containerservice.GPUProfileArgs(
         driver=containerservice.GPUDriver.NONE if owned else containerservice.GPUDriver.INSTALL
     )
@@ -112,25 +83,17 @@ def autoscaler_owned(pool: PoolFacts, path: str = "count") -> list[str] | None:
 
 
 class AksCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:aks:AksCluster"
-    POOL_NAME_KIND = "AKS agent pool name"
-    POOL_NAME_RULE = "AKS names are 1-12 lowercase letters and digits, so longer names are shortened"
-
-    @staticmethod
-    def cloud_pool_name(pool: str) -> str:
-        return agent_pool_name(pool)
+    CLOUD = aks.CLOUD
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        block = source_block(name, facts.spec.aks, "aks")
+        block = own_block(facts, AksClusterBlock)
         # Children inherit a parent's transformations, so this covers every azure-native resource here.
         strip = pulumi.ResourceOptions(transformations=[without_api_version_aliases])
         super().__init__(name, args, pulumi.ResourceOptions.merge(opts, strip))
         self.azure_provider = args.providers.shared(
             ("azure-native", block.location),
-            lambda shared: AzureProvider(
-                shared, location=block.location, **stack_credentials("azure-native", CREDENTIALS)
-            ),
+            lambda shared: AzureProvider(shared, location=block.location, **stack_credentials(aks.CLOUD)),
         )
         self._network(block.location)
         self._cluster(block.kubernetes_version)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import pulumi
 
-from components.base import ClusterArgs, ClusterComponent
+from clouds import existing
+from components.base import ClusterArgs, ClusterComponent, ComponentError
 
 
 class ExistingCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:existing:ExistingCluster"
+    CLOUD = existing.CLOUD
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
         if args.kubeconfig is None:
-            raise ValueError(f"cluster {name!r}: an Existing cluster needs its kubeconfig")
-        context = args.facts.spec.existing.context if args.facts.spec.existing else None
+            raise ComponentError("cluster", name, "an Existing cluster needs its kubeconfig")
+        owner = args.facts.spec.owner_block
+        context = owner.context if owner is not None else None
         self.context = context
         self.finish(pulumi.Output.from_input(args.kubeconfig), context=context)

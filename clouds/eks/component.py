@@ -40,27 +40,24 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from clouds import eks
+from clouds.eks.config import EksCluster as EksClusterBlock
 from components.base import (
-    UPPER_EFFECT,
     ClusterArgs,
     ClusterComponent,
+    ComponentError,
     exec_kubeconfig,
-    source_block,
+    own_block,
     stack_credentials,
 )
 from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
-
-# Stack config the AWS provider documents for its credentials (config key -> provider argument;
-# pulumi-aws installation-configuration: `aws:accessKey`, `aws:secretKey`, `aws:token`,
-# `aws:profile`, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE).
-CREDENTIALS = {"accessKey": "access_key", "secretKey": "secret_key", "token": "token", "profile": "profile"}
+from infra.vocabulary import UPPER_EFFECT
 
 VPC_CIDR = "10.0.0.0/16"
 # Small public subnets (load balancers, the NAT gateway), large private ones (nodes and, with the
-# VPC CNI, every pod's address). Room for MAX_ZONES zones of each.
-MAX_ZONES = 6
+# VPC CNI, every pod's address). Room for MAX_ZONES zones of each (`clouds.eks`).
 DEFAULT_ZONES = 3
 MIN_ZONES = 2  # EKS requires the cluster's subnets to span at least two zones.
 
@@ -159,7 +156,7 @@ def subnet_zones(declared: Sequence[str], available: Sequence[str], count: int) 
     """`count` zones: the declared ones first, then the region's others (repeated if it has fewer)."""
     zones = list(declared) + [z for z in available if z not in declared]
     if not zones:
-        raise ValueError("the region reports no available zones")
+        raise ComponentError("cluster network", "subnets", "the region reports no available zones")
     return [zones[i % len(zones)] for i in range(count)]
 
 
@@ -232,19 +229,18 @@ def efa_network_interfaces(
 
 
 class EksCluster(ClusterComponent):
-    TYPE_TOKEN = "modelplane:eks:EksCluster"
-    ZONE_LIMIT = MAX_ZONES
+    CLOUD = eks.CLOUD
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
         facts = args.facts
-        block = source_block(name, facts.spec.eks, "eks")
+        block = own_block(facts, EksClusterBlock)
         declared = declared_zones(facts.pools)
         self.region = block.region
         self.tags = dict(facts.spec.labels)
         self.aws_provider = args.providers.shared(
             ("aws", self.region),
-            lambda shared: aws.Provider(shared, region=self.region, **stack_credentials("aws", CREDENTIALS)),
+            lambda shared: aws.Provider(shared, region=self.region, **stack_credentials(eks.CLOUD)),
         )
         self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
         self.partition = aws.get_partition_output(opts=self.invoke).partition

@@ -1,0 +1,76 @@
+"""The registry of clouds: one package per cloud, one line each below.
+
+Everything the shared code once listed per cloud is derived from these records (`clouds.spec.Cloud`):
+the `source` and `provider` values the stack file takes and their blocks (`infra.config.model`),
+the profiles, the machine catalog and its prices, the cluster components (loaded only for a stack
+that has such a cluster), the resource types the policies read, and the mock runtime's answers.
+Adding a cloud is a new package and a line here (docs/adding-a-cloud.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from clouds import aks, civo, eks, existing, gke, vultr
+from clouds.spec import Cloud, ResourceTypes
+from infra.machines import ControlPlaneFee, MachineType
+from infra.profiles import CloudProfile
+
+CLOUDS: tuple[Cloud, ...] = (
+    gke.CLOUD,
+    eks.CLOUD,
+    aks.CLOUD,
+    civo.CLOUD,
+    vultr.CLOUD,
+    existing.CLOUD,
+)
+
+BY_SOURCE: Mapping[str, Cloud] = {c.source: c for c in CLOUDS}
+assert len(BY_SOURCE) == len(CLOUDS) == len({c.key for c in CLOUDS}), "one source and one key per cloud"
+PROVISIONED: tuple[Cloud, ...] = tuple(c for c in CLOUDS if c.provisioned)
+SOURCES: tuple[str, ...] = tuple(BY_SOURCE)
+PROFILES: Mapping[str, CloudProfile] = {c.source: c.profile for c in CLOUDS}
+
+
+def cloud(source: str) -> Cloud:
+    """The cloud of a cluster `source`; config loading guarantees the source is known."""
+    try:
+        return BY_SOURCE[source]
+    except KeyError:
+        raise KeyError(f"unknown cloud {source!r}; known: {', '.join(BY_SOURCE)}") from None
+
+
+def profile(source: str) -> CloudProfile:
+    return cloud(source).profile
+
+
+# The machine catalog: every provisioned cloud's rows, by (cloud, machine type).
+MACHINES: tuple[MachineType, ...] = tuple(m for c in CLOUDS for m in c.machines)
+_BY_MACHINE: Mapping[tuple[str, str], MachineType] = {(m.cloud, m.name): m for m in MACHINES}
+assert all(m.cloud == c.source for c in CLOUDS for m in c.machines), "a cloud's rows name that cloud"
+
+
+def machine(source: str, name: str) -> MachineType | None:
+    """The catalog row for `name` on `source`, or None when the catalog does not know it."""
+    return _BY_MACHINE.get((source, name))
+
+
+def control_plane_fee(source: str) -> ControlPlaneFee | None:
+    return cloud(source).control_plane_fee
+
+
+def catalog_date() -> str:
+    """The newest read date of any row or fee: how fresh the catalog's facts are."""
+    fees = [c.control_plane_fee.read_on for c in CLOUDS if c.control_plane_fee is not None]
+    return max([m.read_on for m in MACHINES] + fees)
+
+
+# The resource types the policies read, by engine type token: (the cloud's source, its resource types).
+POOL_TYPES: Mapping[str, tuple[str, ResourceTypes]] = {
+    c.resources.pool: (c.source, c.resources) for c in CLOUDS if c.resources is not None
+}
+CLUSTER_TYPES: Mapping[str, tuple[str, ResourceTypes]] = {
+    c.resources.cluster: (c.source, c.resources) for c in CLOUDS if c.resources is not None
+}
+# The cluster components' type tokens (what the config policies judge), by token.
+COMPONENT_TOKENS: Mapping[str, Cloud] = {c.component_token: c for c in CLOUDS}

@@ -1,0 +1,129 @@
+"""AKS: clusters on Azure with their own VNet, a system agent pool and one agent pool per pool.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.aks.component`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from clouds.aks import machines
+from clouds.aks.config import KEYS, AksCluster, AksMachine
+from clouds.mock import fake_kubeconfig
+from clouds.spec import Cloud, PoolNaming, PoolSpelling, ResourceTypes
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import CloudProfile
+
+SOURCE = "AKS"
+# AKS names a Linux agent pool with 1-12 lowercase letters and digits, starting with a letter.
+AGENT_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+
+
+def agent_pool_name(pool: str) -> str:
+    """The AKS name of a pool: the pool's own name when AKS accepts it, else a stable short form.
+
+    The short form keeps the first letters and adds a digest of the full name, so pools sharing a
+    prefix still differ (the program checks it) and a pool keeps its AKS name across runs
+    (renaming an agent pool replaces it).
+    """
+    if AGENT_POOL_NAME.match(pool):
+        return pool
+    letters = re.sub(r"[^a-z0-9]", "", pool.lower())
+    if not letters[:1].isalpha():
+        letters = f"p{letters}"
+    return f"{letters[:7]}{hashlib.sha256(pool.encode()).hexdigest()[:5]}"
+
+
+def _named(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # azure-native autonames a resource whose name input is unset and returns it as `name`.
+    return {"name": name}
+
+
+def _user_credentials(args: Mapping[str, Any]) -> dict[str, Any]:
+    kubeconfig = fake_kubeconfig(str(args.get("resourceName", "aks")))
+    return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        system_machine="Standard_D4s_v5",
+        # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
+        # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
+        # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series
+        # SKUs), so the operator's operands must use that class or fail with `no runtime for
+        # "nvidia" is configured` (NVIDIA/gpu-operator#1679 shows the failure). The operator
+        # creates the RuntimeClass with this name as its handler (gpu-operator v26.3.3
+        # controllers/object_controls.go, RuntimeClasses).
+        nvidia_runtime_class="nvidia-container-runtime",
+        # AKS's accelerated-node toleration spells the value it taints with.
+        nvidia_toleration_value="true",
+        # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk
+        # CSI driver)
+        cache_storage_class="managed-csi",
+        # AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-',
+        # alphanumeric at both ends (AKS's naming restrictions,
+        # https://github.com/MicrosoftDocs/azure-docs/issues/47952).
+        name_used_as="dnsPrefix",
+        name_max_length=54,
+        # AKS zones are the numbers of the location's availability zones (`--zones 1 2 3`,
+        # https://learn.microsoft.com/azure/aks/availability-zones).
+        zone_names=("1", "2", "3"),
+    ),
+    key="aks",
+    cluster_block=AksCluster,
+    machine_block=AksMachine,
+    machines=priced(machines.rows(), machines.PRICES),
+    price_region="eastus",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE,
+        Decimal("0"),
+        "Free tier: the cluster sets no SKU tier, and Free is the default; cluster management is free",
+        "https://learn.microsoft.com/dotnet/api/azure.resourcemanager.containerservice.models.managedclusterskutier",
+    ),
+    component="clouds.aks.component:AksCluster",
+    component_token="modelplane:aks:AksCluster",
+    resources=ResourceTypes(
+        cluster="azure-native:containerservice:ManagedCluster",
+        pool="azure-native:containerservice:AgentPool",
+        inline_pools="agentPoolProfiles",
+        spelling=PoolSpelling(labels="nodeLabels", taints="nodeTaints", taints_as_text=True),
+    ),
+    pool_naming=PoolNaming(
+        "AKS agent pool name",
+        "AKS names are 1-12 lowercase letters and digits, so longer names are shortened",
+        agent_pool_name,
+    ),
+    provider_package="azure-native",
+    # Stack config the Azure Native provider documents for its credentials (config key -> provider
+    # argument; azure-native installation-configuration: `azure-native:clientId`, `clientSecret`,
+    # `tenantId`, `subscriptionId`, or ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID,
+    # ARM_SUBSCRIPTION_ID, or the Azure CLI's login).
+    credentials={
+        "clientId": "client_id",
+        "clientSecret": "client_secret",
+        "tenantId": "tenant_id",
+        "subscriptionId": "subscription_id",
+    },
+    mock_outputs={
+        token: _named
+        for token in (
+            "azure-native:resources:ResourceGroup",
+            "azure-native:network:VirtualNetwork",
+            "azure-native:network:Subnet",
+            "azure-native:containerservice:ManagedCluster",
+            "azure-native:containerservice:AgentPool",
+        )
+    },
+    mock_invokes={"azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials},
+    keys=KEYS,
+    examples={"location": "eastus", "kubernetesVersion": '"1.35"'},
+)

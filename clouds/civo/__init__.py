@@ -1,0 +1,67 @@
+"""Civo: k3s clusters with a firewall, a system pool and one fixed-size node pool per pool.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.civo.component`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clouds.civo import machines
+from clouds.civo.config import KEYS, CivoCluster, CivoMachine
+from clouds.mock import fake_kubeconfig
+from clouds.spec import Cloud, ResourceTypes
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import DRA_KUBELET_PLUGIN_LABEL, OPERATOR_DRIVER_ROOT, CloudProfile
+
+SOURCE = "Civo"
+
+
+def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"kubeconfig": fake_kubeconfig(name), "apiEndpoint": f"https://{name}.civo.invalid"}
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        system_machine="g4p.kube.small",
+        # Civo's GPU image has the toolkit but no driver; Civo's guide installs the driver
+        # with the operator (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
+        nvidia_driver_root=OPERATOR_DRIVER_ROOT,
+        nvidia_driver_by_operator=True,
+        driver_eviction_label=DRA_KUBELET_PLUGIN_LABEL,
+        nvidia_pool_labels={DRA_KUBELET_PLUGIN_LABEL: "true"},
+        # Civo pools have a fixed node count: pulumi-civo's KubernetesNodePool has no scaling
+        # bounds and the stack installs no autoscaler.
+        autoscaler=False,
+        # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
+        # (WaitForFirstConsumer).
+        cache_storage_class="civo-volume",
+        # Civo places a cluster's nodes in its region; it has no zones to pick.
+    ),
+    key="civo",
+    cluster_block=CivoCluster,
+    machine_block=CivoMachine,
+    machines=priced(machines.rows(), {}),
+    price_region="LON1",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE, None, "no control plane price could be read", "https://www.civo.com/pricing"
+    ),
+    component="clouds.civo.component:CivoCluster",
+    component_token="modelplane:civo:CivoCluster",
+    resources=ResourceTypes(
+        cluster="civo:index/kubernetesCluster:KubernetesCluster",
+        pool="civo:index/kubernetesNodePool:KubernetesNodePool",
+        inline_pools="pools",
+    ),
+    provider_package="civo",
+    # Stack config the Civo provider documents for its API token (`civo:token`, or CIVO_TOKEN).
+    credentials={"token": "token"},
+    mock_outputs={"civo:index/kubernetesCluster:KubernetesCluster": _cluster_outputs},
+    keys=KEYS,
+    examples={"region": "LON1", "kubernetesVersion": '"1.34.1-k3s1"'},
+)

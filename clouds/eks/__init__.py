@@ -1,0 +1,136 @@
+"""EKS: clusters on AWS with managed node groups, the Cluster Autoscaler, and EFA through aws-dranet.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.eks.component`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from clouds.eks import machines
+from clouds.eks.config import KEYS, EksCluster, EksMachine
+from clouds.mock import FAKE_CA
+from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import CloudProfile, TagRules
+
+SOURCE = "EKS"
+# The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.component`),
+# for at most this many zones.
+MAX_ZONES = 6
+# EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators
+# (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html, `amiType`).
+ACCELERATED_AMI_WORDS = ("NVIDIA", "GPU", "NEURON")
+
+
+def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    vpc_config = dict(inputs.get("vpcConfig") or {}, clusterSecurityGroupId=f"sg-{name}")
+    return {
+        "vpcConfig": vpc_config,
+        "endpoint": f"https://{name}.eks.invalid",
+        "certificateAuthority": {"data": FAKE_CA},
+        "arn": f"arn:aws:eks:region:000000000000:cluster/{name}",
+    }
+
+
+def _placement_group_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": inputs.get("name") or name}  # the provider auto-names it
+
+
+def _launch_template_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"latestVersion": 1}
+
+
+def _policy_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # IAM computes a policy's ARN; role attachments take it as `policyArn`.
+    return {"arn": f"arn:aws:iam::000000000000:policy/{inputs.get('name') or name}"}
+
+
+def _role_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # IAM autonames a role whose name input is unset; attachments refer to it by name.
+    return {"arn": f"arn:aws:iam::000000000000:role/{name}", "name": inputs.get("name", name)}
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        system_machine="m6i.xlarge",
+        # aws-dranet, installed by the EKS cluster component for EFA pools.
+        external_drivers=(vocab.NET_DRIVER,),
+        # The AL2023 NVIDIA AMI ships driver and toolkit (EKS user guide, "Use NVIDIA GPUs
+        # with DRA": https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia.html).
+        # Managed node groups scale only through an autoscaler: the EKS component installs the
+        # Kubernetes Cluster Autoscaler (clouds/eks/component.py).
+        # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
+        # add-on a new cluster does not have, and the EKS component does not install it.
+        cache_storage_class=None,
+        # EKS takes `major.minor` only
+        # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
+        version_pattern=re.compile(r"^\d+\.\d+\Z"),
+        version_form="a major.minor version",
+        version_example="1.34",
+        # EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the
+        # `aws:` prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+        label_tags=TagRules(owner="AWS", reserved_prefix="aws:", key_max=128, value_max=256),
+        # An EC2 Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
+        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
+        zone_pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
+    ),
+    key="eks",
+    cluster_block=EksCluster,
+    machine_block=EksMachine,
+    machines=priced(machines.rows(), machines.PRICES),
+    price_region="us-east-1",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE,
+        Decimal("0.10"),
+        "per cluster on a Kubernetes version in standard support ($0.60 in extended support)",
+        "https://aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing/",
+    ),
+    component="clouds.eks.component:EksCluster",
+    component_token="modelplane:eks:EksCluster",
+    resources=ResourceTypes(
+        cluster="aws:eks/cluster:Cluster",
+        pool="aws:eks/nodeGroup:NodeGroup",
+        spelling=PoolSpelling(image="amiType", accelerated_images=ACCELERATED_AMI_WORDS),
+    ),
+    zone_limit=MAX_ZONES,
+    provider_package="aws",
+    # Stack config the AWS provider documents for its credentials (config key -> provider argument;
+    # pulumi-aws installation-configuration: `aws:accessKey`, `aws:secretKey`, `aws:token`,
+    # `aws:profile`, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE).
+    credentials={"accessKey": "access_key", "secretKey": "secret_key", "token": "token", "profile": "profile"},
+    mock_outputs={
+        "aws:eks/cluster:Cluster": _cluster_outputs,
+        "aws:ec2/placementGroup:PlacementGroup": _placement_group_outputs,
+        "aws:ec2/launchTemplate:LaunchTemplate": _launch_template_outputs,
+        "aws:iam/policy:Policy": _policy_outputs,
+        "aws:iam/role:Role": _role_outputs,
+    },
+    mock_invokes={
+        "aws:index/getAvailabilityZones:getAvailabilityZones": lambda args: {
+            "names": ["zone-a", "zone-b", "zone-c"],
+            "zoneIds": ["z1", "z2", "z3"],
+            "id": "zones",
+        },
+        "aws:index/getPartition:getPartition": lambda args: {
+            "partition": "aws",
+            "dnsSuffix": "amazonaws.com",
+            "id": "aws",
+        },
+        "aws:index/getCallerIdentity:getCallerIdentity": lambda args: {
+            "accountId": "000000000000",
+            "arn": "arn:aws:iam::000000000000:user/plan",
+            "userId": "plan",
+            "id": "000000000000",
+        },
+    },
+    keys=KEYS,
+    examples={"region": "us-east-1", "kubernetesVersion": '"1.35"'},
+)

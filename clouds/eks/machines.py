@@ -1,0 +1,62 @@
+"""EKS machine rows: shapes and on-demand prices, each with the public page it was read from.
+
+The row type, the shared GPU spellings and the pricing rules are `infra.machines`; docs/machines.md
+says how to add a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from infra.machines import A10G, A100_40, H100_80, H200, L4, L40S, SKYPILOT_CATALOG, MachineType, cpu, gpu
+
+AWS_ACCELERATED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
+AWS_CAPACITY_BLOCKS = "https://aws.amazon.com/ec2/capacityblocks/pricing/"
+AWS_GENERAL_PURPOSE = "https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html"
+AWS_COMPUTE_OPTIMIZED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/co.html"
+SKYPILOT_AWS = f"{SKYPILOT_CATALOG}/001367d22a0033fac286a8c71aeac7109e431bcb/catalogs/v7/aws/vms.csv"
+
+
+def rows() -> list[MachineType]:
+    rows: list[MachineType] = [
+        # 8x A100 40 GB, 96 vCPUs, 1152 GiB; 8x H100 80 GB (640 GB HBM3), 192 vCPUs, 2048 GiB;
+        # 8x H200 (1128 GB HBM3), 192 vCPUs, 2048 GiB [AWS_CAPACITY_BLOCKS].
+        MachineType("EKS", "p4d.24xlarge", 96, 1152, gpu("nvidia", "A100 40GB", 8, 40), A100_40, AWS_CAPACITY_BLOCKS),
+        MachineType("EKS", "p5.48xlarge", 192, 2048, gpu("nvidia", "H100 80GB", 8, 80), H100_80, AWS_CAPACITY_BLOCKS),
+        MachineType("EKS", "p5e.48xlarge", 192, 2048, gpu("nvidia", "H200 141GB", 8, 141), H200, AWS_CAPACITY_BLOCKS),
+    ]
+    # G5 (A10G 24 GB), G6 (L4 24 GB), G6e (L40S 48 GB) [AWS_ACCELERATED].
+    for family, model, gib, names, mem_per_vcpu in (
+        ("g5", "A10G", 24, A10G, 4),
+        ("g6", "L4", 24, L4, 4),
+        ("g6e", "L40S", 48, L40S, 8),
+    ):
+        for size, vcpus, gpus in (("xlarge", 4, 1), ("2xlarge", 8, 1), ("12xlarge", 48, 4), ("48xlarge", 192, 8)):
+            rows.append(
+                MachineType(
+                    "EKS",
+                    f"{family}.{size}",
+                    vcpus,
+                    vcpus * mem_per_vcpu,
+                    gpu("nvidia", model, gpus, gib),
+                    names,
+                    AWS_ACCELERATED,
+                )
+            )
+    # M: 4 GiB per vCPU; C: 2 GiB per vCPU [AWS_GENERAL_PURPOSE, AWS_COMPUTE_OPTIMIZED].
+    for size, vcpus in (("xlarge", 4), ("2xlarge", 8), ("4xlarge", 16)):
+        rows.append(cpu("EKS", f"m7i.{size}", vcpus, 4 * vcpus, AWS_GENERAL_PURPOSE))
+        rows.append(cpu("EKS", f"c7i.{size}", vcpus, 2 * vcpus, AWS_COMPUTE_OPTIMIZED))
+    rows.append(cpu("EKS", "m6i.xlarge", 4, 16, AWS_GENERAL_PURPOSE))
+    return rows
+
+
+PRICES: Mapping[str, tuple[Decimal, str]] = {
+    "g6.xlarge": (Decimal("0.8048"), SKYPILOT_AWS),
+    "g6e.xlarge": (Decimal("1.861"), SKYPILOT_AWS),
+    "m6i.xlarge": (Decimal("0.192"), SKYPILOT_AWS),
+    "m7i.2xlarge": (Decimal("0.4032"), SKYPILOT_AWS),
+    "m7i.4xlarge": (Decimal("0.8064"), SKYPILOT_AWS),
+    "p5.48xlarge": (Decimal("98.32"), SKYPILOT_AWS),
+}

@@ -1,0 +1,30 @@
+"""Existing: a cluster its owner runs; nothing is provisioned, the kubeconfig comes from a secret.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.existing.component`.
+"""
+
+from __future__ import annotations
+
+from clouds.existing.config import KEYS, ExistingCluster
+from clouds.spec import Cloud
+from infra import vocabulary as vocab
+from infra.profiles import CloudProfile
+
+SOURCE = "Existing"
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=False,
+        # AMD hardware comes only with an owner's cluster; no provisioned cloud offers it here.
+        gpu_vendors=(vocab.NVIDIA, vocab.AMD),
+        system_machine=None,
+        # The owner's cluster has a default StorageClass or none; the program leaves it to it.
+        cache_storage_class="",
+    ),
+    key="existing",
+    cluster_block=ExistingCluster,
+    component="clouds.existing.component:ExistingCluster",
+    component_token="modelplane:existing:ExistingCluster",
+    keys=KEYS,
+)

@@ -1,0 +1,28 @@
+"""The Existing block in the stack file: `clusters[].existing`, a cluster its owner runs."""
+
+from __future__ import annotations
+
+from infra.config.base import KeyDoc, OwnerClusterBlock
+
+
+# `clusters[].existing`: every key is the owner-cluster block's (`infra.config.base`).
+class ExistingCluster(OwnerClusterBlock):
+    pass
+
+
+KEYS = {
+    ("ExistingCluster", "kubeconfigKey"): KeyDoc(
+        "The `modelplane:` config key that holds the kubeconfig, set with `pulumi config set --secret`.",
+        "the cluster's Kubernetes provider",
+        "kubeconfigKey: kubeconfig",
+    ),
+    ("ExistingCluster", "context"): KeyDoc(
+        "The kubeconfig context to use.", "the cluster's Kubernetes provider", "context: prod"
+    ),
+    ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
+        "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
+        "(docs/existing-clusters.md).",
+        "`components.catalog.join_components`; policy `device-stack-filtered`",
+        "ownerGpuOperator: true",
+    ),
+}

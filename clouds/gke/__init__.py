@@ -1,0 +1,114 @@
+"""GKE: regional clusters on Google Cloud, with GPU pools under NVIDIA's DRA driver.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.gke.component`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from clouds.gke import machines
+from clouds.gke.config import KEYS, GkeCluster, GkeMachine
+from clouds.mock import FAKE_CA
+from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import CloudProfile, NameRule
+
+SOURCE = "GKE"
+# Where Google's COS driver installer puts the driver on GKE nodes (NVIDIA GPU Operator docs,
+# "Google GKE": https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html).
+GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+
+
+def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"endpoint": "203.0.113.10", "masterAuth": {"clusterCaCertificate": FAKE_CA}, "selfLink": name}
+
+
+def _service_account_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"email": f"{name}@project.iam.gserviceaccount.com"}
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        system_machine="e2-standard-4",
+        # GKE's driver installation is disabled on DRA pools; the stack applies Google's COS
+        # installer, which puts the driver here, and installs the toolkit next to it (NVIDIA
+        # GPU Operator docs, "Google GKE"; Google's GKE DRA guide,
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
+        nvidia_driver_root=GKE_NVIDIA_DIR,
+        google_driver_installer=True,
+        nvidia_toolkit_dir=GKE_NVIDIA_DIR,
+        # GKE sets `nvidia.com/gpu=present:NoSchedule` on GPU nodes only in some cases (a GPU
+        # pool added next to a non-GPU pool), so the pool sets it itself, with GKE's value
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create).
+        gpu_taint_value="present",
+        nvidia_pool_labels={
+            # GKE's own device plugin stays off: the DRA driver owns the GPUs (set-up-dra).
+            "gke-no-default-nvidia-gpu-device-plugin": "true",
+            "nvidia.com/gpu.present": "true",
+            # Lets GKE's cluster autoscaler see that a new node of the pool would satisfy a
+            # DRA GPU claim; without it a pool at zero never scales up (set-up-dra;
+            # modelplaneai/modelplane functions/compose-gke-cluster/function/fn.py).
+            "cloud.google.com/gke-nvidia-gpu-dra-driver": "true",
+        },
+        # GKE admits system-node-critical and system-cluster-critical pods outside
+        # kube-system only where a ResourceQuota for those classes exists
+        # (https://cloud.google.com/kubernetes-engine/quotas#limitations_and_consumption).
+        critical_pods_quota=True,
+        # On a regional cluster `node_count` (and the non-total autoscaling limits) count
+        # nodes per zone, and a pool without node locations spans three zones of the region
+        # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).
+        nodes_per_zone=True,
+        default_zones=3,
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
+        cache_storage_class="standard-rwo",
+        # A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
+        # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
+        # `name`); the API holds node pool names to the same form.
+        name_rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter"),
+        # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
+        zone_pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
+    ),
+    key="gke",
+    cluster_block=GkeCluster,
+    machine_block=GkeMachine,
+    machines=priced(machines.rows(), machines.PRICES),
+    price_region="us-central1",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE,
+        Decimal("0.10"),
+        "cluster management fee per cluster, any mode or topology; the free-tier credit is not applied",
+        "https://cloud.google.com/kubernetes-engine/pricing",
+    ),
+    component="clouds.gke.component:GkeCluster",
+    component_token="modelplane:gke:GkeCluster",
+    resources=ResourceTypes(
+        cluster="gcp:container/cluster:Cluster",
+        pool="gcp:container/nodePool:NodePool",
+        spelling=PoolSpelling(
+            labels="nodeConfig.labels", taints="nodeConfig.taints", accelerators="nodeConfig.guestAccelerators"
+        ),
+    ),
+    provider_package="gcp",
+    # Stack config the GCP provider documents for its credentials (config key -> provider argument;
+    # pulumi-gcp installation-configuration: `gcp:credentials`, `gcp:accessToken`,
+    # `gcp:impersonateServiceAccount`, or GOOGLE_CREDENTIALS and application default credentials).
+    credentials={
+        "credentials": "credentials",
+        "accessToken": "access_token",
+        "impersonateServiceAccount": "impersonate_service_account",
+    },
+    mock_outputs={
+        "gcp:container/cluster:Cluster": _cluster_outputs,
+        "gcp:serviceaccount/account:Account": _service_account_outputs,
+    },
+    keys=KEYS,
+    examples={"project": "my-project", "region": "us-central1", "kubernetesVersion": '"1.35"'},
+)

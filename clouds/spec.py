@@ -1,0 +1,114 @@
+"""What a cloud package declares: one `Cloud` record, which the registry (`clouds/__init__.py`) lists.
+
+A package under `clouds/` holds everything that is one cloud's: its config blocks, profile, machine
+rows and prices, its name and zone rules (as profile data), its cluster component, how the policies
+read its pool resources, and what the offline plan's mock runtime answers for its resources. The
+shared code reads these records and never names a cloud. This module imports only the part of
+`infra` below the fleet model (names, the config base, profiles and machine rows), so a cloud's
+package can be imported by the fleet model without a cycle; a cloud's component is named by its
+import path and loaded only when a stack has such a cluster (each cloud SDK takes seconds to load).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.config.base import KeyDoc, MachineBlock, Model
+from infra.machines import ControlPlaneFee, MachineType
+from infra.profiles import CloudProfile
+
+# A mock answer: (resource name, its inputs) -> the outputs the provider would compute.
+MockOutputs = Callable[[str, Mapping[str, Any]], dict[str, Any]]
+# A mock invoke: its arguments -> the result the program reads.
+MockInvoke = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PoolSpelling:
+    """Where a cloud's node-pool resource keeps what the policies read, as the engine sends it (camelCase).
+
+    Paths are dotted property paths of the pool (`nodeConfig.labels`).
+    """
+
+    labels: str = "labels"
+    taints: str = "taints"
+    # Taints as `key=value:Effect` strings (AKS) rather than `{key, value, effect}` mappings.
+    taints_as_text: bool = False
+    # A list that holds the pool's accelerators (GKE `guestAccelerators`); None: the resource does not say.
+    accelerators: str | None = None
+    # Or: a property naming the node image, and words that mark an image with a GPU driver (EKS AMI types).
+    image: str | None = None
+    accelerated_images: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceTypes:
+    """The engine type tokens of the cloud's cluster and pool resources, as the installed SDK registers them."""
+
+    cluster: str
+    pool: str
+    # The cluster property holding pools declared inline (the system pool); None: every pool is standalone.
+    inline_pools: str | None = None
+    spelling: PoolSpelling = field(default_factory=PoolSpelling)
+
+
+@dataclass(frozen=True)
+class PoolNaming:
+    """A cloud that renames pools it does not accept: what it calls the name, its rule, and the renaming."""
+
+    kind: str  # "AKS agent pool name"
+    rule: str  # as the fix states it
+    rename: Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Cloud:
+    """One cloud (a cluster `source`): everything the shared code needs to know of it."""
+
+    profile: CloudProfile
+    # The key of its blocks in the stack file: `clusters[].<key>`, `classes[].provisioning.<key>`.
+    key: str
+    cluster_block: type[Model]
+    # `module:Class` of the cluster component; its type token (chosen once, never changed: a changed
+    # token changes every URN below it, which Pulumi carries out as replacing the cluster).
+    component: str
+    component_token: str
+    # Provisioned clouds only: the machine block, catalog rows, the region prices were read for,
+    # and the control plane fee.
+    machine_block: type[MachineBlock] | None = None
+    machines: tuple[MachineType, ...] = ()
+    price_region: str | None = None
+    control_plane_fee: ControlPlaneFee | None = None
+    resources: ResourceTypes | None = None
+    # The most distinct zones the cluster's pools may name (its network plan); None: any.
+    zone_limit: int | None = None
+    pool_naming: PoolNaming | None = None
+    # The Pulumi package of the cloud's provider, and the stack config keys it documents for
+    # credentials (config key -> provider argument), which `components.base.stack_credentials`
+    # passes to the explicit provider as secrets.
+    provider_package: str | None = None
+    credentials: Mapping[str, str] = field(default_factory=dict)
+    # What the mock runtime answers for the cloud's resources (by type token) and invokes.
+    mock_outputs: Mapping[str, MockOutputs] = field(default_factory=dict)
+    mock_invokes: Mapping[str, MockInvoke] = field(default_factory=dict)
+    # The reference's entry for each key of the cloud's blocks: (model, key) -> what it is for.
+    keys: Mapping[tuple[str, str], KeyDoc] = field(default_factory=dict)
+    # An example value of each key of the cluster block, as YAML (the reference's examples).
+    examples: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return self.profile.name
+
+    @property
+    def provisioned(self) -> bool:
+        return self.profile.provisioned
+
+    def component_class(self) -> type[Any]:
+        """The cluster component, imported now (it loads the cloud's SDK)."""
+        module, _, cls = self.component.partition(":")
+        found: type[Any] = getattr(importlib.import_module(module), cls)
+        return found

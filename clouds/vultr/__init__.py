@@ -1,0 +1,69 @@
+"""Vultr: VKE clusters with a system pool and one node pool per pool; VKE runs its own GPU Operator.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.vultr.component`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from clouds.mock import fake_kubeconfig
+from clouds.spec import Cloud, ResourceTypes
+from clouds.vultr import machines
+from clouds.vultr.config import KEYS, VultrCluster, VultrMachine
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import CloudProfile
+
+SOURCE = "Vultr"
+
+
+def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "kubeConfig": base64.b64encode(fake_kubeconfig(name).encode()).decode(),
+        "endpoint": f"{name}.vultr.invalid",
+    }
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        system_machine="vc2-6c-16gb",
+        # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself
+        # (modelplaneai/modelplane functions/compose-vultr-cluster/function/fn.py waits for
+        # its gpu-operator/nvidia-operator-validator); the stack adds only the DRA driver.
+        managed_gpu_operator=True,
+        # VKE's operator would start a device plugin; the GPU Operator skips it on nodes
+        # labelled so (gpu-operator v26.3.3 controllers/state_manager.go, `gpu.deploy.*`).
+        nvidia_pool_labels={"nvidia.com/gpu.deploy.device-plugin": "false"},
+        # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
+        # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
+        cache_storage_class="vultr-block-storage",
+        # Vultr places a cluster's nodes in its region; it has no zones to pick.
+    ),
+    key="vultr",
+    cluster_block=VultrCluster,
+    machine_block=VultrMachine,
+    machines=priced(machines.rows(), machines.PRICES),
+    price_region="ewr",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE, None, "no control plane price could be read", "https://www.vultr.com/pricing/"
+    ),
+    component="clouds.vultr.component:VultrCluster",
+    component_token="modelplane:vultr:VultrCluster",
+    resources=ResourceTypes(
+        cluster="vultr:index/kubernetes:Kubernetes",
+        pool="vultr:index/kubernetesNodePools:KubernetesNodePools",
+        inline_pools="nodePools",
+    ),
+    provider_package="vultr",
+    # Stack config the Vultr provider documents for its API key (`vultr:apiKey`, or VULTR_API_KEY).
+    credentials={"apiKey": "api_key"},
+    mock_outputs={"vultr:index/kubernetes:Kubernetes": _cluster_outputs},
+    keys=KEYS,
+    examples={"region": "ewr", "kubernetesVersion": '"v1.36.1+3"'},
+)
