@@ -1,5 +1,5 @@
-"""Entry point the Pulumi CLI runs (`pulumi preview`, `pulumi up`); the program lives in infra/."""
+"""Entry point the Pulumi CLI runs (`pulumi preview`, `pulumi up`); the program lives in program/."""
 
-from infra.program import run
+from program.main import run
 
 run()

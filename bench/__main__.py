@@ -33,9 +33,7 @@ def main() -> int:
     import time
 
     t = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "infra.tooling.cli", "plan", "--all", "--json"], capture_output=True, check=False
-    )
+    subprocess.run([sys.executable, "-m", "tooling.cli", "plan", "--all", "--json"], capture_output=True, check=False)
     print(f"Wall time: {time.perf_counter() - t:.1f} s\n")
     print("## Installed footprint\n")
     footprint.main()

@@ -26,7 +26,7 @@ from typing import Any
 from pulumi import automation as auto
 
 from bench.fleets import fleet
-from infra.program import run
+from program.main import run
 from tests.engine.harness import ROOT, Engine, cli_root
 
 SIZES = (10, 50)
@@ -109,7 +109,7 @@ def measure(clusters: int, cli: Path) -> dict[str, Any]:
     with PeakMemory(os.getpid()) as plan_memory:
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack-file", str(engine.stack_file(name)), "--json"],
+            [sys.executable, "-m", "tooling.cli", "plan", "--stack-file", str(engine.stack_file(name)), "--json"],
             cwd=ROOT,
             check=True,
             capture_output=True,

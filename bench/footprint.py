@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from clouds import SOURCES
-from components.catalog import CATALOG, Component, join_components
+from infra.serving.catalog import CATALOG, Component, join_components
 
 
 def at(values: Mapping[str, Any], path: str, default: Any) -> Any:

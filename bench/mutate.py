@@ -38,7 +38,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_guard.py",
         "tests/test_policies_config.py",
     ],
-    "components/catalog.py": [
+    "infra/serving/catalog.py": [
         "tests/test_catalog.py",
         "tests/test_values.py",
         "tests/test_serving_stack.py",
@@ -47,8 +47,8 @@ MODULES: dict[str, list[str]] = {
     "infra/placement.py": ["tests/test_placement.py", "tests/test_model_deployment.py"],
     # The audit over the scheduling model above, run by the offline plan (the recipes' Gateway
     # audit is asserted in test_model_service).
-    "infra/tooling/placement.py": ["tests/test_placement.py", "tests/test_model_service.py"],
-    "components/values.py": [
+    "tooling/placement.py": ["tests/test_placement.py", "tests/test_model_service.py"],
+    "infra/serving/values.py": [
         "tests/test_values.py",
         "tests/test_serving_stack.py",
         "tests/test_policies_releases.py",
@@ -80,7 +80,7 @@ MODULES: dict[str, list[str]] = {
 
 CONFIG = """
 [tool.mutmut]
-source_paths = ["infra", "components", "policies"]
+source_paths = ["infra", "clouds", "components", "policies", "program", "tooling"]
 only_mutate = {only}
 do_not_mutate = ["policies/__main__.py"]
 also_copy = ["stacks", "Pulumi.yaml", "__main__.py", "docs", "bench"]

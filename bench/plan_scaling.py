@@ -30,10 +30,10 @@ from bench.fleets import CLOUDS, fleet
 from infra.config.stackfile import parse_fleet
 from infra.devices import check_fleet
 from infra.facts import derive_fleet
-from infra.program import run
-from infra.tooling.analyzer import run_policy_pack
-from infra.tooling.mockrun import run_under_mocks
-from infra.tooling.stackconfig import runtime_config
+from program.main import run
+from tooling.analyzer import run_policy_pack
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import runtime_config
 
 SIZES = (1, 10, 50, 200)
 

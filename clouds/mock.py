@@ -1,6 +1,6 @@
 """What the clouds' mock answers share: a certificate and a kubeconfig that reach nothing.
 
-The offline plan's mock runtime (`infra.tooling.mockrun`) and the engine tier's test provider
+The offline plan's mock runtime (`tooling.mockrun`) and the engine tier's test provider
 answer a cloud's resources with the outputs its provider would compute (`Cloud.mock_outputs`);
 the kubeconfigs point at `.invalid` hosts (RFC 2606), so nothing can ever connect with them.
 """

@@ -5,7 +5,7 @@ ResourceClaimTemplate (the pool class's devices), a Deployment placed on the poo
 It is not a scheduler: the config names the cluster and pool, and `infra.config.references.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
 and CPU claims without a CPU count. The pod placement built here (`pod_placement`) is the same one
-the placement audit (`infra.tooling.placement`) checks.
+the placement audit (`tooling.placement`) checks.
 """
 
 from __future__ import annotations

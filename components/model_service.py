@@ -21,11 +21,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import cluster_components
 from infra import tokens
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec
 from infra.facts import ClusterFacts
 from infra.placement import PodPlacement
+from infra.serving.catalog import cluster_components
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -36,7 +36,7 @@ ENVOY_GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 # Our own class and Gateway: a name of ours never adopts a Gateway the cluster's owner runs.
 GATEWAY_CLASS_NAME = "modelplane"
 GATEWAY_NAME = "modelplane"
-# The serving stack's Envoy Gateway row (components.catalog); the Gateway lives in its namespace.
+# The serving stack's Envoy Gateway row (infra.serving.catalog); the Gateway lives in its namespace.
 ENVOY_GATEWAY_COMPONENT = "envoy-gateway"
 HTTP_LISTENER = "http"
 HTTP_PORT = 80

@@ -1,8 +1,8 @@
 """ServingStack: installs on one cluster exactly the catalog components its pools' drivers select.
 
-It turns catalog rows (`components.catalog`) into `kubernetes.helm.v3.Release`s on the cluster's
+It turns catalog rows (`infra.serving.catalog`) into `kubernetes.helm.v3.Release`s on the cluster's
 provider; it decides nothing about which rows (that is `join_components`) or their values (that is
-`components.values`). Releases are Helm releases, not rendered charts, because the operators rely
+`infra.serving.values`). Releases are Helm releases, not rendered charts, because the operators rely
 on Helm hooks.
 
 Next to the releases it creates the few objects a chart cannot be trusted with:
@@ -30,7 +30,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import (
+from infra import tokens
+from infra.facts import ClusterFacts
+from infra.serving.catalog import (
     AMD_OPERATOR_KEY,
     NVIDIA_OPERATOR_KEY,
     Component,
@@ -39,8 +41,6 @@ from components.catalog import (
     install_order,
     needed_by_others,
 )
-from infra import tokens
-from infra.facts import ClusterFacts
 
 # The component whose DRA driver serves `gpu.amd.com`; its DeviceClass is created here.
 AMD_DEVICE_CLASS = "gpu.amd.com"

@@ -183,7 +183,7 @@ def check_fleet(fleet: Fleet) -> list[Violation]:
 
 
 # CPUs dra-driver-cpu keeps out of DRA on every CPU node, for the OS and the kubelet; the values
-# install the driver with it (`components.values.dra_driver_cpu`). The chart's own default reserves
+# install the driver with it (`infra.serving.values.dra_driver_cpu`). The chart's own default reserves
 # none (`driverConfig.reservedCPUs` is empty in kubernetes-sigs/dra-driver-cpu
 # deployment/helm/dra-driver-cpu/values.yaml at v0.2.0 and at main).
 CPU_DRIVER_RESERVED_CPUS = "0-1"

@@ -13,7 +13,7 @@ Node labels and taints (the values the nodes carry, whoever sets them):
 
 What differs between clouds (taint value, labels, system machine, how node counts count) is read
 from the cloud's profile (`infra.profiles`). Which serving-stack components a cluster installs is
-the catalog's join (`components.catalog.cluster_components`), not a fact computed here: the
+the catalog's join (`infra.serving.catalog.cluster_components`), not a fact computed here: the
 arrows run from `components` to `infra`, never back.
 """
 

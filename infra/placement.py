@@ -3,7 +3,7 @@
 It answers "can this pod be placed on a node of that pool": the nodes each pool yields (labels and
 taints from `infra.facts`, plus the labels node discovery puts on the hardware) and the matching
 rules of the Kubernetes scheduler. `components.model_deployment` builds its pods' placement with
-these types; the offline plan's placement audit (`infra.tooling.placement`) applies the same rules
+these types; the offline plan's placement audit (`tooling.placement`) applies the same rules
 to every node agent the serving stack installs. It models taints, node selectors and required
 node affinity, not resources, pod affinity or topology spread: it answers "can this pod be placed
 on that node", not "will it fit".

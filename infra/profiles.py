@@ -119,7 +119,7 @@ class CloudProfile:
     def supported_drivers(self) -> tuple[str, ...]:
         """DRA drivers this cloud can serve: every vendor's GPU driver, dra.cpu and its external drivers.
 
-        The catalog checks when it loads that its tags give exactly these (`components.catalog`).
+        The catalog checks when it loads that its tags give exactly these (`infra.serving.catalog`).
         """
         drivers = {vocab.VENDOR_DRIVER[v] for v in self.gpu_vendors} | {vocab.CPU_DRIVER, *self.external_drivers}
         return tuple(sorted(drivers))

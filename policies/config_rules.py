@@ -4,7 +4,7 @@ Each cluster component registers, as its inputs, the cluster's `source` and ever
 class as written in config (`components.base.policy_inputs`). These policies rebuild each class
 with the same pydantic model and ask `infra.devices.check_pool`, the one module that states the
 rules, for its verdict (and `check_machine` for the machine rules); the program's guard
-(`infra.program.guard`) asks the same functions before it registers anything. Nothing here restates a rule: a policy only keeps the violations of its own
+(`program.main.guard`) asks the same functions before it registers anything. Nothing here restates a rule: a policy only keeps the violations of its own
 name.
 """
 

@@ -9,7 +9,7 @@ of a cluster that does not exist yet has no outputs at all in a first preview
 (pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown): a rule
 that needs one says it cannot decide in this preview, and decides on `pulumi up`. A missing fact
 is reported, never a `KeyError`. The join of drivers to components is
-`components.catalog.join_components`, the same function the program installs by.
+`infra.serving.catalog.join_components`, the same function the program installs by.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from components.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
 from infra import tokens
 from infra.config.model import InferenceClass
 from infra.config.roles import claimed_drivers
@@ -41,6 +40,7 @@ from infra.cost import (
     over_budget,
 )
 from infra.formats import parse_quantity
+from infra.serving.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
 from infra.vocabulary import CPU_DRIVER
 from policies.config_rules import is_cluster_component
 from policies.props import cannot_decide, get, mappings, plain, undecided

@@ -10,9 +10,9 @@ import pytest
 
 from infra.config.model import Fleet
 from infra.config.stackfile import parse_fleet
-from infra.program import run
-from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
-from infra.tooling.stackconfig import runtime_config
+from program.main import run
+from tooling.mockrun import MockRun, Registration, run_under_mocks
+from tooling.stackconfig import runtime_config
 
 # Example cluster and machine blocks per provisioned cloud, shared by the tests that build fleets.
 CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
@@ -129,7 +129,7 @@ def cpu_class(name: str, provider: str | None, block: dict[str, Any] | None = No
 @pytest.fixture(autouse=True)
 def _isolated_runtime() -> Iterator[None]:
     """Each test starts from clean Pulumi runtime settings and a fresh event loop."""
-    from infra.tooling.mockrun import _reset_runtime
+    from tooling.mockrun import _reset_runtime
 
     _reset_runtime()
     yield

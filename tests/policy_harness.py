@@ -35,8 +35,8 @@ from pulumi_policy.proxy import (
     unknown_checking_proxy,
 )
 
-from infra.tooling.analyzer import wire_struct
-from infra.tooling.mockrun import Registration
+from tooling.analyzer import wire_struct
+from tooling.mockrun import Registration
 
 __all__ = [
     "MODES",

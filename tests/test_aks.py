@@ -11,10 +11,10 @@ from pulumi.runtime import rpc
 
 from clouds.aks.__init__ import AGENT_POOL_NAME, agent_pool_name
 from clouds.aks.component import autoscaler_owned
-from components.values import nvidia_driver_owned_by_stack
 from infra.facts import PoolFacts
-from infra.tooling.mockrun import MockRun
+from infra.serving.values import nvidia_driver_owned_by_stack
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
+from tooling.mockrun import MockRun
 
 PROVIDER = "pulumi:providers:azure-native"
 RESOURCE_GROUP = "azure-native:resources:ResourceGroup"

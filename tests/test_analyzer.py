@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
-from infra.tooling.mockrun import Registration
 from tests.conftest import cpu_class, run_fleet
+from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.mockrun import Registration
 
 BYO = {
     "classes": [
@@ -316,9 +316,9 @@ def test_a_failed_call_fails_the_run_and_is_not_retried(tmp_path: Path, monkeypa
 
 def test_preview_advisories_name_the_version_pulumipolicy_yaml_states() -> None:
     from infra.config.stackfile import load_stack_file
-    from infra.program import run
-    from infra.tooling.mockrun import run_under_mocks
-    from infra.tooling.stackconfig import config_of
+    from program.main import run
+    from tooling.mockrun import run_under_mocks
+    from tooling.stackconfig import config_of
 
     stack = load_stack_file(Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     config, secret_keys = config_of(stack)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clouds import SOURCES
-from components.catalog import (
+from infra.facts import derive_cluster
+from infra.serving.catalog import (
     CATALOG,
     CatalogError,
     Component,
@@ -19,7 +20,6 @@ from components.catalog import (
     release_values,
     supported_drivers,
 )
-from infra.facts import derive_cluster
 from tests.conftest import cpu_cluster_fleet, fleet_of
 
 EXPECTED_SUPPORTED = {
@@ -471,15 +471,15 @@ def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
 
 
 def test_a_cloud_whose_rows_break_the_dependency_rule_fails_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    import components.catalog
+    import infra.serving.catalog
 
-    real = components.catalog.catalog_for
+    real = infra.serving.catalog.catalog_for
 
     def with_a_duplicate(cloud: str) -> list[Component]:
         rows = real(cloud)
         return [*rows, rows[0]] if cloud == "Civo" else rows
 
-    monkeypatch.setattr(components.catalog, "catalog_for", with_a_duplicate)
+    monkeypatch.setattr(infra.serving.catalog, "catalog_for", with_a_duplicate)
     with pytest.raises(CatalogError) as err:
         load_catalog()
     assert str(err.value).splitlines()[1:] == [

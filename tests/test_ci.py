@@ -70,7 +70,7 @@ def test_a_fork_pull_request_skips_what_needs_secrets_or_a_writable_token() -> N
 
 
 def test_the_plan_is_kept_diffed_and_judged_with_the_committed_pack_config() -> None:
-    from infra.tooling.cli import read_pack_config
+    from tooling.cli import read_pack_config
 
     steps = workflow()["jobs"]["test-and-plan"]["steps"]
     runs = [str(s.get("run", "")) for s in steps]

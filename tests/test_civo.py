@@ -9,8 +9,8 @@ import pytest
 from pulumi.runtime import rpc
 
 from infra.config.issues import ConfigError
-from infra.tooling.mockrun import MockRun
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
+from tooling.mockrun import MockRun
 
 PROVIDER = "pulumi:providers:civo"
 NETWORK = "civo:index/network:Network"

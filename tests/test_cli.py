@@ -17,7 +17,7 @@ EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
 def modelplane(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "infra.tooling.cli", *args],
+        [sys.executable, "-m", "tooling.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from infra.config.issues import ConfigError
-from infra.tooling.cli import main
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
+from tooling.cli import main
 
 
 def fleet(source: str = "GKE") -> dict[str, Any]:

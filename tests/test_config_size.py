@@ -15,8 +15,8 @@ import yaml
 from bench.fleets import fleet
 from infra.config.issues import ConfigIssue
 from infra.config.stackfile import load_stack_file
-from infra.tooling.plan import plan_stack
-from infra.tooling.stackconfig import MAX_ENV_STRING, config_env_bytes, config_size_issue
+from tooling.plan import plan_stack
+from tooling.stackconfig import MAX_ENV_STRING, config_env_bytes, config_size_issue
 
 SMALL = {
     "classes": [{"name": "cpu", "devices": [{"name": "c", "driver": "dra.cpu", "deviceClassName": "dra.cpu"}]}],

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 # A path a reader would open: a repository file or folder named in backticks or a relative link.
 PATH_RE = re.compile(
-    r"`((?:docs|infra|components|policies|stacks|tests|bench)/[\w./-]*|[\w.-]+\.(?:md|yaml|toml|json))`"
+    r"`((?:docs|infra|clouds|components|policies|program|tooling|stacks|tests|bench)/[\w./-]*|[\w.-]+\.(?:md|yaml|toml|json))`"
 )
 LINK_RE = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
@@ -121,7 +121,19 @@ VALUE_FLAGS = {
     },
 }
 REPO_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".lock", ".md", ".py")
-REPO_FOLDERS = {"stacks", "docs", "infra", "components", "policies", "tests", "bench", "engine"}
+REPO_FOLDERS = {
+    "stacks",
+    "docs",
+    "infra",
+    "clouds",
+    "components",
+    "policies",
+    "program",
+    "tooling",
+    "tests",
+    "bench",
+    "engine",
+}
 # A word of shell syntax between two commands.
 SEPARATORS = {"|", "||", "&&", ";", "&", "(", ")"}
 PIPE = "|"

@@ -10,8 +10,8 @@ from pulumi.runtime import rpc
 
 from clouds.eks.component import autoscaler_owned, dranet_tolerations, subnet_zones
 from infra.facts import PoolFacts
-from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import assert_protected_but_providers, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
+from tooling.mockrun import MockRun, Registration
 
 PROVIDER = "pulumi:providers:aws"
 VPC = "aws:ec2/vpc:Vpc"

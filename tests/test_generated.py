@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.tooling.cli import display_path, generated_docs, stack_files
-from infra.tooling.plan import plan_stack
+from tooling.cli import display_path, generated_docs, stack_files
+from tooling.plan import plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "run `make docs` (modelplane docs) and commit the result"

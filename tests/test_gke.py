@@ -10,8 +10,8 @@ from pulumi.runtime import rpc
 
 from clouds.gke.component import NODE_ROLES, PODS_RANGE, SERVICES_RANGE, gcp_name, node_account_id
 from infra.facts import derive_cluster
-from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import assert_protected_but_providers, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
+from tooling.mockrun import MockRun, Registration
 
 PROVIDER = "pulumi:providers:gcp"
 NETWORK = "gcp:compute/network:Network"

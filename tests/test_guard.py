@@ -9,11 +9,11 @@ from typing import Any
 import pulumi
 import yaml
 
-from infra.program import run
-from infra.tooling.mockrun import run_under_mocks
-from infra.tooling.plan import plan_stack
-from infra.tooling.stackconfig import runtime_config
+from program.main import run
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class, run_fleet
+from tooling.mockrun import run_under_mocks
+from tooling.plan import plan_stack
+from tooling.stackconfig import runtime_config
 
 
 def civo_cluster(name: str = "first") -> dict[str, Any]:

@@ -26,11 +26,11 @@ import pytest
 
 from infra.config.model import InferenceCluster
 from infra.config.stackfile import load_stack_file
-from infra.program import run
-from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
-from infra.tooling.plan import plain
-from infra.tooling.stackconfig import config_of
+from program.main import run
 from tests.conftest import cpu_class, run_fleet
+from tooling.mockrun import MockRun, Registration, run_under_mocks
+from tooling.plan import plain
+from tooling.stackconfig import config_of
 
 ROOT = Path(__file__).resolve().parent.parent
 # Objects Helm installs are the charts' business; providers are not Kubernetes objects.

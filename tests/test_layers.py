@@ -1,4 +1,4 @@
-"""The arrows between packages: `components` builds on `infra`, never the other way round."""
+"""The arrows between modules: each layer of the product builds on the ones below, never the other way round."""
 
 from __future__ import annotations
 
@@ -9,46 +9,108 @@ from pathlib import Path
 
 import pytest
 
-from components.catalog import CatalogError, Component, check_served_drivers
+from infra.serving.catalog import CatalogError, Component, check_served_drivers
 
 ROOT = Path(__file__).resolve().parents[1]
-# The program wires components together, and the offline tooling runs it; nothing else in infra/
-# may import components/.
-MAY_IMPORT_COMPONENTS = {Path("infra/program.py")}
+PRODUCT = ("infra", "clouds", "components", "policies", "program", "tooling")
+
+# The layers of the product, lowest first; a module imports only from its own layer or lower ones.
+# The kernel is what a cloud's package builds on; the fleet model is built from the registry.
+KERNEL = {
+    "infra/vocabulary.py",
+    "infra/formats.py",
+    "infra/tokens.py",
+    "infra/profiles.py",
+    "infra/machines.py",
+    "infra/config/__init__.py",
+    "infra/config/names.py",
+    "infra/config/base.py",
+    "infra/__init__.py",
+}
+LAYERS = ("kernel", "cloud records", "registry", "fleet model", "components", "program and policies", "tooling")
 
 
-def imported_modules(path: Path) -> set[str]:
+def layer(rel: str) -> int:
+    parts = rel.split("/")
+    if rel in KERNEL:
+        return 0
+    if parts[0] == "clouds":
+        if rel == "clouds/__init__.py":
+            return 2
+        return 4 if parts[-1] == "component.py" else 1
+    return {"infra": 3, "components": 4, "program": 5, "policies": 5, "tooling": 6}[parts[0]]
+
+
+def module_file(module: str) -> str | None:
+    """The repository file of a project module (`clouds.gke` -> `clouds/gke/__init__.py`), or None."""
+    base = ROOT / module.replace(".", "/")
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return str(candidate.relative_to(ROOT))
+    return None
+
+
+def project_imports(path: Path) -> set[str]:
+    """The product files `path` imports (a `from package import module` names the module's file)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules: list[str] = []
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        for module in modules:
+            if module.split(".")[0] in PRODUCT and (target := module_file(module)) is not None:
+                found.add(target)
     return found
 
 
-def test_infra_modules_outside_the_program_and_tooling_never_import_components() -> None:
+def product_files() -> list[Path]:
+    return sorted(p for package in PRODUCT for p in (ROOT / package).rglob("*.py"))
+
+
+def test_every_product_module_imports_only_its_own_layer_or_lower_ones() -> None:
     offenders = []
-    for path in sorted((ROOT / "infra").glob("*.py")):
-        rel = path.relative_to(ROOT)
-        if rel in MAY_IMPORT_COMPONENTS:
-            continue
-        if any(m == "components" or m.startswith("components.") for m in imported_modules(path)):
-            offenders.append(str(rel))
+    for path in product_files():
+        rel = str(path.relative_to(ROOT))
+        for target in sorted(project_imports(path)):
+            if layer(target) > layer(rel):
+                offenders.append(f"{rel} ({LAYERS[layer(rel)]}) imports {target} ({LAYERS[layer(target)]})")
     assert offenders == []
 
 
+def test_no_rule_module_imports_a_component_the_program_or_the_tooling() -> None:
+    # The policy pack runs in its own process under the engine; it reads what the program registered.
+    offenders = [
+        f"{path.relative_to(ROOT)}: {target}"
+        for path in sorted((ROOT / "policies").rglob("*.py"))
+        for target in project_imports(path)
+        if target.split("/")[0] in {"components", "program", "tooling"} or target.endswith("/component.py")
+    ]
+    assert offenders == []
+
+
+def test_the_kernel_imports_nothing_but_the_kernel() -> None:
+    offenders = [
+        f"{rel}: {target}" for rel in sorted(KERNEL) for target in project_imports(ROOT / rel) if target not in KERNEL
+    ]
+    assert offenders == []
+
+
+def test_the_layer_test_sees_a_back_arrow() -> None:
+    # The fleet model importing a component would be one: the test above must be able to fail.
+    assert layer("infra/config/model.py") < layer("components/base.py")
+    assert layer("clouds/gke/config.py") < layer("clouds/__init__.py") < layer("infra/config/model.py")
+    assert module_file("clouds.gke") == "clouds/gke/__init__.py"
+    assert project_imports(ROOT / "components" / "base.py") >= {"clouds/spec.py"}
+
+
 def test_the_vocabulary_imports_nothing_of_the_project() -> None:
-    modules = imported_modules(ROOT / "infra" / "vocabulary.py")
-    assert not {m for m in modules if m.split(".")[0] in {"infra", "components", "policies"}}
+    assert project_imports(ROOT / "infra" / "vocabulary.py") == set()
 
 
 # Where a cloud's name may decide what code does: its profile row and its own cluster module.
-MAY_BRANCH_ON_CLOUD = {
-    Path("infra/profiles.py"),
-    Path("infra/vocabulary.py"),
-    *(Path(f"components/{m}.py") for m in ("gke", "eks", "aks", "civo", "vultr", "existing")),
-}
+MAY_BRANCH_ON_CLOUD = {p.relative_to(ROOT) for p in (ROOT / "clouds").rglob("*.py")}
 CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Existing"}
 CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "EXISTING"}
 
@@ -66,7 +128,7 @@ def names_a_cloud(node: ast.expr) -> bool:
 
 def test_no_product_module_compares_a_source_with_a_cloud_name_outside_the_profiles_and_cloud_modules() -> None:
     offenders = []
-    for package in ("infra", "components", "policies"):
+    for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT)
             if rel in MAY_BRANCH_ON_CLOUD:
@@ -84,8 +146,8 @@ def test_a_catalog_whose_tags_disagree_with_the_cloud_profile_does_not_load() ->
 
 
 def test_a_stack_loads_only_the_cloud_sdks_it_uses() -> None:
-    # Each cloud SDK takes seconds to import; the program must not undo the lazy loading of
-    # `components.clusters` by importing a cloud module for a helper.
+    # Each cloud SDK takes seconds to import; the program must not undo the registry's lazy loading
+    # of cluster components (`clouds.spec.Cloud.component_class`) by importing one for a helper.
     script = (
         "import sys\n"
         "from tests.test_layers import civo_only_plan\n"

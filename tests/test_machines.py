@@ -9,7 +9,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 
 from clouds import MACHINES, cloud, machine
@@ -35,14 +34,14 @@ from infra.devices import (
     reserved_cpus,
 )
 from infra.facts import derive_cluster
+from infra.guard import format_violations, guard
 from infra.machines import MachineType
-from infra.program import guard
-from infra.tooling.machines_doc import render_machines_doc
-from infra.tooling.plan import plan_stack
 from policies.config_rules import CONFIG_POLICIES
 from policies.stack_rules import cost_over_budget, registered_cluster_cost
 from tests.conftest import cpu_class, fleet_of, gpu_class
 from tests.policy_harness import located, resource_args, run, stack_args, stack_resource
+from tooling.machines_doc import render_machines_doc
+from tooling.plan import plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -236,7 +235,7 @@ def test_unknown_machine_type_never_stops_the_program() -> None:
         ],
     }
     assert [v.policy for v in fleet_violations(fleet_of(raw))] == [UNKNOWN_MACHINE_TYPE]
-    guard(fleet_of(raw))  # does not raise
+    assert not guard(fleet_of(raw), "Pulumi.t.yaml").stops  # advisory: the program runs
 
 
 def test_existing_clusters_have_no_machine_to_check() -> None:
@@ -299,9 +298,9 @@ def test_held_example_is_an_error_naming_file_path_and_fix(case: str) -> None:
     assert (v.policy, v.enforcement) == (policy, "mandatory")
     assert v.message.startswith("Pulumi.held.yaml: ")
     assert problem in v.message and "(at " in v.message and ". Fix: " in v.message
-    with pytest.raises(pulumi.RunError) as err:
-        guard(fleet_of(raw), "Pulumi.held.yaml")
-    assert v.message in str(err.value)
+    checked = guard(fleet_of(raw), "Pulumi.held.yaml")
+    assert checked.stopping_violations == [v]
+    assert v.message in format_violations(checked.stopping_violations)
 
 
 @pytest.mark.parametrize("case", sorted(HELD))
@@ -561,7 +560,7 @@ def over_budget_resources() -> list[Any]:
 
 
 def test_pack_reports_the_budget_advisory_by_default_and_mandatory_by_config() -> None:
-    from infra.tooling.analyzer import run_policy_pack
+    from tooling.analyzer import run_policy_pack
 
     resources = over_budget_resources()
     found = [(v.policy, v.enforcement) for v in run_policy_pack(resources, stack="t") if v.policy == "cost-over-budget"]
@@ -575,7 +574,7 @@ def test_pack_reports_the_budget_advisory_by_default_and_mandatory_by_config() -
 def plan_tree(stack: str) -> subprocess.CompletedProcess[str]:
     """The human plan of a committed stack, printed wide enough that no cost line wraps."""
     out = subprocess.run(
-        [sys.executable, "-m", "infra.tooling.cli", "plan", "--stack", stack],
+        [sys.executable, "-m", "tooling.cli", "plan", "--stack", stack],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -11,8 +11,8 @@ import pytest
 
 from infra.config.issues import ConfigError
 from infra.config.stackfile import parse_fleet
-from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import cpu_class, of_type, run_fleet
+from tooling.mockrun import MockRun, Registration
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"

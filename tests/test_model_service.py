@@ -11,8 +11,8 @@ import pytest
 
 from infra.config.issues import ConfigError
 from infra.config.stackfile import parse_fleet
-from infra.tooling.mockrun import MockRun, Registration
 from tests.conftest import CLUSTER_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class, of_type, run_fleet
+from tooling.mockrun import MockRun, Registration
 
 GATEWAY_CLASS = "kubernetes:gateway.networking.k8s.io/v1:GatewayClass"
 GATEWAY = "kubernetes:gateway.networking.k8s.io/v1:Gateway"
@@ -418,7 +418,7 @@ def test_endpoints_are_exported_as_a_stack_output(monkeypatch: pytest.MonkeyPatc
 def test_recipes_plan_clean_with_an_endpoint_through_the_gateway(stack: str, cluster: str) -> None:
     from pathlib import Path
 
-    from infra.tooling.plan import plan_stack
+    from tooling.plan import plan_stack
 
     doc = plan_stack(Path(__file__).resolve().parent.parent / "stacks" / f"Pulumi.{stack}.yaml")
     assert doc["ok"], (doc["errors"], doc["violations"])

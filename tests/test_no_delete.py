@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, run_fleet
+from tooling.mockrun import MockRun
 
 
 def deployed_fleet() -> dict[str, Any]:

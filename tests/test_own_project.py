@@ -22,7 +22,7 @@ from tests.conftest import CLUSTER_BLOCKS, cpu_class
 ROOT = Path(__file__).resolve().parent.parent
 
 # Exactly the __main__.py of docs/getting-started.md ("Your own fleet").
-MAIN = '"""My fleet: the modelplane program, with this project\'s stack files."""\n\nfrom infra.program import run\n\nrun()\n'
+MAIN = '"""My fleet: the modelplane program, with this project\'s stack files."""\n\nfrom program.main import run\n\nrun()\n'
 
 PULUMI_YAML = textwrap.dedent(
     """\
@@ -42,8 +42,8 @@ RUN_UNDER_MOCKS = textwrap.dedent(
 
     import infra
     from infra.config.stackfile import load_stack_file
-    from infra.tooling.mockrun import run_under_mocks
-    from infra.tooling.stackconfig import config_of
+    from tooling.mockrun import run_under_mocks
+    from tooling.stackconfig import config_of
 
     stack = load_stack_file(Path("stacks/Pulumi.dev.yaml"))
     config, secret_keys = config_of(stack)
@@ -115,7 +115,7 @@ def test_the_wheel_packages_everything_the_program_and_pack_import() -> None:
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"][
         "targets"
     ]["wheel"]["packages"]
-    code = "import sys, infra.program, policies.pack, infra.tooling.cli; print('\\n'.join(sorted(sys.modules)))"
+    code = "import sys, program.main, policies.pack, tooling.cli; print('\\n'.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     ours = {name.split(".")[0] for name in out.stdout.split() if (ROOT / name.split(".")[0]).is_dir()}

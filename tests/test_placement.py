@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from components.catalog import release_values
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
-from infra.tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
+from infra.serving.catalog import release_values
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
+from tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -418,7 +418,7 @@ def test_committed_stack_places_every_agent_and_deployment_cleanly(path: Path) -
 
 
 def test_plan_reports_placement_json() -> None:
-    from infra.tooling.plan import plan_stack
+    from tooling.plan import plan_stack
 
     doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
@@ -428,7 +428,7 @@ def test_plan_reports_placement_json() -> None:
 
 
 def test_plan_audits_no_gateway_on_a_cluster_that_publishes_no_service() -> None:
-    from infra.tooling.plan import plan_stack
+    from tooling.plan import plan_stack
 
     doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-lon1"]
@@ -437,7 +437,7 @@ def test_plan_audits_no_gateway_on_a_cluster_that_publishes_no_service() -> None
 
 def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     import infra.placement
-    from infra.tooling.plan import plan_stack
+    from tooling.plan import plan_stack
 
     # Without the hardware labels neither the NVIDIA plugin's default affinity nor the GPU
     # operator's operand selector matches the GPU pool.
@@ -460,20 +460,6 @@ def test_plan_fails_when_an_agent_cannot_reach_its_pool(monkeypatch: pytest.Monk
             "resource": "civo-lon1/mp-gpu-operator/operands",
         },
     ]
-
-
-def test_product_modules_never_import_the_offline_tooling() -> None:
-    """The program (infra/, components/) runs under the Pulumi CLI; the tooling imports it, never the reverse."""
-    import ast
-
-    offenders = []
-    for path in sorted([*(ROOT / "infra").glob("*.py"), *(ROOT / "components").glob("*.py")]):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("infra.tooling")]
-    assert offenders == []
 
 
 def _gke_with(release: str, section: str | None, key: str, value: Any) -> Any:
@@ -694,11 +680,11 @@ def test_an_amd_agent_whose_values_omit_its_enable_flag_follows_the_charts_defau
 
 def test_an_agent_for_every_node_does_not_end_the_audit_of_the_agents_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # The node exporter (serves every node) first: the CPU driver after it is still checked.
-    import infra.tooling.placement
+    import tooling.placement
 
     reordered = sorted(AGENT_WORKLOADS, key=lambda a: a.serves is not None)
     assert (reordered[0].release, reordered[0].workload) == ("mp-kube-prometheus-stack", "node-exporter")
-    monkeypatch.setattr(infra.tooling.placement, "AGENT_WORKLOADS", tuple(reordered))
+    monkeypatch.setattr(tooling.placement, "AGENT_WORKLOADS", tuple(reordered))
     facts, _ = facts_of(cloud_fleet("Civo"))
     releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
     del releases["mp-dra-driver-cpu"]["nodeSelector"]

@@ -9,8 +9,8 @@ import pytest
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
-from infra.tooling.mockrun import OPAQUE_SECRET
-from infra.tooling.plan import engine_view
+from tooling.mockrun import OPAQUE_SECRET
+from tooling.plan import engine_view
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ The engine hands the pack different things in a first preview (nothing exists: v
 computes are unknown, and the Kubernetes objects of a cluster not yet created have no outputs),
 in an update of an existing stack (everything known), and in `pulumi policy analyze --file` on an
 exported state (`Analyze` on each resource's stored inputs, `AnalyzeStack` on its outputs). The
-resources here are the real program's, run under mocks in each mode (`infra.tooling.mockrun`);
+resources here are the real program's, run under mocks in each mode (`tooling.mockrun`);
 the analyze mode reads them back from a JSON state as `pulumi stack export` would hold them. A
 bad value is written into what the program registered, as a regression in a component would.
 """
@@ -22,11 +22,11 @@ import pytest
 from pulumi_policy import Policy, ResourceValidationPolicy
 
 from infra.config.stackfile import load_stack_file
-from infra.program import run
-from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
-from infra.tooling.stackconfig import config_of
 from policies.pack import POLICIES_BY_NAME
+from program.main import run
 from tests.policy_harness import MODES, verdict, views
+from tooling.mockrun import MockRun, Registration, run_under_mocks
+from tooling.stackconfig import config_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIEW_UNDECIDED = "is not known in this preview"
@@ -394,14 +394,14 @@ def test_cpu_request_below_the_claim_is_rejected_once_the_cluster_exists(
 
 @pytest.mark.parametrize("mode", ["preview", "update"])
 def test_plan_of_a_stack_created_in_one_run_has_no_false_positive_in_either_mode(mode: str) -> None:
-    from infra.tooling.plan import plan_stack
+    from tooling.plan import plan_stack
 
     doc = plan_stack(ROOT / "stacks" / "Pulumi.civo-dev.yaml", mode=mode)
     assert (doc["ok"], doc["errors"], doc["violations"]) == (True, [], [])
 
 
 def test_plan_mode_flag_defaults_to_a_first_preview() -> None:
-    from infra.tooling.cli import parser
+    from tooling.cli import parser
 
     assert parser().parse_args(["plan", "--all"]).mode == "preview"
     assert parser().parse_args(["plan", "--all", "--mode", "update"]).mode == "update"

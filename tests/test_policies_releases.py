@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pulumi_policy.proxy import UnknownValueError
 
-from components.catalog import CATALOG
+from infra.serving.catalog import CATALOG
 from policies.resource_rules import (
     amd_operator_values,
     chart_name,

@@ -10,9 +10,9 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
 from components.base import policy_inputs
-from components.catalog import Component, cluster_components
 from components.serving_stack import planned_release
 from infra.facts import ClusterFacts, derive_cluster
+from infra.serving.catalog import Component, cluster_components
 from policies.props import plain, undecided
 from policies.stack_rules import claimed_cpus, cpu_claim_resources, device_stack_filtered, unknown_error
 from tests.conftest import cpu_class, fleet_of
@@ -100,7 +100,7 @@ def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:
 
 
 def test_release_for_an_unclaimed_driver_is_rejected() -> None:
-    from components.catalog import CATALOG
+    from infra.serving.catalog import CATALOG
 
     facts, _ = byo_facts()
     nvidia_only = [c for c in CATALOG["Existing"] if c.key == "dra-driver-nvidia-gpu"]
@@ -394,7 +394,7 @@ def lone_stack(props: dict[str, Any], keys: list[str]) -> list[PolicyResource]:
 
 
 def existing(*keys: str) -> list[Component]:
-    from components.catalog import CATALOG
+    from infra.serving.catalog import CATALOG
 
     return [c for c in CATALOG["Existing"] if c.key in keys]
 
@@ -444,7 +444,7 @@ def test_stack_filter_messages_name_the_stack_and_the_release(
 
 
 def test_claimed_gpu_drivers_without_their_shared_component_are_named_together() -> None:
-    from components.catalog import CATALOG, join_components
+    from infra.serving.catalog import CATALOG, join_components
 
     joined = join_components(CATALOG["Existing"], ["gpu.amd.com", "gpu.nvidia.com"], False)
     planned = [c for c in joined if c.key != "node-feature-discovery"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from infra.program import run
-from infra.tooling.mockrun import run_under_mocks
-from infra.tooling.stackconfig import runtime_config
+from program.main import run
 from tests.conftest import cpu_cluster_fleet
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import runtime_config
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 

@@ -14,8 +14,8 @@ import yaml
 
 from infra.config.issues import ConfigError
 from infra.config.stackfile import load_stack_file
-from infra.tooling.reference import configuration_markdown, stack_schema, undocumented
 from tests.test_config import good_fleet
+from tooling.reference import configuration_markdown, stack_schema, undocumented
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = jsonschema.Draft202012Validator(stack_schema())

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
-from infra.program import run
-from infra.tooling.mockrun import run_under_mocks
-from infra.tooling.plan import plan_stack
-from infra.tooling.stackconfig import runtime_config
+from program.main import run
 from tests.conftest import CLUSTER_BLOCKS, cpu_class
+from tooling.mockrun import run_under_mocks
+from tooling.plan import plan_stack
+from tooling.stackconfig import runtime_config
 
 CIPHERTEXT = "v1:AAABAJyMhKwTHgEXAMPLE"
 TOKEN = "hf_plaintext_token_value"

@@ -16,11 +16,11 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from clouds.mock import fake_kubeconfig
-from components.catalog import AMD, CATALOG, CPU, NVIDIA
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.facts import ClusterFacts, derive_cluster
-from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
+from infra.serving.catalog import AMD, CATALOG, CPU, NVIDIA
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, of_type, run_fleet
+from tooling.mockrun import MockRun, Registration, run_under_mocks
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")

@@ -29,8 +29,9 @@ from infra.config.names import NAMESPACE
 from infra.config.stackfile import load_stack_file
 from infra.devices import fleet_violations
 from infra.facts import derive_fleet
-from infra.program import fleet_issues, run
-from infra.tooling.mockrun import OPAQUE_SECRET, run_under_mocks
+from infra.guard import fleet_issues
+from program.main import run
+from tooling.mockrun import OPAQUE_SECRET, run_under_mocks
 
 STACKS = sorted((Path(__file__).resolve().parents[1] / "stacks").glob("Pulumi.*.yaml"))
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from clouds import SOURCES
-from components import telemetry
-from components.catalog import catalog_for
-from components.telemetry import (
+from infra.serving import telemetry
+from infra.serving.catalog import catalog_for
+from infra.serving.telemetry import (
     METRIC_MAPPINGS,
     active_mappings,
     collector_config,
@@ -27,7 +27,7 @@ from components.telemetry import (
 from tests.conftest import cpu_class, named, of_type, run_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "run `make docs` (modelplane docs), or `python -m components.telemetry`, and commit the result"
+REGENERATE = "run `make docs` (modelplane docs), or `python -m infra.serving.telemetry`, and commit the result"
 
 # --------------------------------------------------------------------------------------------
 # The mapping table

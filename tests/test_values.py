@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from clouds import SOURCES
-from components import values as v
-from components.catalog import CATALOG, Component, catalog_for
 from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
+from infra.serving import values as v
+from infra.serving.catalog import CATALOG, Component, catalog_for
 
 PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
 # Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but Vultr, whose VKE

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from infra.tooling.mockrun import MockRun
 from tests.conftest import cpu_class, gpu_class, named, of_type, run_fleet
+from tooling.mockrun import MockRun
 
 PROVIDER = "pulumi:providers:vultr"
 CLUSTER = "vultr:index/kubernetes:Kubernetes"

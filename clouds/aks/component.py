@@ -26,8 +26,8 @@ from clouds import aks
 from clouds.aks import agent_pool_name
 from clouds.aks.config import AksCluster as AksClusterBlock
 from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
-from components.values import nvidia_driver_owned_by_stack
 from infra.facts import SYSTEM_POOL, PoolFacts
+from infra.serving.values import nvidia_driver_owned_by_stack
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
 VNET_CIDR = "10.224.0.0/12"
@@ -41,7 +41,7 @@ def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
     """NVIDIA pools only: AKS installs the driver unless the serving stack's GPU operator owns it.
 
     Two drivers on one node fight over the kernel module, so `None` (AKS's `--gpu-driver none`)
-    wherever `components.values` gives the driver to the stack.
+    wherever `infra.serving.values` gives the driver to the stack.
     """
     if pool.role != "GPU" or pool.vendor != "nvidia":
         return None

@@ -22,7 +22,7 @@ What this module decides (and nothing more):
   become the node group's scaling bounds (equal to `nodeCount` when unset), and the Kubernetes
   Cluster Autoscaler, installed with its IAM role, scales the groups within them;
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
-  the driver `components.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
+  the driver `infra.serving.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
   template fits one EFA interface per claimed `dra.net` device (one per network card), in a
   security group open to itself, with the nodes in one cluster placement group (one zone).
 

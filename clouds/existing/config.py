@@ -22,7 +22,7 @@ KEYS = {
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
         "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
         "(docs/existing-clusters.md).",
-        "`components.catalog.join_components`; policy `device-stack-filtered`",
+        "`infra.serving.catalog.join_components`; policy `device-stack-filtered`",
         "ownerGpuOperator: true",
     ),
 }

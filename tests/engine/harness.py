@@ -2,7 +2,7 @@
 
 What is real: the Pulumi CLI (`engine/build.sh`), its engine (previews, updates, state, secrets,
 the analyzer protocol), a local file backend with the passphrase secrets provider, the program
-(`infra.program.run`) through the Python SDK's own language runtime server (Automation API's
+(`program.main.run`) through the Python SDK's own language runtime server (Automation API's
 inline program; the CLI attaches with `--client`), and the policy pack (`policies/`), launched as
 an executable analyzer plugin.
 
@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
-from infra.program import run as program
+from program.main import run as program
 from tests.engine.schema import SDK_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ What it does at the boundary, as the real providers do:
   replaces on (`REPLACE_ON`, each row with its source).
 - `Create` in a preview leaves what the cloud computes unknown (ids, endpoints, certificates,
   kubeconfigs); on `up` it returns deterministic values (the same ones as the offline plan's
-  mocks, `infra.tooling.mockrun`). `Invoke` answers the functions the program calls.
+  mocks, `tooling.mockrun`). `Invoke` answers the functions the program calls.
 - `Read` returns the state, changed by any drift planted in `drift.json` (for `refresh`).
 - `Construct` registers a multi-language component (`kubernetes:yaml/v2:ConfigFile`) with no
   children: the real one fetches its manifest, which no test can.
@@ -37,8 +37,8 @@ from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue, ResourceReference
 from pulumi.provider.experimental.server import main
 
-from infra.tooling.mockrun import computed_outputs, invoke_result
 from tests.engine import schema
+from tooling.mockrun import computed_outputs, invoke_result
 
 # The engine's unknown sentinel (sdk/go/common/resource/plugin/rpc.go, `UnknownStringValue`).
 # `PropertyValue.computed()` does not marshal in SDK 3.272.0, so an unknown is sent as this string.

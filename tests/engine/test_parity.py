@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from infra.tooling.plan import plan_stack
 from tests.engine.harness import PROJECT, Engine
 from tests.test_no_delete import deployed_fleet, edit_shared_class
+from tooling.plan import plan_stack
 
 Verdicts = set[tuple[str, str, str]]
 

@@ -14,10 +14,10 @@ import pytest
 from pulumi import automation as auto
 
 from infra.config.stackfile import load_stack_file
-from infra.program import run
-from infra.tooling.mockrun import run_under_mocks
-from infra.tooling.stackconfig import config_of
+from program.main import run
 from tests.engine.harness import ROOT, Engine, resources, urns, walk_secrets
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import config_of
 
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 

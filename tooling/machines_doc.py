@@ -25,7 +25,7 @@ def render_machines_doc() -> str:
         "  and no GPU for a CPU class;",
         "- `accelerator-type-unknown`: the class's `accelerator.type` is one listed below for the machine;",
         "- `cpu-claim-exceeds-machine`: a CPU class claims at most the machine's vCPUs less those",
-        "  dra-driver-cpu reserves (`driverConfig.reservedCPUs` in `components/values.py`);",
+        "  dra-driver-cpu reserves (`driverConfig.reservedCPUs` in `infra/serving/values.py`);",
         "- `zone-outside-region`: a pool's zones are zones of its cluster's region (AKS: `1`, `2`, `3`;",
         "  Civo and Vultr have no zones);",
         "- `unknown-machine-type` (advisory): a machine type with no row here is reported, never passed",

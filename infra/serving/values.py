@@ -1,7 +1,7 @@
 """Helm values for each catalog row, per cloud.
 
 One function per chart, taking the cloud; what differs between clouds is decided here, next to
-the value, with the reason. The catalog (`components.catalog`) calls these when it loads. This
+the value, with the reason. The catalog (`infra.serving.catalog`) calls these when it loads. This
 module holds values only: which rows install is the catalog's join, and the objects a chart
 cannot be trusted to create (the `gpu.amd.com` DeviceClass, GKE's critical-pods quotas) are the
 ServingStack's.

@@ -18,7 +18,7 @@ A reported `REMEDIATE` level counts as mandatory. (The engine also labels each d
 version `PulumiPolicy.yaml` states, `analyzer.convertDiagnostics`; a `PackViolation` carries no
 version.)
 
-This module does the same with the resources a mock run recorded (`infra.tooling.mockrun`), so
+This module does the same with the resources a mock run recorded (`tooling.mockrun`), so
 the offline plan gets the pack's own verdicts, not a re-implementation of them. The pack's server
 answers on four worker threads (pulumi/pulumi-policy v1.21.0, sdk/python/lib/pulumi_policy/
 policy.py, `PolicyPack.__init__`); at most `MAX_IN_FLIGHT` resources are being analyzed at once,
@@ -45,10 +45,10 @@ import grpc  # type: ignore[import-untyped]
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grpc
 
-from infra.tooling.mockrun import Registration
-from infra.tooling.stackconfig import MAX_ENV_STRING
+from tooling.mockrun import Registration
+from tooling.stackconfig import MAX_ENV_STRING
 
-POLICY_PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICY_PACK_DIR = Path(__file__).resolve().parents[1] / "policies"
 # How long the pack may take to start, and to answer any one call. The engine sets no deadline;
 # these only turn a hung pack into an error.
 DEFAULT_TIMEOUT = 120.0

@@ -37,8 +37,8 @@ from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, namespace_key_issues, parse_fleet
 from infra.cost import Budget
-from infra.devices import Violation, fleet_violations
-from infra.facts import ClusterFacts, declared_zones, derive_fleet
+from infra.facts import ClusterFacts
+from infra.guard import format_violations, guard
 
 
 def stack_file() -> str:
@@ -152,77 +152,16 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
     return found
 
 
-def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
-    """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
-
-    The cloud's record holds the values (`Cloud.zone_limit`, `Cloud.pool_naming`); the rule is stated
-    here so it runs before the first registration of the whole program, never inside a component
-    after other clusters registered.
-    """
-    issues: list[ConfigIssue] = []
-    for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
-        base = f"clusters[{ki}]"
-        pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
-        owner = cloud(cluster.source)
-        limit = owner.zone_limit
-        zones = declared_zones(cf.pools)
-        if limit is not None and len(zones) > limit:
-            over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"{base}.nodePools[{pool_index[over.name]}].zones",
-                    f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the {cluster.source} network has "
-                    f"subnets for at most {limit}",
-                    f"name at most {limit} distinct zones across the cluster's pools",
-                )
-            )
-        naming = owner.pool_naming
-        if naming is not None:
-            seen: dict[str, str] = {}
-            for pool in cf.pools:
-                cloud_name = naming.rename(pool.name)
-                if cloud_name in seen and pool.name in pool_index:
-                    issues.append(
-                        ConfigIssue(
-                            file,
-                            f"{base}.nodePools[{pool_index[pool.name]}].name",
-                            f"pool '{pool.name}' gets the {naming.kind} '{cloud_name}', as pool "
-                            f"'{seen[cloud_name]}' does",
-                            f"rename the pool: {naming.rule}",
-                        )
-                    )
-                seen.setdefault(cloud_name, pool.name)
-    return issues
-
-
-def guard(fleet: Fleet, file: str | None = None) -> list[ClusterFacts]:
-    """Stop the run, before any resource is registered, when a device or cloud rule is broken.
-
-    Advisory rules (`unknown-machine-type`) never stop a run; the policy pack reports them.
-    """
-    file = file or stack_file()
-    violations = [v for v in fleet_violations(fleet, file) if v.mandatory]
-    if violations:
-        raise pulumi.RunError(format_violations(violations))
-    facts = derive_fleet(fleet)
-    issues = fleet_issues(fleet, facts, file)
-    if issues:
-        raise ConfigError(issues)
-    return facts
-
-
-def format_violations(violations: list[Violation]) -> str:
-    lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
-    lines += [f"  [{v.policy}] {v.message}" for v in violations]
-    return "\n".join(lines)
-
-
 def run() -> None:
     file = stack_file()
     try:
         fleet = read_fleet(file)
-        facts = guard(fleet, file)
+        checked = guard(fleet, file)
+        if checked.violations_stop:
+            raise pulumi.RunError(format_violations(checked.stopping_violations))
+        if checked.issues:
+            raise ConfigError(checked.issues)
+        facts = checked.facts
         kubeconfigs = read_kubeconfigs(fleet, file)
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None

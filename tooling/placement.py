@@ -39,7 +39,7 @@ from infra.placement import (
 )
 
 if TYPE_CHECKING:
-    from infra.tooling.plan import PlanContext
+    from tooling.plan import PlanContext
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ AMD_DEFAULT_SELECTOR = {"feature.node.kubernetes.io/amd-gpu": "true"}
 
 # (release, workload, paths): the one table of node agents the audit knows how to read. Defaults
 # come from each chart's values.yaml at the pinned version (the chart and version of its catalog row,
-# `components.catalog`).
+# `infra.serving.catalog`).
 AGENT_WORKLOADS: tuple[AgentWorkload, ...] = (
     AgentWorkload(
         "mp-dra-driver-nvidia-gpu",

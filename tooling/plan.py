@@ -1,9 +1,9 @@
 """The offline plan: run the real program under Pulumi's mock runtime and report what it would do.
 
-`plan_stack` loads one stack file, evaluates the device rules, runs `infra.program.run` under the
+`plan_stack` loads one stack file, evaluates the device rules, runs `program.main.run` under the
 mock runtime with the stack's config, runs the policy pack over what the program registered, and
 returns the plan's JSON document (`modelplane plan --json`). It previews as the engine does
-(`infra.tooling.mockrun`): by default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
+(`tooling.mockrun`): by default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
 Kubernetes objects of a cluster not yet created with no properties, the pack told it is a dry
 run), or with `mode="update"` an update of a stack whose resources all exist. Pools come from the same derived facts the components were given;
 releases are read back from what the ServingStack actually registered (values included).
@@ -22,19 +22,19 @@ import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
-from components.catalog import Component, cluster_components
 from infra import tokens
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import StackConfig, load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
-from infra.devices import fleet_violations
-from infra.facts import ClusterFacts, derive_fleet
+from infra.facts import ClusterFacts
 from infra.formats import plain
-from infra.program import fleet_issues, run
-from infra.tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
-from infra.tooling.mockrun import MockRun, Registration, run_under_mocks
-from infra.tooling.placement import placement_hook
-from infra.tooling.stackconfig import config_of, config_size_issue
+from infra.guard import guard
+from infra.serving.catalog import Component, cluster_components
+from program.main import run
+from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.mockrun import MockRun, Registration, run_under_mocks
+from tooling.placement import placement_hook
+from tooling.stackconfig import config_of, config_size_issue
 
 # How the plan runs the program: a first preview of a new stack, or an update of an existing one.
 MODES = ("preview", "update")
@@ -190,7 +190,7 @@ def cost_hook(ctx: PlanContext) -> None:
     ctx.doc["cost"] = total
 
 
-# The placement audit (`infra.tooling.placement`): adds `placement`; its violations fail the plan.
+# The placement audit (`tooling.placement`): adds `placement`; its violations fail the plan.
 # The cost (`infra.cost`): adds `cost` per pool, per cluster and for the stack.
 HOOKS: list[PlanHook] = [placement_hook, cost_hook]
 
@@ -224,18 +224,17 @@ def plan_stack(
     if too_big is not None:
         return refused(doc, [too_big])
 
-    # Mandatory violations stop the program before it registers anything, so the pack never runs
-    # and they are reported from here; advisory ones come from the pack (below) when it runs.
-    found = fleet_violations(stack.fleet, file)
-    violations = [v for v in found if v.mandatory]
-    facts = derive_fleet(stack.fleet)
-    # The program's guard refuses these before it registers anything; report them where they are.
-    guard_issues = [] if violations else fleet_issues(stack.fleet, facts, file)
-    if guard_issues:
-        return refused(doc, guard_issues)
+    # The guard's verdict stops the program before it registers anything, so the pack never runs
+    # and it is reported from here: mandatory violations with every other violation beside them,
+    # the clouds' own rules as errors where they are. Advisory violations of a fleet that runs come
+    # from the pack (below).
+    checked = guard(stack.fleet, file)
+    violations, facts = checked.stopping_violations, checked.facts
+    if checked.issues and not violations:
+        return refused(doc, checked.issues)
     doc["violations"] = [
         {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
-        for v in (found if violations else [])
+        for v in (checked.violations if violations else [])
     ]
     config, secret_keys = config_of(stack)
     result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)

@@ -14,7 +14,7 @@ from infra.config.issues import ConfigIssue
 from infra.config.model import SecureValue
 from infra.config.names import NAMESPACE
 from infra.config.stackfile import StackConfig
-from infra.tooling.mockrun import OPAQUE_SECRET
+from tooling.mockrun import OPAQUE_SECRET
 
 # The Python language host hands the program its whole config as one environment string,
 # `PULUMI_CONFIG=<JSON>` (pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go,

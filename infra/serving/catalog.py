@@ -2,7 +2,7 @@
 
 A component is a row: adding a chart is adding a row, never a code path. The catalog is a common
 part (every cloud) plus one list per cloud; `catalog_for(cloud)` is their concatenation. Values are
-data too (`components.values` builds them per cloud); the ServingStack only turns rows into Helm
+data too (`infra.serving.values` builds them per cloud); the ServingStack only turns rows into Helm
 releases.
 
 Two rules live here and nowhere else:
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clouds import PROFILES, SOURCES, profile
-from components import telemetry
-from components import values as v
 from infra.facts import ClusterFacts
+from infra.serving import telemetry
+from infra.serving import values as v
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET

@@ -1,0 +1,98 @@
+"""The guard: every rule that must hold before the program registers anything, evaluated once.
+
+`guard` returns what it found and raises nothing: the device rules' violations (mandatory and
+advisory), the rules a cloud's API enforces that the fleet model alone cannot see (zone limits,
+pool names the cloud shortens), and the derived facts. The program (`program.main.run`) stops on
+it before the first registration, since a program that registered fewer resources would make
+`pulumi up` delete the rest; the offline plan (`tooling.plan`) reports it. Neither repeats a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clouds import cloud
+from infra.config.issues import ConfigIssue
+from infra.config.model import Fleet
+from infra.devices import Violation, fleet_violations
+from infra.facts import ClusterFacts, declared_zones, derive_fleet
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    violations: list[Violation]  # every device-rule violation, mandatory or advisory
+    issues: list[ConfigIssue]  # the clouds' own rules (`fleet_issues`)
+    facts: list[ClusterFacts]
+
+    @property
+    def stopping_violations(self) -> list[Violation]:
+        """The mandatory violations: they stop a run; advisory ones are the pack's to report."""
+        return [v for v in self.violations if v.mandatory]
+
+    @property
+    def violations_stop(self) -> bool:
+        return bool(self.stopping_violations)
+
+    @property
+    def stops(self) -> bool:
+        return self.violations_stop or bool(self.issues)
+
+
+def guard(fleet: Fleet, file: str) -> GuardResult:
+    """Every device rule and cloud rule over the fleet, and its derived facts."""
+    facts = derive_fleet(fleet)
+    return GuardResult(fleet_violations(fleet, file), fleet_issues(fleet, facts, file), facts)
+
+
+def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
+    """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
+
+    The cloud's record holds the values (`Cloud.zone_limit`, `Cloud.pool_naming`); the rule is stated
+    here so it runs before the first registration of the whole program, never inside a component
+    after other clusters registered.
+    """
+    issues: list[ConfigIssue] = []
+    for ki, (cluster, cf) in enumerate(zip(fleet.clusters, facts, strict=True)):
+        base = f"clusters[{ki}]"
+        pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
+        owner = cloud(cluster.source)
+        limit = owner.zone_limit
+        zones = declared_zones(cf.pools)
+        if limit is not None and len(zones) > limit:
+            over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{base}.nodePools[{pool_index[over.name]}].zones",
+                    f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the {cluster.source} network has "
+                    f"subnets for at most {limit}",
+                    f"name at most {limit} distinct zones across the cluster's pools",
+                )
+            )
+        naming = owner.pool_naming
+        if naming is not None:
+            seen: dict[str, str] = {}
+            for pool in cf.pools:
+                cloud_name = naming.rename(pool.name)
+                if cloud_name in seen and pool.name in pool_index:
+                    issues.append(
+                        ConfigIssue(
+                            file,
+                            f"{base}.nodePools[{pool_index[pool.name]}].name",
+                            f"pool '{pool.name}' gets the {naming.kind} '{cloud_name}', as pool "
+                            f"'{seen[cloud_name]}' does",
+                            f"rename the pool: {naming.rule}",
+                        )
+                    )
+                seen.setdefault(cloud_name, pool.name)
+    return issues
+
+
+
+
+def format_violations(violations: list[Violation]) -> str:
+    lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
+    lines += [f"  [{v.policy}] {v.message}" for v in violations]
+    return "\n".join(lines)
+
+
