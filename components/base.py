@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from clouds.spec import Cloud
-from infra.facts import ClusterFacts, Taint
+from infra.facts import REGISTERED_POOL_KEYS, ClusterFacts, Taint
 
 BlockT = TypeVar("BlockT")
 
@@ -109,19 +109,8 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
         "draDrivers": list(facts.dra_drivers),
         "supportedDrivers": list(facts.supported_drivers),
         "pools": [
-            {
-                "name": p.name,
-                "className": p.class_name,
-                "role": p.role,
-                "accelerator": {"type": p.accelerator.type, "count": p.accelerator.count} if p.accelerator else None,
-                "labels": dict(p.labels),
-                "taints": [t.as_json() for t in p.taints],
-                "class": class_specs.get(p.class_name) if p.class_name else None,
-                "machine": p.machine,
-                "zones": list(p.zones),
-                "nodeCount": p.node_count,
-                "maxNodeCount": p.max_node_count,
-            }
+            # Each pool as the facts spell it, with its class as written in config beside it.
+            {**p.as_json(REGISTERED_POOL_KEYS), "class": class_specs.get(p.class_name) if p.class_name else None}
             for p in facts.pools
         ],
     }

@@ -19,7 +19,7 @@ arrows run from `components` to `infra`, never back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,28 +90,59 @@ class PoolFacts:
         """
         return self.max_node_count if self.max_node_count is not None else self.node_count * self.zone_count
 
-    def schedulable(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "nodes": self.nodes,
-            "role": self.role,
-            "devices": [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in self.devices],
-        }
+    def as_json(self, keys: Sequence[str]) -> dict[str, Any]:
+        """The pool's facts as JSON, in the one spelling every reader shares, with the keys it asks for.
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "className": self.class_name,
-            "role": self.role,
-            "labels": dict(self.labels),
-            "taints": [t.as_json() for t in self.taints],
-            "accelerator": {"type": self.accelerator.type, "count": self.accelerator.count}
-            if self.accelerator
-            else None,
-            "nodeCount": self.node_count,
-            "minNodeCount": self.min_node_count,
-            "maxNodeCount": self.max_node_count,
-        }
+        Readers: the plan document (`PLAN_POOL_KEYS`), the inputs a cluster component registers for
+        the policies (`REGISTERED_POOL_KEYS`, `components.base.policy_inputs`) and the
+        `schedulablePools` output (`SCHEDULABLE_POOL_KEYS`).
+        """
+        return {key: POOL_JSON[key](self) for key in keys}
+
+
+# One JSON spelling per fact of a pool (camelCase; taint effects in Kubernetes spelling).
+POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
+    "name": lambda p: p.name,
+    "className": lambda p: p.class_name,
+    "role": lambda p: p.role,
+    "labels": lambda p: dict(p.labels),
+    "taints": lambda p: [t.as_json() for t in p.taints],
+    "accelerator": lambda p: {"type": p.accelerator.type, "count": p.accelerator.count} if p.accelerator else None,
+    "machine": lambda p: p.machine,
+    "zones": lambda p: list(p.zones),
+    "nodeCount": lambda p: p.node_count,
+    "minNodeCount": lambda p: p.min_node_count,
+    "maxNodeCount": lambda p: p.max_node_count,
+    "nodes": lambda p: p.nodes,
+    "devices": lambda p: [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in p.devices],
+}
+# What each reader takes, in its order (the plan's and the registered inputs' are contracts).
+PLAN_POOL_KEYS = (
+    "name",
+    "className",
+    "role",
+    "labels",
+    "taints",
+    "accelerator",
+    "nodeCount",
+    "minNodeCount",
+    "maxNodeCount",
+    "machine",
+    "zones",
+)
+REGISTERED_POOL_KEYS = (
+    "name",
+    "className",
+    "role",
+    "accelerator",
+    "labels",
+    "taints",
+    "machine",
+    "zones",
+    "nodeCount",
+    "maxNodeCount",
+)
+SCHEDULABLE_POOL_KEYS = ("name", "nodes", "role", "devices")
 
 
 @dataclass(frozen=True)
@@ -146,7 +177,7 @@ class ClusterFacts:
 
     def schedulable_pools(self) -> list[dict[str, Any]]:
         """`schedulablePools`: every pool a model can be placed on (user pools, not system)."""
-        return [p.schedulable() for p in self.user_pools]
+        return [p.as_json(SCHEDULABLE_POOL_KEYS) for p in self.user_pools]
 
 
 def pool_accelerator(

@@ -88,11 +88,7 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
     return issues
 
 
-
-
 def format_violations(violations: list[Violation]) -> str:
     lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
     lines += [f"  [{v.policy}] {v.message}" for v in violations]
     return "\n".join(lines)
-
-

@@ -23,10 +23,11 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 from infra import tokens
+from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import StackConfig, load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
-from infra.facts import ClusterFacts
+from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
 from infra.guard import guard
 from infra.serving.catalog import Component, cluster_components
@@ -97,11 +98,15 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
         "name": facts.name,
         "source": facts.source,
         # Where the cluster runs (AKS calls its region a location); None on Existing.
-        "region": getattr(block, "region", None) or getattr(block, "location", None),
-        "kubernetesVersion": getattr(block, "kubernetes_version", None),
+        "region": facts.region,
+        "kubernetesVersion": block.kubernetes_version if isinstance(block, ProvisionedClusterBlock) else None,
         "draDrivers": list(facts.dra_drivers),
         "supportedDrivers": list(facts.supported_drivers),
-        "pools": [{**p.as_json(), "machineType": p.machine, "zones": list(p.zones)} for p in facts.pools],
+        # The plan document names a pool's machine `machineType`, as the stack file does.
+        "pools": [
+            {("machineType" if k == "machine" else k): v for k, v in p.as_json(PLAN_POOL_KEYS).items()}
+            for p in facts.pools
+        ],
         "releases": releases_of(facts, registered),
         "schedulablePools": plain(facts.schedulable_pools()),
     }
