@@ -90,6 +90,8 @@ class Cloud:
     # credentials (config key -> provider argument), which `components.base.stack_credentials`
     # passes to the explicit provider as secrets.
     provider_package: str | None = None
+    # The provider's Python SDK (imported only by the component).
+    sdk: str | None = None
     credentials: Mapping[str, str] = field(default_factory=dict)
     # What the mock runtime answers for the cloud's resources (by type token) and invokes.
     mock_outputs: Mapping[str, MockOutputs] = field(default_factory=dict)

@@ -3,9 +3,9 @@
 Each cloud's package (`clouds/<cloud>/component.py`) defines one `ClusterComponent`
 subclass with the same outline: an explicit cloud provider for the cluster's own project, region or
 account, then the steps the cloud has, under the same names everywhere: `_network()`,
-`_identity()`, `_cluster()`, `_pools()`, `finish()` (the kubeconfig, a secret Output, and a
-`kubernetes.Provider` for it) and `_addons()` (what the cluster installs on itself through that
-provider). Labels, taints, roles and accelerators come from `infra.facts`, and what differs between
+`_identity()`, `_cluster()`, `_pools()`, `connect()` (the kubeconfig, a secret Output, and a
+`kubernetes.Provider` for it), `_addons()` (what the cluster installs on itself through that
+provider) and `finish()` (its outputs, registered last). Labels, taints, roles and accelerators come from `infra.facts`, and what differs between
 clouds outside their own package from the cloud's registry record (`clouds`); a cloud module only spells them the way its
 API wants. Checks that can fail run in the program's guard before anything registers, not here.
 """
@@ -110,7 +110,7 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
         "supportedDrivers": list(facts.supported_drivers),
         "pools": [
             # Each pool as the facts spell it, with its class as written in config beside it.
-            {**p.as_json(REGISTERED_POOL_KEYS), "class": class_specs.get(p.class_name) if p.class_name else None}
+            p.as_json(REGISTERED_POOL_KEYS, {"class": class_specs.get(p.class_name) if p.class_name else None})
             for p in facts.pools
         ],
     }
@@ -157,8 +157,8 @@ class ClusterComponent(pulumi.ComponentResource):
         cloud providers are the run's, `CloudProviders`, outside any cluster.)"""
         return pulumi.ResourceOptions(parent=self, protect=False)
 
-    def finish(self, kubeconfig: pulumi.Output[str], context: str | None = None) -> None:
-        """Expose the kubeconfig (secret) and a Kubernetes provider for it; register outputs last."""
+    def connect(self, kubeconfig: pulumi.Output[str], context: str | None = None) -> None:
+        """Expose the kubeconfig (secret) and a Kubernetes provider for it, for what the cluster installs next."""
         self.kubeconfig = pulumi.Output.secret(kubeconfig)
         self.provider = k8s.Provider(
             f"{self._name}-k8s",
@@ -168,6 +168,9 @@ class ClusterComponent(pulumi.ComponentResource):
             enable_server_side_apply=True,
             opts=self.provider_options(),
         )
+
+    def finish(self) -> None:
+        """Register the outputs, after every child: the last step of every cluster component."""
         self.schedulable_pools = pulumi.Output.from_input(self.facts.schedulable_pools())
         self.register_outputs(
             {**self.policy_facts, "kubeconfig": self.kubeconfig, "schedulablePools": self.schedulable_pools}

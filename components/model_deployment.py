@@ -11,6 +11,7 @@ the placement audit (`tooling.placement`) checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -169,6 +170,74 @@ def node_cache_path(spec: ModelDeploymentSpec) -> str:
     return f"{NODE_CACHE_ROOT}/{spec.namespace}/{spec.name}"
 
 
+def component_inputs(
+    spec: ModelDeploymentSpec, cluster: ClusterFacts, pool: PoolFacts, claims: list[DeviceClaim]
+) -> dict[str, Any]:
+    """The inputs the component registers: the deployment's facts as the plan and the state show them."""
+    return {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "cluster": cluster.name,
+        "pool": pool.name,
+        "poolRole": pool.role,
+        "image": spec.image,
+        "claimedCpus": claimed_cpu_total(claims),
+        "port": spec.port,
+        "memory": spec.memory,
+        "cache": spec.cache.model_dump(by_alias=True, mode="json", exclude_none=True) if spec.cache else None,
+    }
+
+
+def engine_container(
+    spec: ModelDeploymentSpec,
+    claims: list[DeviceClaim],
+    env: list[k8s.core.v1.EnvVarArgs],
+    mounts: list[k8s.core.v1.VolumeMountArgs],
+) -> k8s.core.v1.ContainerArgs:
+    """The engine container: its image and args, env, port, health probes, resources and mounts."""
+    return k8s.core.v1.ContainerArgs(
+        name=CONTAINER_NAME,
+        image=spec.image,
+        args=engine_args(spec),
+        env=env or None,
+        ports=[k8s.core.v1.ContainerPortArgs(name=ENGINE_PORT_NAME, container_port=spec.port)],
+        startup_probe=k8s.core.v1.ProbeArgs(
+            http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
+            period_seconds=STARTUP_PERIOD_SECONDS,
+            failure_threshold=-(-spec.startup_seconds // STARTUP_PERIOD_SECONDS),
+        ),
+        readiness_probe=k8s.core.v1.ProbeArgs(
+            http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
+            period_seconds=10,
+            failure_threshold=3,
+        ),
+        resources=container_resources(claims, spec.memory),
+        volume_mounts=mounts,
+    )
+
+
+def pod_template(
+    labels: dict[str, str],
+    placement: PodPlacement,
+    template: k8s.resource.v1.ResourceClaimTemplate,
+    container: k8s.core.v1.ContainerArgs,
+    volumes: list[k8s.core.v1.VolumeArgs],
+) -> k8s.core.v1.PodTemplateSpecArgs:
+    """The engine's pod: on the pool's nodes, with a claim from the template, one container and its volumes."""
+    return k8s.core.v1.PodTemplateSpecArgs(
+        metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+        spec=k8s.core.v1.PodSpecArgs(
+            node_selector=dict(placement.node_selector),
+            tolerations=[_toleration_args(t) for t in placement.tolerations],
+            resource_claims=[
+                k8s.core.v1.PodResourceClaimArgs(name=CLAIM_NAME, resource_claim_template_name=template.metadata.name)
+            ],
+            containers=[container],
+            volumes=volumes,
+        ),
+    )
+
+
 class ModelDeployment(pulumi.ComponentResource):
     """The claim template, Deployment and Service of one model deployment on one pool."""
 
@@ -183,28 +252,25 @@ class ModelDeployment(pulumi.ComponentResource):
             )
         claims = device_claims(spec, pool)
         placement = pod_placement(spec, cluster)
-        super().__init__(
-            tokens.MODEL_DEPLOYMENT,
-            name,
-            {
-                "name": spec.name,
-                "namespace": spec.namespace,
-                "cluster": cluster.name,
-                "pool": pool.name,
-                "poolRole": pool.role,
-                "image": spec.image,
-                "claimedCpus": claimed_cpu_total(claims),
-                "port": spec.port,
-                "memory": spec.memory,
-                "cache": spec.cache.model_dump(by_alias=True, mode="json", exclude_none=True) if spec.cache else None,
-            },
-            opts,
-        )
+        super().__init__(tokens.MODEL_DEPLOYMENT, name, component_inputs(spec, cluster, pool, claims), opts)
         labels = {DEPLOYMENT_LABEL: spec.name}
         meta = k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=spec.namespace, labels=labels)
         self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
+        # The steps run in the order the children register in, which the plans and the state show:
+        # claim template, cache claim, env Secret, Deployment, Service.
+        template = self._claim_template(name, meta, labels, claims)
+        volumes, mounts = self._volumes(name, spec, cluster, meta)
+        container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
+        self.deployment = self._deployment(name, spec, meta, labels, placement, template, container, volumes)
+        self.service = self._service(name, spec, meta, labels)
+        self.service_name = self.service.metadata.name
+        self.register_outputs({"serviceName": self.service_name})
 
-        template = k8s.resource.v1.ResourceClaimTemplate(
+    def _claim_template(
+        self, name: str, meta: k8s.meta.v1.ObjectMetaArgs, labels: dict[str, str], claims: list[DeviceClaim]
+    ) -> k8s.resource.v1.ResourceClaimTemplate:
+        """The ResourceClaimTemplate from which each pod gets a claim on the pool class's devices."""
+        return k8s.resource.v1.ResourceClaimTemplate(
             f"{name}-claims",
             metadata=meta,
             spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
@@ -216,6 +282,10 @@ class ModelDeployment(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _volumes(
+        self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs
+    ) -> tuple[list[k8s.core.v1.VolumeArgs], list[k8s.core.v1.VolumeMountArgs]]:
+        """The pod's volumes and the engine's mounts of them: shared memory, and the model cache if any."""
         volumes = [
             k8s.core.v1.VolumeArgs(
                 name="shm",
@@ -228,27 +298,21 @@ class ModelDeployment(pulumi.ComponentResource):
         if spec.cache is not None:
             volumes.append(self._cache_volume(name, spec, cluster, meta))
             mounts.append(k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=ENGINE_CACHE_PATH))
+        return volumes, mounts
 
-        container = k8s.core.v1.ContainerArgs(
-            name=CONTAINER_NAME,
-            image=spec.image,
-            args=engine_args(spec),
-            env=self._env(name, spec, labels) or None,
-            ports=[k8s.core.v1.ContainerPortArgs(name=ENGINE_PORT_NAME, container_port=spec.port)],
-            startup_probe=k8s.core.v1.ProbeArgs(
-                http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
-                period_seconds=STARTUP_PERIOD_SECONDS,
-                failure_threshold=-(-spec.startup_seconds // STARTUP_PERIOD_SECONDS),
-            ),
-            readiness_probe=k8s.core.v1.ProbeArgs(
-                http_get=k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=ENGINE_PORT_NAME),
-                period_seconds=10,
-                failure_threshold=3,
-            ),
-            resources=container_resources(claims, spec.memory),
-            volume_mounts=mounts,
-        )
-        self.deployment = k8s.apps.v1.Deployment(
+    def _deployment(
+        self,
+        name: str,
+        spec: ModelDeploymentSpec,
+        meta: k8s.meta.v1.ObjectMetaArgs,
+        labels: dict[str, str],
+        placement: PodPlacement,
+        template: k8s.resource.v1.ResourceClaimTemplate,
+        container: k8s.core.v1.ContainerArgs,
+        volumes: list[k8s.core.v1.VolumeArgs],
+    ) -> k8s.apps.v1.Deployment:
+        """The Deployment of the engine's pods, placed on the pool, after its claim template and Secret."""
+        return k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=meta,
             spec=k8s.apps.v1.DeploymentSpecArgs(
@@ -260,26 +324,18 @@ class ModelDeployment(pulumi.ComponentResource):
                     type="RollingUpdate",
                     rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
                 ),
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=k8s.core.v1.PodSpecArgs(
-                        node_selector=dict(placement.node_selector),
-                        tolerations=[_toleration_args(t) for t in placement.tolerations],
-                        resource_claims=[
-                            k8s.core.v1.PodResourceClaimArgs(
-                                name=CLAIM_NAME, resource_claim_template_name=template.metadata.name
-                            )
-                        ],
-                        containers=[container],
-                        volumes=volumes,
-                    ),
-                ),
+                template=pod_template(labels, placement, template, container, volumes),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[template, *([self.env_secret] if self.env_secret is not None else [])]
             ),
         )
-        self.service = k8s.core.v1.Service(
+
+    def _service(
+        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, labels: dict[str, str]
+    ) -> k8s.core.v1.Service:
+        """The Service in front of the engine's pods, on the deployment's port."""
+        return k8s.core.v1.Service(
             f"{name}-service",
             metadata=meta,
             spec=k8s.core.v1.ServiceSpecArgs(
@@ -292,8 +348,6 @@ class ModelDeployment(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.service_name = self.service.metadata.name
-        self.register_outputs({"serviceName": self.service_name})
 
     def _cache_volume(
         self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs

@@ -51,12 +51,10 @@ CRITICAL_PODS_LIMIT = "1G"
 
 # The component that needs Google's driver installer on GKE before it can validate the driver.
 # Google's COS installer that uses the driver image GKE preloads on the node, pinned to a commit of
-# GoogleCloudPlatform/container-engine-accelerators so `pulumi up` never applies an unreviewed change.
-# 992db81 (2026-06-11) is the newest master commit; its daemonset-preloaded.yaml is the file as last
-# changed in f2cf419 (2025-07-02). Since 22f1e65 (2024-06) its pause container is
-# `gke.gcr.io/pause:3.8@sha256:...`; the 2023 pin (068b15a) ran `gcr.io/google-containers/pause:2.0`,
-# a Docker schema 1 image, which containerd 2.0 (GKE 1.33 and later) refuses to pull
-# (https://cloud.google.com/kubernetes-engine/docs/deprecations/migrate-containerd-2).
+# GoogleCloudPlatform/container-engine-accelerators so `pulumi up` never applies an unpinned change.
+# The file at this commit runs its pause container from `gke.gcr.io/pause:3.8`; older versions of
+# it ran `gcr.io/google-containers/pause:2.0`, a Docker schema 1 image, which containerd 2.0 (GKE
+# 1.33 and later) refuses to pull (https://cloud.google.com/kubernetes-engine/docs/deprecations/migrate-containerd-2).
 GKE_DRIVER_INSTALLER = (
     "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
     "992db81257553607f1477945f1b3219632991829/nvidia-driver-installer/cos/daemonset-preloaded.yaml"

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
-from clouds import catalog_date, cloud, machine
+from clouds import catalog_date, cloud, machine, profile
 from infra import tokens
+from infra.facts import pool_nodes, zone_count
 from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType
 
 if TYPE_CHECKING:
@@ -34,12 +35,30 @@ COST_OVER_BUDGET = "cost-over-budget"
 
 @dataclass(frozen=True)
 class PoolSize:
-    """What the cost of a pool needs: its machine and how many nodes it has and can grow to."""
+    """What the cost of a pool needs: its machine, the nodes the cloud creates and the most it can have.
+
+    Both counts are the facts' (`infra.facts.pool_nodes`): GKE counts a fixed pool's nodes per zone.
+    """
 
     name: str
     machine: str | None
-    node_count: int
-    max_node_count: int | None  # set when the pool autoscales
+    nodes: int
+    max_nodes: int
+    autoscaled: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        machine: str | None,
+        source: str,
+        node_count: int,
+        max_node_count: int | None,
+        zones: Sequence[str],
+    ) -> PoolSize:
+        """The size of a pool as written (`nodeCount`, `maxNodeCount` when autoscaled, `zones`) on `source`."""
+        created, most = pool_nodes(node_count, max_node_count, zone_count(profile(source), zones))
+        return cls(name, machine, created, most, max_node_count is not None)
 
 
 @dataclass(frozen=True)
@@ -49,13 +68,13 @@ class PoolCost:
 
     @property
     def hourly(self) -> Decimal | None:
-        return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.node_count
+        """With the nodes the cloud creates."""
+        return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.nodes
 
     @property
     def hourly_at_max(self) -> Decimal | None:
-        """At `maxNodeCount` when autoscaled, else the same as at `nodeCount`."""
-        nodes = self.size.max_node_count if self.size.max_node_count is not None else self.size.node_count
-        return None if self.unit_usd_hour is None else self.unit_usd_hour * nodes
+        """With the most nodes the pool can have (`maxNodeCount` when autoscaled)."""
+        return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.max_nodes
 
 
 @dataclass(frozen=True)
@@ -117,7 +136,7 @@ def cluster_cost(
 
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
     """The cost of a cluster from its derived facts (the system pool included)."""
-    sizes = [PoolSize(p.name, p.machine, p.node_count, p.max_node_count if p.autoscaled else None) for p in facts.pools]
+    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled) for p in facts.pools]
     return cluster_cost(facts.name, facts.source, sizes, lookup)
 
 
@@ -145,7 +164,7 @@ def over_budget(monthly_at_max: Decimal, budget: Decimal) -> bool:
 
 
 def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
-    autoscaled = cost.size.max_node_count is not None
+    autoscaled = cost.size.autoscaled
     return {
         "machine": cost.size.machine,
         "unitHourly": money(cost.unit_usd_hour, "0.0001"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from clouds import cloud, machine, profile
 from infra.config.base import Accelerator, ProvisionedClusterBlock
-from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
+from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster, Provisioning
 from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
 from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
@@ -121,36 +121,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
             driver=CPU_DRIVER,
         )
     if prov is not None:
-        gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
-        if role == "GPU" and vendors and accel is None:
-            reject(
-                ACCELERATOR_DRIVER_MISMATCH,
-                f"the class claims {', '.join(gpu_drivers)} but its {prov.provider} block sets no accelerator, "
-                "so its nodes would get no GPU",
-                f"set provisioning.{cloud(prov.provider).key}.accelerator {{type, count}} to the GPUs the machine carries",
-                driver=",".join(gpu_drivers),
-            )
-        if role == "CPU" and accel is not None:
-            reject(
-                ACCELERATOR_DRIVER_MISMATCH,
-                f"the class claims only dra.cpu but sets accelerator {accel.type}",
-                "remove the accelerator for a CPU pool, or claim the GPU's DRA driver",
-                driver=CPU_DRIVER,
-            )
-        if accel is not None and len(vendors) == 1 and accel.vendor != vendors[0]:
-            reject(
-                ACCELERATOR_DRIVER_MISMATCH,
-                f"accelerator {accel.type} is a {accel.vendor} GPU but the class claims {gpu_drivers[0]}",
-                f"claim the {accel.vendor} driver, or set an accelerator of vendor {vendors[0]}",
-                driver=gpu_drivers[0],
-            )
-        if accel is not None and vendors and gpu_device_count(cls) != accel.count:
-            reject(
-                ACCELERATOR_DRIVER_MISMATCH,
-                f"the class claims {gpu_device_count(cls)} GPU devices but accelerator.count is {accel.count}",
-                "make the GPU devices' count equal accelerator.count",
-                driver=",".join(gpu_drivers),
-            )
+        _check_class_accelerator(cls, prov, accel, drivers, reject)
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
@@ -164,6 +135,48 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
                     driver=d,
                 )
     return out
+
+
+def _check_class_accelerator(
+    cls: InferenceClass,
+    prov: Provisioning,
+    accel: Accelerator | None,
+    drivers: list[str],
+    reject: Callable[..., None],
+) -> None:
+    """`accelerator-driver-mismatch` within the class: its cloud block's accelerator against the GPUs it claims."""
+    vendors = gpu_vendors(drivers)
+    role = role_of(drivers)
+    gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
+    if role == "GPU" and vendors and accel is None:
+        reject(
+            ACCELERATOR_DRIVER_MISMATCH,
+            f"the class claims {', '.join(gpu_drivers)} but its {prov.provider} block sets no accelerator, "
+            "so its nodes would get no GPU",
+            f"set provisioning.{cloud(prov.provider).key}.accelerator {{type, count}} to the GPUs the machine carries",
+            driver=",".join(gpu_drivers),
+        )
+    if role == "CPU" and accel is not None:
+        reject(
+            ACCELERATOR_DRIVER_MISMATCH,
+            f"the class claims only dra.cpu but sets accelerator {accel.type}",
+            "remove the accelerator for a CPU pool, or claim the GPU's DRA driver",
+            driver=CPU_DRIVER,
+        )
+    if accel is not None and len(vendors) == 1 and accel.vendor != vendors[0]:
+        reject(
+            ACCELERATOR_DRIVER_MISMATCH,
+            f"accelerator {accel.type} is a {accel.vendor} GPU but the class claims {gpu_drivers[0]}",
+            f"claim the {accel.vendor} driver, or set an accelerator of vendor {vendors[0]}",
+            driver=gpu_drivers[0],
+        )
+    if accel is not None and vendors and gpu_device_count(cls) != accel.count:
+        reject(
+            ACCELERATOR_DRIVER_MISMATCH,
+            f"the class claims {gpu_device_count(cls)} GPU devices but accelerator.count is {accel.count}",
+            "make the GPU devices' count equal accelerator.count",
+            driver=",".join(gpu_drivers),
+        )
 
 
 def check_fleet(fleet: Fleet) -> list[Violation]:
@@ -291,26 +304,7 @@ def check_machine(
     if role == "GPU":
         _check_gpu_machine(row, cls, block, accel, gpu_drivers, reject, machine_at)
     elif role == "CPU":
-        if row.gpu is not None:
-            reject(
-                MACHINE_ACCELERATOR_MISMATCH,
-                f"the class claims only dra.cpu but {name} carries {row.gpu.count}x {row.gpu.model}, "
-                "GPUs no claim would use",
-                f"pick a machine without GPUs for {machine_at}, or claim the GPU's driver",
-                driver=CPU_DRIVER,
-                path=machine_at,
-            )
-        claim = class_cpu_claim(cls)
-        usable = row.vcpus - reserved_cpus()
-        if claim > usable:
-            reject(
-                CPU_CLAIM_EXCEEDS_MACHINE,
-                f"the class claims {claim} CPUs through dra.cpu but {name} has {row.vcpus} vCPUs, "
-                f"{reserved_cpus()} of them reserved by dra-driver-cpu, so at most {usable} can be claimed",
-                f"claim at most {usable} CPUs (capacity dra.cpu/cpu), or pick a machine with more vCPUs",
-                driver=CPU_DRIVER,
-                path=f"{class_at}.devices[{cpu_device_index(cls)}].capacity.dra.cpu/cpu",
-            )
+        _check_cpu_machine(row, cls, class_at, reject, machine_at)
     return out
 
 
@@ -368,6 +362,37 @@ def _check_gpu_machine(
             f"set {block}.accelerator.type to {row.accelerator_types[0]}",
             driver=",".join(gpu_drivers),
             path=f"{block}.accelerator.type",
+        )
+
+
+def _check_cpu_machine(
+    row: MachineType,
+    cls: InferenceClass,
+    class_at: str,
+    reject: Callable[..., None],
+    machine_at: str,
+) -> None:
+    """A CPU pool's machine: no GPUs left idle, and room for the class's CPU claim beside the reserved CPUs."""
+    name = row.name
+    if row.gpu is not None:
+        reject(
+            MACHINE_ACCELERATOR_MISMATCH,
+            f"the class claims only dra.cpu but {name} carries {row.gpu.count}x {row.gpu.model}, "
+            "GPUs no claim would use",
+            f"pick a machine without GPUs for {machine_at}, or claim the GPU's driver",
+            driver=CPU_DRIVER,
+            path=machine_at,
+        )
+    claim = class_cpu_claim(cls)
+    usable = row.vcpus - reserved_cpus()
+    if claim > usable:
+        reject(
+            CPU_CLAIM_EXCEEDS_MACHINE,
+            f"the class claims {claim} CPUs through dra.cpu but {name} has {row.vcpus} vCPUs, "
+            f"{reserved_cpus()} of them reserved by dra-driver-cpu, so at most {usable} can be claimed",
+            f"claim at most {usable} CPUs (capacity dra.cpu/cpu), or pick a machine with more vCPUs",
+            driver=CPU_DRIVER,
+            path=f"{class_at}.devices[{cpu_device_index(cls)}].capacity.dra.cpu/cpu",
         )
 
 

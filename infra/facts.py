@@ -83,21 +83,24 @@ class PoolFacts:
 
     @property
     def nodes(self) -> int:
-        """How many nodes the pool can really have.
+        """The most nodes the pool can have (`pool_nodes`)."""
+        return pool_nodes(self.node_count, self.max_node_count, self.zone_count)[1]
 
-        Autoscaled: maxNodeCount (every cloud here bounds the whole pool by it). Fixed: nodeCount
-        in each of `zone_count` zones.
-        """
-        return self.max_node_count if self.max_node_count is not None else self.node_count * self.zone_count
+    @property
+    def created_nodes(self) -> int:
+        """The nodes the cloud creates for the pool (`pool_nodes`)."""
+        return pool_nodes(self.node_count, self.max_node_count, self.zone_count)[0]
 
-    def as_json(self, keys: Sequence[str]) -> dict[str, Any]:
+    def as_json(self, keys: Sequence[str], given: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The pool's facts as JSON, in the one spelling every reader shares, with the keys it asks for.
 
         Readers: the plan document (`PLAN_POOL_KEYS`), the inputs a cluster component registers for
         the policies (`REGISTERED_POOL_KEYS`, `components.base.policy_inputs`) and the
-        `schedulablePools` output (`SCHEDULABLE_POOL_KEYS`).
+        `schedulablePools` output (`SCHEDULABLE_POOL_KEYS`). A key that is no fact of the pool (the
+        class as written in config) takes its value from `given`.
         """
-        return {key: POOL_JSON[key](self) for key in keys}
+        given = given or {}
+        return {key: given[key] if key in given else POOL_JSON[key](self) for key in keys}
 
 
 # One JSON spelling per fact of a pool (camelCase; taint effects in Kubernetes spelling).
@@ -114,6 +117,7 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "minNodeCount": lambda p: p.min_node_count,
     "maxNodeCount": lambda p: p.max_node_count,
     "nodes": lambda p: p.nodes,
+    "createdNodes": lambda p: p.created_nodes,
     "devices": lambda p: [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in p.devices],
 }
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
@@ -127,6 +131,8 @@ PLAN_POOL_KEYS = (
     "nodeCount",
     "minNodeCount",
     "maxNodeCount",
+    "createdNodes",
+    "nodes",
     "machine",
     "zones",
 )
@@ -137,6 +143,7 @@ REGISTERED_POOL_KEYS = (
     "accelerator",
     "labels",
     "taints",
+    "class",
     "machine",
     "zones",
     "nodeCount",
@@ -202,11 +209,26 @@ def gpu_taint(source: str, vendor: str) -> Taint:
     return Taint(VENDOR_TAINT_KEY[vendor], value)
 
 
-def zone_count(cloud: CloudProfile, zones: tuple[str, ...]) -> int:
+def zone_count(cloud: CloudProfile, zones: Sequence[str]) -> int:
     """The zones a pool's per-zone node count is multiplied by (1 where counts are per pool)."""
     if not cloud.nodes_per_zone:
         return 1
     return len(zones) or cloud.default_zones
+
+
+def pool_nodes(node_count: int, max_node_count: int | None, zones: int) -> tuple[int, int]:
+    """(the nodes the cloud creates, the most the pool can have) for a pool: the one node count.
+
+    `zones` is `zone_count`: where the cloud counts a pool's nodes per zone (the profile's
+    `nodes_per_zone`, GKE's regional clusters; google_container_node_pool `node_count` is "the
+    number of nodes per instance group"), a fixed pool has `nodeCount` nodes in each zone. An
+    autoscaled pool is bounded by `maxNodeCount` in total on every cloud here (GKE's
+    `total_max_node_count`) and counted at `nodeCount`, as written. The tree, the plan's JSON, the
+    cost, the budget policy and the placement audit all count with this.
+    """
+    if max_node_count is None:
+        return node_count * zones, node_count * zones
+    return node_count, max_node_count
 
 
 def system_pool(cloud: CloudProfile) -> PoolFacts:

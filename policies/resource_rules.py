@@ -284,7 +284,7 @@ AMD_OPERATOR_CHART = "gpu-operator-charts"
 
 
 def amd_operator_problems(values: Any) -> list[str]:
-    """Where the AMD GPU operator's values undo the review's fixes (chart defaults in parentheses)."""
+    """Where the AMD GPU operator's values undo what `infra.serving.values.amd_gpu_operator` sets (chart defaults in parentheses)."""
     problems = []
     if get(values, "kmm", "enabled") is not False:
         problems.append("kmm.enabled must be false (the chart enables KMM, which this stack never uses)")

@@ -26,6 +26,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
+from clouds import PROFILES
 from infra import tokens
 from infra.config.model import InferenceClass
 from infra.config.roles import claimed_drivers
@@ -265,19 +266,24 @@ cpu_claim_resources = StackValidationPolicy(
 
 def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
     """A cluster component's cost, from the pools it registered (`components.base.policy_inputs`)."""
+    source = str(cluster.props.get("source"))
+    if source not in PROFILES:
+        return None  # reported by the config policies, which name what the component lacks
     sizes = []
     for pool in mappings(cluster.props.get("pools")):
         most = plain(pool.get("maxNodeCount"))
         machine = pool.get("machine")
         sizes.append(
-            PoolSize(
+            PoolSize.of(
                 str(pool.get("name")),
                 str(machine) if machine is not None else None,
+                source,
                 int(plain(pool.get("nodeCount")) or 0),
                 int(most) if most is not None else None,
+                [str(z) for z in plain(pool.get("zones")) or []],
             )
         )
-    return cluster_cost(cluster.name, str(cluster.props.get("source")), sizes)
+    return cluster_cost(cluster.name, source, sizes)
 
 
 def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> str | None:

@@ -49,6 +49,8 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "nodeCount",
                 "minNodeCount",
                 "maxNodeCount",
+                "createdNodes",
+                "nodes",
                 "machineType",
                 "zones",
             }
@@ -62,6 +64,8 @@ def check_shape(doc: dict[str, Any]) -> None:
                 set(p["accelerator"]) == {"type", "count"} and isinstance(p["accelerator"]["count"], int)
             )
             assert isinstance(p["nodeCount"], int)
+            # One count: what the cloud creates, and the most the pool can have.
+            assert 0 <= p["createdNodes"] <= p["nodes"]
         for r in c["releases"]:
             assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
             assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
@@ -93,10 +97,11 @@ def test_plan_all_wraps_every_stack() -> None:
     # aks-prod: NC24ads_A100_v4 3.673 + D8s_v5 0.384 + system D4s_v5 0.192 (Free tier) = 4.249 /h, 3101.77;
     # eks-prod: fee 0.10 + g6.xlarge 0.8048 + p5.48xlarge 98.32 + 2 x m7i.2xlarge 0.4032
     #   + system m6i.xlarge 0.192 = 100.2232 /h, 73162.94;
-    # gke-prod: fee 0.10 + g2-standard-8 0.85362 + 2 x c3-standard-8 0.40322 + e2-standard-4 0.13402
-    #   = 1.89408 /h, 1382.68; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80 a month = 240.00.
+    # gke-prod: fee 0.10 + g2-standard-8 0.85362 + 2 per zone x 3 zones x c3-standard-8 0.40322
+    #   + e2-standard-4 0.13402 = 3.50696 /h, 2560.08; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
+    #   a month = 240.00.
     # Civo sizes, the Vultr L40S plan and the Civo and Vultr fees have no price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (77887.39, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (79064.79, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
+import pulumi
 import pytest
 
+from clouds import CLOUDS
+from infra import tokens
 from infra.serving.catalog import CatalogError, Component, check_served_drivers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,3 +167,28 @@ def civo_only_plan() -> None:
     from tests.conftest import cpu_cluster_fleet, run_fleet
 
     assert run_fleet(cpu_cluster_fleet("Civo", "x")).error is None
+
+
+def sdk_class(sdk: str, token: str) -> type:
+    """The SDK class a type token names (`gcp:container/nodePool:NodePool` -> `pulumi_gcp.container.NodePool`)."""
+    _, module, name = token.split(":")
+    folder = module.split("/")[0]
+    found: type = getattr(importlib.import_module(sdk if folder == "index" else f"{sdk}.{folder}"), name)
+    return found
+
+
+def test_the_tokens_spelled_for_the_policies_are_the_ones_the_sdks_register() -> None:
+    import pulumi_kubernetes as k8s
+
+    assert [pulumi.get_type_token(c) for c in (k8s.helm.v3.Release, k8s.apps.v1.Deployment)] == [
+        tokens.RELEASE,
+        tokens.DEPLOYMENT,
+    ]
+    assert pulumi.get_type_token(k8s.resource.v1.ResourceClaimTemplate) == tokens.RESOURCE_CLAIM_TEMPLATE
+    for c in CLOUDS:
+        if c.resources is None or c.sdk is None:
+            continue
+        for token in (c.resources.cluster, c.resources.pool):
+            cls = sdk_class(c.sdk, token)
+            # ediri-vultr registers no token on its classes; its constructors pass the token as text.
+            assert pulumi.get_type_token(cls) == token or f"'{token}'" in inspect.getsource(cls), token

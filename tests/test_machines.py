@@ -359,11 +359,12 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
     prices = priced({"e2-standard-4": "0.20", "g2-standard-8": "1.00", "c3-standard-8": "0.50"})
     cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]), prices)
     assert cost is not None
-    # system 1 x 0.20 (1..2), l4 1 x 1.00 (0..4), cpu 2 x 0.50, control plane 0.10:
-    # at nodeCount 0.20 + 1.00 + 1.00 + 0.10 = 2.30 /h, x 730 h = 1679.00 a month;
-    # at maxNodeCount 0.40 + 4.00 + 1.00 + 0.10 = 5.50 /h, x 730 h = 4015.00 a month.
+    # system 1 x 0.20 (1..2), l4 1 x 1.00 (0..4), cpu 2 per zone x 3 zones (a regional pool without
+    # zones; GKE counts a fixed pool per zone) x 0.50, control plane 0.10:
+    # at nodeCount 0.20 + 1.00 + 3.00 + 0.10 = 4.30 /h, x 730 h = 3139.00 a month;
+    # at maxNodeCount 0.40 + 4.00 + 3.00 + 0.10 = 7.50 /h, x 730 h = 5475.00 a month.
     doc = cluster_cost_json(cost)
-    assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (2.3, 1679.0, 5.5, 4015.0)
+    assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (4.3, 3139.0, 7.5, 5475.0)
     assert (doc["currency"], doc["regionPriced"], doc["complete"], doc["unpriced"]) == ("USD", "us-central1", True, [])
     pools = {p["name"]: p for p in doc["pools"]}
     assert pools["l4"] == {
@@ -375,12 +376,12 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
         "hourlyAtMax": 4.0,
         "monthlyAtMax": 2920.0,
     }
-    assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMax"]) == (730.0, None)  # not autoscaled
+    assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None)  # 6 nodes, not autoscaled
     assert (pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (146.0, 292.0)
 
 
 def test_a_machine_without_a_price_is_left_out_and_named_never_free() -> None:
-    cost = cluster_cost("k", "EKS", [PoolSize("gpu", "p5.48xlarge", 2, None)], priced({"p5.48xlarge": None}))
+    cost = cluster_cost("k", "EKS", [PoolSize("gpu", "p5.48xlarge", 2, 2)], priced({"p5.48xlarge": None}))
     assert cost is not None
     doc = cluster_cost_json(cost)
     assert (doc["monthly"], doc["complete"], doc["unpriced"]) == (73.0, False, ["p5.48xlarge"])
@@ -407,8 +408,8 @@ def test_existing_cluster_shows_no_price_and_provisioned_ones_do() -> None:
     gke = plan_stack(ROOT / "stacks" / "Pulumi.gke-prod.yaml")
     cost = gke["clusters"][0]["cost"]
     # us-central1: fee 0.10 + system 1 x e2-standard-4 0.13402 + l4 1 x g2-standard-8 0.85362
-    # + cpu 2 x c3-standard-8 0.40322 = 1.89408 /h, x 730 h = 1382.6784 a month.
-    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 1382.68, "us-central1")
+    # + cpu 2 per zone x 3 zones x c3-standard-8 0.40322 = 3.50696 /h, x 730 h = 2560.0808 a month.
+    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 2560.08, "us-central1")
     assert (cost["complete"], cost["unpriced"]) == (True, [])
     assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu"]
 
@@ -445,18 +446,18 @@ def two_clusters() -> dict[str, Any]:
 
 
 def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
-    # At maxNodeCount, GKE: fee 0.10 + system 2 x 0.13402 + l4 4 x 0.85362 + cpu 2 x 0.40322 = 4.58896 /h;
-    # EKS: fee 0.10 + system 2 x m6i.xlarge 0.192 + cpu 1 x m7i.2xlarge 0.4032 = 0.8872 /h.
-    # 5.47616 /h x 730 h = 3997.5968 a month, over a budget of 100.
+    # At maxNodeCount, GKE: fee 0.10 + system 2 x 0.13402 + l4 4 x 0.85362 + cpu 2 per zone x 3 zones
+    # x 0.40322 = 6.20184 /h; EKS: fee 0.10 + system 2 x m6i.xlarge 0.192 + cpu 1 x m7i.2xlarge
+    # 0.4032 = 0.8872 /h. 7.08904 /h x 730 h = 5174.9992 a month, over a budget of 100.
     [message] = run(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
     assert message.startswith(
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 3997.60 USD"
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5175.00 USD"
     )
     assert "without " not in message and "Fix: " in message  # every machine of this fleet has a price
 
 
 def test_fleet_within_its_budget_passes() -> None:
-    assert run(cost_over_budget, stack_args(registered(two_clusters(), 3998), policy=cost_over_budget)) == []
+    assert run(cost_over_budget, stack_args(registered(two_clusters(), 5175), policy=cost_over_budget)) == []
 
 
 def test_budget_key_is_read_and_rejected_when_not_positive() -> None:
@@ -480,9 +481,9 @@ def test_cost_inputs_are_read_from_each_registered_pool() -> None:
     cost = registered_cluster_cost(stack_resource("modelplane:gke:GkeCluster", props, name="gke-a"))
     assert cost is not None and (cost.name, cost.source) == ("gke-a", "GKE")
     assert [p.size for p in cost.pools] == [
-        PoolSize("system", "e2-standard-4", 1, 2),
-        PoolSize("l4", "g2-standard-8", 0, 4),
-        PoolSize("cpu", None, 2, None),
+        PoolSize("system", "e2-standard-4", 1, 2, autoscaled=True),
+        PoolSize("l4", "g2-standard-8", 0, 4, autoscaled=True),
+        PoolSize("cpu", None, 6, 6),  # 2 per zone in the 3 zones of a regional pool
     ]
 
 
@@ -521,7 +522,7 @@ def test_budget_message_names_the_machines_it_could_not_price() -> None:
 def test_budget_message_of_a_fully_priced_fleet_names_no_missing_price() -> None:
     [(message, _)] = located(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
     assert message == (
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 3997.60 USD a month with "
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5175.00 USD a month with "
         "every autoscaled pool at maxNodeCount. Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or "
         "raise modelplane:budget.monthlyUsd"
     )
@@ -588,10 +589,12 @@ def plan_tree(stack: str) -> subprocess.CompletedProcess[str]:
 def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     out = plan_tree("gke-prod")
     # g2-standard-8 at 0.85362 /h: 623.14 a month at 1 node, 2492.57 at 4; the cluster adds the
-    # system pool (97.83..195.67), the cpu pool (2 x 0.40322 x 730 = 588.70) and the fee (73.00).
+    # system pool (97.83..195.67), the cpu pool (2 per zone x 3 zones x 0.40322 x 730 = 1,766.10) and
+    # the fee (73.00).
     assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — $0.85/h, $623.14..$2,492.57/month" in out.stdout
-    assert "cost: $1,382.68..$3,349.94 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
-    assert "stack cost: $1,382.68..$3,349.94 USD/month (catalog 2026-12-01)\n" in out.stdout
+    assert "cpu CPU on c3-standard-8 — 6 node(s): 2 in each of 3 zones — $0.40/h, $1,766.10/month" in out.stdout
+    assert "cost: $2,560.08..$4,527.34 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
+    assert "stack cost: $2,560.08..$4,527.34 USD/month (catalog 2026-12-01)\n" in out.stdout
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
@@ -628,3 +631,34 @@ def test_machines_of_the_example_stacks_carry_the_price_read_for_the_priced_regi
     for source, name in (("Civo", "g4p.kube.medium"), ("Vultr", "vcg-l40s-16c-180g-48vram")):
         row = machine(source, name)
         assert row is not None and row.price_usd_hour is None and row.price_source is None
+
+
+@pytest.mark.parametrize(
+    ("zones", "node_count", "nodes"),
+    [
+        (["us-central1-a", "us-central1-b"], 1, 2),  # 1 per named zone
+        ([], 2, 6),  # a regional pool without zones spans three zones
+        (["us-central1-a"], 3, 3),
+    ],
+)
+def test_a_fixed_gke_pool_is_counted_and_priced_per_zone_everywhere(
+    zones: list[str], node_count: int, nodes: int
+) -> None:
+    # google_container_node_pool `node_count` is per zone of the pool; the facts, the plan's cost and
+    # the budget policy's cost from the registered inputs all count the nodes GKE creates.
+    raw = gke_fleet()
+    gpu = raw["clusters"][0]["nodePools"][0]
+    gpu.pop("minNodeCount", None), gpu.pop("maxNodeCount", None)
+    gpu.update(nodeCount=node_count, zones=zones)
+    fleet = fleet_of(raw)
+    facts = derive_cluster(fleet, fleet.clusters[0])
+    pool = facts.pool(gpu["name"])
+    assert (pool.created_nodes, pool.nodes) == (nodes, nodes)
+    planned = facts_cost(facts)
+    assert planned is not None
+    cost = next(p for p in planned.pools if p.size.name == gpu["name"])
+    assert cost.hourly == cost.unit_usd_hour * nodes  # type: ignore[operator]
+    registered = registered_cluster_cost(
+        stack_resource(cloud("GKE").component_token, policy_inputs(facts, {}), name=facts.name)
+    )
+    assert registered is not None and registered.hourly_at_max == planned.hourly_at_max

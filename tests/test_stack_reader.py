@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.config.issues import ConfigError, ConfigIssue, format_path
 from infra.config.model import SecureValue
@@ -521,7 +522,8 @@ def test_the_valid_fleet_parses() -> None:
             (*POOL, "name"),
             2.5,
             "clusters[0].nodePools[1].name: input should be a valid string (got 2.5). "
-            'Fix: quote it: "2.5" (YAML reads an unquoted 2.5 as a number)',
+            'Fix: quote it as you wrote it, such as "2.5" (YAML reads an unquoted number as a number and drops '
+            "trailing zeros: 1.30 becomes 1.3)",
         ),
         (
             (*POOL, "name"),
@@ -673,3 +675,20 @@ def test_env_values_of_both_forms_parse() -> None:
 def test_protect_takes_the_spellings_pulumi_reads_as_booleans(written: Any, read: bool) -> None:
     raw = copy.deepcopy(FLEET) | {"protect": written}
     assert parse_fleet(raw, "F.yaml").protect is read
+
+
+@pytest.mark.parametrize(
+    ("written", "fix"),
+    [
+        ("1.30", 'quote it: "1.30" (YAML reads an unquoted 1.30 as the number 1.3)'),
+        ("1.35", 'quote it: "1.35" (YAML reads an unquoted 1.35 as a number)'),
+        ("1.360", 'quote it: "1.360" (YAML reads an unquoted 1.360 as the number 1.36)'),
+    ],
+)
+def test_an_unquoted_version_is_answered_with_the_text_as_written(tmp_path: Path, written: str, fix: str) -> None:
+    data = yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in gke_fleet().items()}}, sort_keys=False)
+    data = data.replace("kubernetesVersion: '1.36'", f"kubernetesVersion: {written}")
+    assert f"kubernetesVersion: {written}\n" in data
+    [issue] = stack_issues(tmp_path, data.encode())
+    assert issue.path == "clusters[0].gke.kubernetesVersion"
+    assert issue.fix == fix

@@ -60,7 +60,6 @@ ORGANIZATION = "organization"
 
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-_SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 _LEVELS = {
     "advisory": analyzer_pb2.ADVISORY,

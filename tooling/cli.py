@@ -61,12 +61,6 @@ def golden_dir() -> Path:
     return project_root() / "tests" / "golden"
 
 
-def example_stack_files() -> list[Path]:
-    """The stacks this repository ships, each with a golden plan; a stack a user adds has none."""
-    shipped = {p.stem for p in golden_dir().glob("*.json")}
-    return [p for p in stack_files() if p.name[len("Pulumi.") : -len(".yaml")] in shipped]
-
-
 def display_path(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(project_root()))
@@ -108,9 +102,11 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         pools = node.add("pools")
         for p in cluster["pools"]:
             accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
-            size = f"{p['nodeCount']} node(s)"
+            size = f"{p['createdNodes']} node(s)"
             if p["minNodeCount"] is not None:
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
+            elif p["createdNodes"] != p["nodeCount"]:  # a fixed pool counted per zone (`infra.facts.pool_nodes`)
+                size += f": {p['nodeCount']} in each of {p['createdNodes'] // max(p['nodeCount'], 1)} zones"
             machine = esc(f" on {p['machineType']}") if p.get("machineType") else ""
             pool = pools.add(
                 f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}"
@@ -393,10 +389,6 @@ def package_version() -> str:
         return version("modelplane-infra")
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "unknown"
-
-
-# Commands for maintainers of this repository; they work but stay out of the user's `--help`.
-MAINTAINER_COMMANDS = ("docs", "golden")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from components.model_deployment import pod_placement
 from components.model_service import gateway_proxy_placement, service_routes
@@ -37,10 +37,7 @@ from infra.placement import (
     selector_matches,
     untolerated,
 )
-
-if TYPE_CHECKING:
-    from tooling.plan import PlanContext
-
+from tooling.hooks import PlanContext
 
 # --------------------------------------------------------------------------------------------
 # Node agents of the serving stack: where their placement lives in each chart's values
@@ -323,74 +320,26 @@ def audit(
     nodes = nodes_of(cluster)
     violations: list[PlacementViolation] = []
     workloads: list[tuple[AgentPlacement, tuple[str, ...]]] = []
-
     for agent in AGENT_WORKLOADS:
         if agent.release not in releases:
             continue
         placed = agent_placement(agent, releases[agent.release])
         if placed is None:
             continue
-        subject = f"{agent.release}/{agent.workload}"
         lands = tuple(n.pool for n in nodes if placed.admits(n))
         workloads.append((placed, lands))
-        wild = [t for t in placed.tolerations if t.wildcard]
-        if wild and (agent.release, agent.workload) not in WILDCARD_ALLOWLIST:
-            violations.append(
-                PlacementViolation(
-                    "wildcard-toleration",
-                    subject,
-                    f"{subject} tolerates every taint{' with effect ' + wild[0].effect if wild[0].effect else ''} "
-                    "(empty key, operator Exists); scope its tolerations to the taints of the pools it serves",
-                )
-            )
-        if agent.serves is None:
-            continue
-        targets = _targets(agent.serves, nodes)
-        for node in nodes:
-            if node.pool in targets and node.pool not in lands:
-                violations.append(
-                    PlacementViolation(
-                        "agent-reach", subject, f"{subject} cannot reach pool '{node.pool}': {_why(placed, node)}"
-                    )
-                )
-            elif agent.confined and node.pool not in targets and node.pool in lands:
-                check = "driver-on-system-pool" if node.role == "System" else "agent-off-pool"
-                violations.append(
-                    PlacementViolation(
-                        check,
-                        subject,
-                        f"{subject} lands on {node.role} pool '{node.pool}', which it does not serve; "
-                        "give it a nodeSelector or affinity for its own pools and tolerate only their taints",
-                    )
-                )
-
+        violations += _wildcard_violations(placed)
+        violations += _agent_pool_violations(placed, lands, nodes)
     placed_deployments: list[tuple[PodPlacement, tuple[str, ...]]] = []
     for dep in deployments:
-        lands = tuple(n.pool for n in nodes if pod_admits(dep.node_selector, dep.affinity, dep.tolerations, n))
+        lands = _pod_lands(dep, nodes)
         placed_deployments.append((dep, lands))
-        if lands != (dep.pool,):
-            where = ", ".join(f"'{p}'" for p in lands) or "no pool"
-            violations.append(
-                PlacementViolation(
-                    "deployment-placement",
-                    f"deployment/{dep.name}",
-                    f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}",
-                )
-            )
+        violations += _deployment_violations(dep, lands)
     placed_gateways: list[tuple[PodPlacement, tuple[str, ...]]] = []
     for gw in gateways:
-        lands = tuple(n.pool for n in nodes if pod_admits(gw.node_selector, gw.affinity, gw.tolerations, n))
+        lands = _pod_lands(gw, nodes)
         placed_gateways.append((gw, lands))
-        off = [n.pool for n in nodes if n.pool in lands and n.role != "System"]
-        if off or not lands:
-            where = ", ".join(f"'{p}'" for p in off) if off else "no node"
-            violations.append(
-                PlacementViolation(
-                    "gateway-placement",
-                    f"gateway/{gw.name}",
-                    f"the proxies of gateway {gw.name} can land on {where}; they belong on system nodes",
-                )
-            )
+        violations += _gateway_violations(gw, lands, nodes)
     return PlacementReport(
         cluster.name,
         tuple(nodes),
@@ -399,6 +348,87 @@ def audit(
         tuple(violations),
         tuple(placed_gateways),
     )
+
+
+def _pod_lands(pod: PodPlacement, nodes: Sequence[Node]) -> tuple[str, ...]:
+    """The pools (one entry per node) whose nodes admit the pod."""
+    return tuple(n.pool for n in nodes if pod_admits(pod.node_selector, pod.affinity, pod.tolerations, n))
+
+
+def _wildcard_violations(placed: AgentPlacement) -> list[PlacementViolation]:
+    """`wildcard-toleration`: an agent outside the allowlist that tolerates every taint."""
+    agent = placed.agent
+    subject = f"{agent.release}/{agent.workload}"
+    wild = [t for t in placed.tolerations if t.wildcard]
+    if not wild or (agent.release, agent.workload) in WILDCARD_ALLOWLIST:
+        return []
+    return [
+        PlacementViolation(
+            "wildcard-toleration",
+            subject,
+            f"{subject} tolerates every taint{' with effect ' + wild[0].effect if wild[0].effect else ''} "
+            "(empty key, operator Exists); scope its tolerations to the taints of the pools it serves",
+        )
+    ]
+
+
+def _agent_pool_violations(
+    placed: AgentPlacement, lands: tuple[str, ...], nodes: Sequence[Node]
+) -> list[PlacementViolation]:
+    """The pools an agent serves but cannot reach and, for a confined agent, the pools it lands on but does not serve."""
+    agent = placed.agent
+    if agent.serves is None:
+        return []
+    subject = f"{agent.release}/{agent.workload}"
+    targets = _targets(agent.serves, nodes)
+    violations: list[PlacementViolation] = []
+    for node in nodes:
+        if node.pool in targets and node.pool not in lands:
+            violations.append(
+                PlacementViolation(
+                    "agent-reach", subject, f"{subject} cannot reach pool '{node.pool}': {_why(placed, node)}"
+                )
+            )
+        elif agent.confined and node.pool not in targets and node.pool in lands:
+            check = "driver-on-system-pool" if node.role == "System" else "agent-off-pool"
+            violations.append(
+                PlacementViolation(
+                    check,
+                    subject,
+                    f"{subject} lands on {node.role} pool '{node.pool}', which it does not serve; "
+                    "give it a nodeSelector or affinity for its own pools and tolerate only their taints",
+                )
+            )
+    return violations
+
+
+def _deployment_violations(dep: PodPlacement, lands: tuple[str, ...]) -> list[PlacementViolation]:
+    """`deployment-placement`: a deployment that can land anywhere but its own pool."""
+    if lands == (dep.pool,):
+        return []
+    where = ", ".join(f"'{p}'" for p in lands) or "no pool"
+    return [
+        PlacementViolation(
+            "deployment-placement",
+            f"deployment/{dep.name}",
+            f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}",
+        )
+    ]
+
+
+def _gateway_violations(gw: PodPlacement, lands: tuple[str, ...], nodes: Sequence[Node]) -> list[PlacementViolation]:
+    """`gateway-placement`: gateway proxies that can land off the system nodes, or nowhere."""
+    off = [n.pool for n in nodes if n.pool in lands and n.role != "System"]
+    if not off and lands:
+        return []
+    where = ", ".join(f"'{p}'" for p in off) if off else "no node"
+    return [
+        PlacementViolation(
+            "gateway-placement",
+            f"gateway/{gw.name}",
+            f"the proxies of gateway {gw.name} can land on {where}; they belong on system nodes",
+        )
+    ]
 
 
 def _why(placed: AgentPlacement, node: Node) -> str:

@@ -12,8 +12,7 @@ releases are read back from what the ServingStack actually registered (values in
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from pulumi.runtime import rpc
 from infra import tokens
 from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigError, ConfigIssue
-from infra.config.stackfile import StackConfig, load_stack_file, stack_name_of
+from infra.config.stackfile import load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
@@ -33,24 +32,13 @@ from infra.guard import guard
 from infra.serving.catalog import Component, cluster_components
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
-from tooling.mockrun import MockRun, Registration, run_under_mocks
+from tooling.hooks import PlanContext, PlanHook
+from tooling.mockrun import Registration, run_under_mocks
 from tooling.placement import placement_hook
 from tooling.stackconfig import config_of, config_size_issue
 
 # How the plan runs the program: a first preview of a new stack, or an update of an existing one.
 MODES = ("preview", "update")
-
-# Extra plan sections added by later stages (deployments, placement, policy pack); each gets the
-# stack, its facts and the mock run, and returns (key, value, violations or errors it found).
-PlanHook = Callable[["PlanContext"], None]
-
-
-@dataclass
-class PlanContext:
-    stack: StackConfig
-    facts: list[ClusterFacts]
-    run: MockRun
-    doc: dict[str, Any]
 
 
 def empty_doc(stack: str) -> dict[str, Any]:

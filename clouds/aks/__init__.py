@@ -103,6 +103,7 @@ CLOUD = Cloud(
         agent_pool_name,
     ),
     provider_package="azure-native",
+    sdk="pulumi_azure_native",
     # Stack config the Azure Native provider documents for its credentials (config key -> provider
     # argument; azure-native installation-configuration: `azure-native:clientId`, `clientSecret`,
     # `tenantId`, `subscriptionId`, or ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID,

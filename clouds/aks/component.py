@@ -98,7 +98,8 @@ class AksCluster(ClusterComponent):
         self._network(block.location)
         self._cluster(block.kubernetes_version)
         self._pools()
-        self.finish(self._kubeconfig())
+        self.connect(self._kubeconfig())
+        self.finish()
 
     def _on_azure(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
         return self.child(suffix, provider=self.azure_provider, **extra)

@@ -59,6 +59,7 @@ CLOUD = Cloud(
         inline_pools="pools",
     ),
     provider_package="civo",
+    sdk="pulumi_civo",
     # Stack config the Civo provider documents for its API token (`civo:token`, or CIVO_TOKEN).
     credentials={"token": "token"},
     mock_outputs={"civo:index/kubernetesCluster:KubernetesCluster": _cluster_outputs},

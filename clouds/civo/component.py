@@ -75,7 +75,8 @@ class CivoCluster(ClusterComponent):
         self._network()
         self._cluster(block.kubernetes_version)
         self._pools()
-        self.finish(self.cluster.kubeconfig)
+        self.connect(self.cluster.kubeconfig)
+        self.finish()
 
     def _on_civo(self, suffix: str) -> pulumi.ResourceOptions:
         return self.child(suffix, provider=self.civo_provider)

@@ -102,6 +102,7 @@ CLOUD = Cloud(
     ),
     zone_limit=MAX_ZONES,
     provider_package="aws",
+    sdk="pulumi_aws",
     # Stack config the AWS provider documents for its credentials (config key -> provider argument;
     # pulumi-aws installation-configuration: `aws:accessKey`, `aws:secretKey`, `aws:token`,
     # `aws:profile`, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE).

@@ -32,7 +32,6 @@ them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,6 +41,38 @@ import pulumi_kubernetes as k8s
 
 from clouds import eks
 from clouds.eks.config import EksCluster as EksClusterBlock
+from clouds.eks.settings import (
+    ADDONS,
+    ADDONS_NEEDING_NODES,
+    AUTOSCALER_CHART,
+    AUTOSCALER_NAMESPACE,
+    AUTOSCALER_POLICY,
+    AUTOSCALER_RELEASE,
+    AUTOSCALER_REPO,
+    AUTOSCALER_SERVICE_ACCOUNT,
+    AUTOSCALER_VERSION,
+    AWS_AUTH_HINT,
+    CLUSTER_POLICIES,
+    DEFAULT_ZONES,
+    DRANET_CHART,
+    DRANET_NAMESPACE,
+    DRANET_RELEASE,
+    DRANET_REPO,
+    DRANET_VERSION,
+    EFA_ONLY,
+    EFA_PRIMARY,
+    GPU_AMI,
+    MIN_ZONES,
+    NODE_GROUP_PREFIX_MAX,
+    NODE_POLICIES,
+    ROOT_DEVICE,
+    STANDARD_AMI,
+    SYSTEM_DISK_GB,
+    VPC_CIDR,
+    assume_role_policy,
+    private_cidr,
+    public_cidr,
+)
 from components.base import (
     ClusterArgs,
     ClusterComponent,
@@ -54,102 +85,6 @@ from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
 from infra.vocabulary import UPPER_EFFECT
-
-VPC_CIDR = "10.0.0.0/16"
-# Small public subnets (load balancers, the NAT gateway), large private ones (nodes and, with the
-# VPC CNI, every pod's address). Room for MAX_ZONES zones of each (`clouds.eks`).
-DEFAULT_ZONES = 3
-MIN_ZONES = 2  # EKS requires the cluster's subnets to span at least two zones.
-
-
-def public_cidr(index: int) -> str:
-    return f"10.0.{index * 4}.0/22"
-
-
-def private_cidr(index: int) -> str:
-    return f"10.0.{64 + index * 32}.0/19"
-
-
-CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
-
-# EKS-managed add-ons; versions follow the cluster's Kubernetes version (EKS's default for it).
-ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
-# Add-ons whose pods need nodes to become healthy; created after the system node group.
-ADDONS_NEEDING_NODES = ("coredns",)
-
-GPU_AMI = "AL2023_x86_64_NVIDIA"
-STANDARD_AMI = "AL2023_x86_64_STANDARD"
-# AL2023's root device.
-ROOT_DEVICE = "/dev/xvda"
-SYSTEM_DISK_GB = 100
-
-# Terraform's unique suffix for `*_prefix` names is 26 characters; node group names allow 63.
-NODE_GROUP_PREFIX_MAX = 63 - 26
-
-# AWS's EFA driver for DRA (`dra.net`), installed with the cluster, outside the serving stack.
-DRANET_RELEASE = "mp-aws-dranet"
-DRANET_CHART = "aws-dranet"
-DRANET_VERSION = "1.0.0"
-DRANET_REPO = "https://aws.github.io/eks-charts"
-DRANET_NAMESPACE = "kube-system"
-
-# Launch-template interface types: EFA with ENA on card 0, RDMA-only on the other cards.
-EFA_PRIMARY = "efa"
-EFA_ONLY = "efa-only"
-
-# The Kubernetes Cluster Autoscaler: managed node groups carry scaling bounds but nothing scales
-# within them on its own. The chart version is the one modelplane's EKS composition pins
-# (modelplaneai/modelplane functions/compose-eks-cluster/function/fn.py); it discovers node groups
-# by the `k8s.io/cluster-autoscaler/<cluster>` tags EKS puts on their Auto Scaling groups
-# (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html).
-AUTOSCALER_RELEASE = "mp-cluster-autoscaler"
-AUTOSCALER_CHART = "cluster-autoscaler"
-AUTOSCALER_VERSION = "9.57.0"
-AUTOSCALER_REPO = "https://kubernetes.github.io/autoscaler"
-AUTOSCALER_NAMESPACE = "kube-system"
-AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
-# What the autoscaler may do: describe groups and instance types, set desired capacity and
-# terminate instances (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md,
-# "Full Cluster Autoscaler Features Policy").
-AUTOSCALER_POLICY = json.dumps(
-    {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Action": [
-                    "autoscaling:DescribeAutoScalingGroups",
-                    "autoscaling:DescribeAutoScalingInstances",
-                    "autoscaling:DescribeLaunchConfigurations",
-                    "autoscaling:DescribeScalingActivities",
-                    "ec2:DescribeImages",
-                    "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeLaunchTemplateVersions",
-                    "ec2:GetInstanceTypesFromInstanceRequirements",
-                    "eks:DescribeNodegroup",
-                ],
-                "Resource": ["*"],
-            },
-            {
-                "Effect": "Allow",
-                "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
-                "Resource": ["*"],
-            },
-        ],
-    }
-)
-
-AWS_AUTH_HINT = "Install the AWS CLI v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html"
-
-
-def assume_role_policy(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
-        }
-    )
 
 
 def subnet_zones(declared: Sequence[str], available: Sequence[str], count: int) -> list[str]:
@@ -248,23 +183,36 @@ class EksCluster(ClusterComponent):
         self._identity()
         self._cluster(block.kubernetes_version)
         self._pools()
-        self.finish(self._kubeconfig())
+        self.connect(self._kubeconfig())
         self._addons()
+        self.finish()
 
     def _on_aws(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
         return self.child(suffix, provider=self.aws_provider, **extra)
 
     def _network(self, declared: Sequence[str]) -> None:
         """The VPC, a public and a private subnet per zone, one NAT gateway and the route tables."""
-        name, tags = self._name, self.tags
         zone_count = max(MIN_ZONES, len(declared)) if declared else DEFAULT_ZONES
-        available = aws.get_availability_zones_output(
+        zones = self._zones(declared, zone_count)
+        self._vpc()
+        self._subnets(zones, zone_count)
+        self._nat()
+        self._route_tables()
+        self._efa_security_group()
+
+    def _zones(self, declared: Sequence[str], zone_count: int) -> pulumi.Output[list[str]]:
+        """The zones of the subnets: the pools' zones, topped up from the region's available zones."""
+        available: pulumi.Output[list[str]] = aws.get_availability_zones_output(
             state="available",
             # Regular zones only: Local and Wavelength Zones lack most instance types and EKS.
             filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
             opts=self.invoke,
         ).names
-        zones = available.apply(lambda names: subnet_zones(declared, names, zone_count))
+        return available.apply(lambda names: subnet_zones(declared, names, zone_count))
+
+    def _vpc(self) -> None:
+        """The VPC and its internet gateway."""
+        name, tags = self._name, self.tags
         self.vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=VPC_CIDR,
@@ -276,31 +224,44 @@ class EksCluster(ClusterComponent):
         self.internet_gateway = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
         )
+
+    def _subnets(self, zones: pulumi.Output[list[str]], zone_count: int) -> None:
+        """A public and a private subnet per zone, zone by zone."""
         self.public_subnets: list[aws.ec2.Subnet] = []
         self.private_subnets: list[aws.ec2.Subnet] = []
         for i in range(zone_count):
             zone = zones.apply(nth(i))
-            self.public_subnets.append(
-                aws.ec2.Subnet(
-                    f"{name}-public-{i}",
-                    vpc_id=self.vpc.id,
-                    cidr_block=public_cidr(i),
-                    availability_zone=zone,
-                    map_public_ip_on_launch=True,
-                    tags={**tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-                    opts=self._on_aws(f"public-{i}"),
-                )
-            )
-            self.private_subnets.append(
-                aws.ec2.Subnet(
-                    f"{name}-private-{i}",
-                    vpc_id=self.vpc.id,
-                    cidr_block=private_cidr(i),
-                    availability_zone=zone,
-                    tags={**tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-                    opts=self._on_aws(f"private-{i}"),
-                )
-            )
+            self.public_subnets.append(self._public_subnet(i, zone))
+            self.private_subnets.append(self._private_subnet(i, zone))
+
+    def _public_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
+        """Zone `i`'s public subnet, where internet-facing load balancers and the NAT gateway live."""
+        name = self._name
+        return aws.ec2.Subnet(
+            f"{name}-public-{i}",
+            vpc_id=self.vpc.id,
+            cidr_block=public_cidr(i),
+            availability_zone=zone,
+            map_public_ip_on_launch=True,
+            tags={**self.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
+            opts=self._on_aws(f"public-{i}"),
+        )
+
+    def _private_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
+        """Zone `i`'s private subnet, where the nodes and internal load balancers live."""
+        name = self._name
+        return aws.ec2.Subnet(
+            f"{name}-private-{i}",
+            vpc_id=self.vpc.id,
+            cidr_block=private_cidr(i),
+            availability_zone=zone,
+            tags={**self.tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
+            opts=self._on_aws(f"private-{i}"),
+        )
+
+    def _nat(self) -> None:
+        """The NAT gateway in the first public subnet, with its elastic IP."""
+        name, tags = self._name, self.tags
         # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
         # would survive a zone outage at three times the cost; the cluster itself is regional.
         self.nat_ip = aws.ec2.Eip(
@@ -313,6 +274,10 @@ class EksCluster(ClusterComponent):
             tags={**tags, "Name": name},
             opts=self._on_aws("nat", depends_on=[self.internet_gateway]),
         )
+
+    def _route_tables(self) -> None:
+        """Public subnets route out through the internet gateway, private ones through the NAT gateway."""
+        name, tags = self._name, self.tags
         self.public_routes = aws.ec2.RouteTable(
             f"{name}-public-routes",
             vpc_id=self.vpc.id,
@@ -340,6 +305,10 @@ class EksCluster(ClusterComponent):
             )
             for i, subnet in enumerate(subnets)
         ]
+
+    def _efa_security_group(self) -> None:
+        """The security group of the cluster's EFA interfaces, when a pool has any."""
+        name = self._name
         # EFA: traffic between EFA interfaces must be allowed both ways within one security group;
         # nodes with explicit interfaces also need the cluster's own group to reach the API.
         self.efa_security_group: aws.ec2.SecurityGroup | None = None
@@ -353,7 +322,7 @@ class EksCluster(ClusterComponent):
                     aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
                     aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
                 ],
-                tags={**tags, "Name": f"{name}-efa"},
+                tags={**self.tags, "Name": f"{name}-efa"},
                 opts=self._on_aws("efa"),
             )
 

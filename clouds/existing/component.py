@@ -23,4 +23,5 @@ class ExistingCluster(ClusterComponent):
         owner = args.facts.spec.owner_block
         context = owner.context if owner is not None else None
         self.context = context
-        self.finish(pulumi.Output.from_input(args.kubeconfig), context=context)
+        self.connect(pulumi.Output.from_input(args.kubeconfig), context=context)
+        self.finish()

@@ -97,6 +97,7 @@ CLOUD = Cloud(
         ),
     ),
     provider_package="gcp",
+    sdk="pulumi_gcp",
     # Stack config the GCP provider documents for its credentials (config key -> provider argument;
     # pulumi-gcp installation-configuration: `gcp:credentials`, `gcp:accessToken`,
     # `gcp:impersonateServiceAccount`, or GOOGLE_CREDENTIALS and application default credentials).

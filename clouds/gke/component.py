@@ -178,7 +178,8 @@ class GkeCluster(ClusterComponent):
         self._identity()
         self._cluster(block.kubernetes_version)
         self._pools()
-        self.finish(self._kubeconfig())
+        self.connect(self._kubeconfig())
+        self.finish()
 
     def _network(self) -> None:
         """A custom-mode VPC, its node subnetwork with the pod and service ranges, and Cloud NAT."""

@@ -61,6 +61,7 @@ CLOUD = Cloud(
         inline_pools="nodePools",
     ),
     provider_package="vultr",
+    sdk="ediri_vultr",
     # Stack config the Vultr provider documents for its API key (`vultr:apiKey`, or VULTR_API_KEY).
     credentials={"apiKey": "api_key"},
     mock_outputs={"vultr:index/kubernetes:Kubernetes": _cluster_outputs},

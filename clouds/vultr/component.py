@@ -45,7 +45,8 @@ class VultrCluster(ClusterComponent):
         )
         self._cluster(block.region, block.kubernetes_version)
         self._pools()
-        self.finish(self.cluster.kube_config.apply(decode_kubeconfig))
+        self.connect(self.cluster.kube_config.apply(decode_kubeconfig))
+        self.finish()
 
     def _on_vultr(self, suffix: str) -> pulumi.ResourceOptions:
         return self.child(suffix, provider=self.vultr_provider)

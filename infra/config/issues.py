@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from infra.config.model import UNION_TAGS, Fleet
-from infra.config.names import shown
+from infra.config.names import WrittenFloat, shown
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]
                     msg = f"'{loc[-1]}' is a mapping with keys {{{keys}}}"
                     fix = f"write it as {loc[-1]}: {{{keys}}}"
         if kind == "string_type" and isinstance(given, int | float) and not isinstance(given, bool):
-            fix = f'quote it: "{given}" (YAML reads an unquoted {given} as a number)'
+            fix = quote_fix(given)
         if kind in ("enum", "literal_error"):
             expected = (e.get("ctx") or {}).get("expected", "")
             fix = f"use one of {expected}"
@@ -183,3 +183,16 @@ def unique_names(file: str, names: Sequence[str], path: str, what: str) -> list[
         )
         for name in sorted(duplicates(names))
     ]
+
+
+def quote_fix(given: int | float) -> str:
+    """The fix for a number where a string belongs: quote the text as written, which YAML may have changed."""
+    if isinstance(given, WrittenFloat) and given.written != str(given):
+        return f'quote it: "{given.written}" (YAML reads an unquoted {given.written} as the number {given})'
+    if isinstance(given, float) and not isinstance(given, WrittenFloat):
+        # Read from config the engine handed over as JSON: the text as written is gone.
+        return (
+            f'quote it as you wrote it, such as "{given}" (YAML reads an unquoted number as a number and drops '
+            "trailing zeros: 1.30 becomes 1.3)"
+        )
+    return f'quote it: "{given}" (YAML reads an unquoted {given} as a number)'

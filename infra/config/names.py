@@ -92,3 +92,21 @@ FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budg
 # A `secure:` env value makes the engine mark the whole `modelplane:deployments` key secret and hand
 # the program its decrypted text (pulumi/pulumi#3342); no other fleet key may be a secret.
 SECRET_FLEET_KEYS = ("deployments",)
+
+
+class WrittenFloat(float):
+    """A number as the stack file's YAML loader read it, with the text as written (`1.30`, read as 1.3).
+
+    An error about a number that should have been a string quotes what the user wrote, not what
+    YAML made of it (`kubernetesVersion: 1.30` is the string "1.30" quoted, not "1.3").
+    """
+
+    written: str
+
+    def __new__(cls, value: float, written: str | None = None) -> WrittenFloat:
+        number = super().__new__(cls, value)
+        number.written = str(float(value)) if written is None else written
+        return number
+
+    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]
+        return (float(self), self.written)

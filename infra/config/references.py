@@ -13,6 +13,7 @@ from infra.config.model import (
     InferenceClass,
     InferenceCluster,
     ModelDeploymentSpec,
+    NodePool,
 )
 from infra.config.names import NAMESPACE
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
@@ -177,12 +178,23 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
 
 def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
     """The deployment's cluster, pool and devices exist, and the pool can have nodes."""
-    issues: list[ConfigIssue] = []
-    cluster_names = [c.name for c in fleet.clusters]
-    class_names = [c.name for c in fleet.classes]
     dpath = f"deployments[{di}]"
+    unknown = _check_target(fleet, file, dpath, dep)
+    if unknown:
+        return unknown
+    pools = {p.name: p for p in fleet.cluster_named(dep.cluster).node_pools}
+    issues = _check_schedulable(fleet, file, dpath, dep, pools)
+    target = pools[dep.pool]
+    if target.class_name not in [c.name for c in fleet.classes]:
+        return issues
+    return issues + _check_device_requests(fleet, file, dpath, dep, fleet.class_named(target.class_name))
+
+
+def _check_target(fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
+    """The deployment's cluster exists and has its pool; the checks after this one need both."""
+    cluster_names = [c.name for c in fleet.clusters]
     if dep.cluster not in cluster_names:
-        issues.append(
+        return [
             ConfigIssue(
                 file,
                 f"{dpath}.cluster",
@@ -190,23 +202,28 @@ def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec
                 # parse_fleet refuses a fleet without clusters before these checks run.
                 f"use one of: {', '.join(cluster_names)}",
             )
-        )
-        return issues
-    cluster = fleet.cluster_named(dep.cluster)
-    pools = {p.name: p for p in cluster.node_pools}
+        ]
+    pools = {p.name: p for p in fleet.cluster_named(dep.cluster).node_pools}
     if dep.pool not in pools:
-        issues.append(
+        return [
             ConfigIssue(
                 file,
                 f"{dpath}.pool",
                 f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
                 f"use one of: {', '.join(pools)}",
             )
-        )
-        return issues
+        ]
+    return []
+
+
+def _check_schedulable(
+    fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec, pools: dict[str, NodePool]
+) -> list[ConfigIssue]:
+    """A deployment with replicas needs a pool that can have nodes; `pools` are its cluster's, by name."""
+    cluster_names = [c.name for c in fleet.clusters]
     target = pools[dep.pool]
     if dep.replicas > 0 and target.node_count == 0 and target.max_node_count is None:
-        issues.append(
+        return [
             ConfigIssue(
                 file,
                 f"{dpath}.pool",
@@ -215,10 +232,15 @@ def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec
                 f"give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[{cluster_names.index(dep.cluster)}]"
                 f".nodePools[{list(pools).index(dep.pool)}]), or set replicas: 0",
             )
-        )
-    if target.class_name not in class_names:
-        return issues
-    cls = fleet.class_named(pools[dep.pool].class_name)
+        ]
+    return []
+
+
+def _check_device_requests(
+    fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec, cls: InferenceClass
+) -> list[ConfigIssue]:
+    """Each requested device is a DRA device of the pool's class, within its count, and a CPU claim names its CPUs."""
+    issues: list[ConfigIssue] = []
     devices = {d.name: d for d in cls.devices}
     for ri, req in enumerate(dep.devices):
         rpath = f"{dpath}.devices[{ri}]"

@@ -16,7 +16,7 @@ from pydantic import (
 from clouds import BY_SOURCE
 from infra.config.issues import ConfigError, ConfigIssue, issues_from_validation
 from infra.config.model import Fleet
-from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, cut, shown
+from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, WrittenFloat, cut, shown
 from infra.config.references import check_references
 from infra.config.roles import pools_without_role
 from infra.config.rules import check_rules
@@ -294,8 +294,13 @@ class _StackLoader(yaml.SafeLoader):
             )
         return super().construct_yaml_int(node)
 
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        # Kept with its text: an error that asks to quote it quotes what was written (`1.30`).
+        return WrittenFloat(super().construct_yaml_float(node), str(node.value))
+
 
 _StackLoader.add_constructor("tag:yaml.org,2002:int", _StackLoader.construct_yaml_int)
+_StackLoader.add_constructor("tag:yaml.org,2002:float", _StackLoader.construct_yaml_float)
 
 
 def _check_expanded_size(root: yaml.Node) -> None:

@@ -86,14 +86,21 @@ ROCM = "https://rocm.github.io/gpu-operator"
 
 def _common(cloud: str) -> list[Component]:
     """Components every cloud installs; the device-stack rows are tagged with their driver."""
-    served = profile(cloud)
-    gpu_tags = tuple(VENDOR_DRIVER[vendor] for vendor in served.gpu_vendors)
+    return _neutral_rows(cloud) + _gpu_operator_rows(cloud) + _nvidia_driver_rows(cloud) + _cpu_driver_rows(cloud)
+
+
+def _runs_own_gpu_operator(cloud: str) -> bool:
+    """Whether the stack installs NFD and the GPU Operator itself, rather than building on the cloud's."""
     # Where the cloud runs its own GPU Operator (with NFD), ours would be a second owner of the
     # same nodes and CRDs; the DRA driver then builds on the cloud's operator.
-    own_operator = not served.managed_gpu_operator
+    return not profile(cloud).managed_gpu_operator
+
+
+def _neutral_rows(cloud: str) -> list[Component]:
+    """Certificates, metrics, the gateway, multi-node serving and telemetry: no device driver's rows."""
     # The neutral rows are pinned to the releases their values below were checked against (each
     # chart's values.yaml at that tag); moving one is editing its row after checking those keys.
-    rows = [
+    return [
         Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager", values=v.cert_manager(cloud)),
         Component(
             "kube-prometheus-stack",
@@ -129,35 +136,45 @@ def _common(cloud: str) -> list[Component]:
             values=telemetry.collector_values(cloud),
         ),
     ]
-    if own_operator:
-        rows += [
-            # 0.19.0: the NFD release gpu-operator v26.7.0 bundles as its subchart (Chart.yaml at
-            # that tag); both GPU stacks read its `pci-10de` / `amd-gpu` labels.
-            Component(
-                "node-feature-discovery",
-                "node-feature-discovery",
-                NFD_REPO,
-                "0.19.0",
-                "node-feature-discovery",
-                dra_drivers=gpu_tags,
-                values=v.node_feature_discovery(cloud),
-            ),
-            # v26.3.3: DRA with the operator needs v25.10.0 or later with the device plugin off
-            # (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs"); v26.3.3 is that line's
-            # latest patch when pinned. Its daemonsets run at system-node-critical (values.yaml).
-            Component(
-                NVIDIA_OPERATOR_KEY,
-                "gpu-operator",
-                NGC,
-                "v26.3.3",
-                "gpu-operator",
-                dra_drivers=(NVIDIA,),
-                depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
-                values=v.nvidia_gpu_operator(cloud),
-                critical_pods=True,
-            ),
-        ]
-    rows += [
+
+
+def _gpu_operator_rows(cloud: str) -> list[Component]:
+    """Node feature discovery and NVIDIA's GPU Operator, unless the cloud runs its own operator."""
+    if not _runs_own_gpu_operator(cloud):
+        return []
+    gpu_tags = tuple(VENDOR_DRIVER[vendor] for vendor in profile(cloud).gpu_vendors)
+    return [
+        # 0.19.0: the NFD release gpu-operator v26.7.0 bundles as its subchart (Chart.yaml at
+        # that tag); both GPU stacks read its `pci-10de` / `amd-gpu` labels.
+        Component(
+            "node-feature-discovery",
+            "node-feature-discovery",
+            NFD_REPO,
+            "0.19.0",
+            "node-feature-discovery",
+            dra_drivers=gpu_tags,
+            values=v.node_feature_discovery(cloud),
+        ),
+        # v26.3.3: DRA with the operator needs v25.10.0 or later with the device plugin off
+        # (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs"); v26.3.3 is that line's
+        # latest patch when pinned. Its daemonsets run at system-node-critical (values.yaml).
+        Component(
+            NVIDIA_OPERATOR_KEY,
+            "gpu-operator",
+            NGC,
+            "v26.3.3",
+            "gpu-operator",
+            dra_drivers=(NVIDIA,),
+            depends_on=("node-feature-discovery", "cert-manager", "kube-prometheus-stack"),
+            values=v.nvidia_gpu_operator(cloud),
+            critical_pods=True,
+        ),
+    ]
+
+
+def _nvidia_driver_rows(cloud: str) -> list[Component]:
+    """NVIDIA's DRA driver, on our GPU Operator or on the cloud's."""
+    return [
         # 0.4.1: the release EKS's DRA guide installs, the first line published from
         # kubernetes-sigs (0.4.0 moved the chart there). Controller at system-cluster-critical,
         # kubelet plugin at system-node-critical (deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1).
@@ -168,10 +185,16 @@ def _common(cloud: str) -> list[Component]:
             "0.4.1",
             "dra-driver-nvidia-gpu",
             dra_drivers=(NVIDIA,),
-            depends_on=(NVIDIA_OPERATOR_KEY,) if own_operator else (),
+            depends_on=(NVIDIA_OPERATOR_KEY,) if _runs_own_gpu_operator(cloud) else (),
             values=v.dra_driver_nvidia_gpu(cloud),
             critical_pods=True,
         ),
+    ]
+
+
+def _cpu_driver_rows(cloud: str) -> list[Component]:
+    """The CPU DRA driver, dra-driver-cpu."""
+    return [
         # Pinned once for every cloud, Existing included. 0.3.0 or later: 0.2.0 reads neither
         # `nodeSelector` nor `driverConfig` (deployment/helm/dra-driver-cpu/templates @v0.2.0). Its
         # DaemonSet's priority class is fixed at system-node-critical (templates/daemonset.yaml).
@@ -186,7 +209,6 @@ def _common(cloud: str) -> list[Component]:
             critical_pods=True,
         ),
     ]
-    return rows
 
 
 def _per_cloud(cloud: str) -> list[Component]:

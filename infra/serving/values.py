@@ -35,7 +35,7 @@ CPU_TAINT_KEY = vocab.CPU_TAINT_KEY
 CIVO_NVIDIA_DRIVER = "580.173.02"
 
 # AMD images, pinned to the tags gpu-operator-charts v1.5.1 ships with or that are released next
-# to it. The chart's own defaults float (`latest`, `labeller-latest`), which the review rejected.
+# to it. The chart's own defaults float (`latest`, `labeller-latest`): a restart could pull another image.
 # - operator controller and utils: released with the chart as v1.5.1 (the chart's versioned images
 #   follow its version: v1.5.0 ships gpu-operator-utils:v1.5.0, [ROCm/gpu-operator releases]);
 AMD_OPERATOR_IMAGE = ("docker.io/rocm/gpu-operator", "v1.5.1")
@@ -267,7 +267,7 @@ def dra_driver_cpu(cloud: str) -> Values:
 
 
 def amd_gpu_operator(cloud: str) -> Values:
-    """gpu-operator-charts v1.5.1 in DRA mode, with every finding of the review applied."""
+    """gpu-operator-charts v1.5.1 in DRA mode: pinned images, KMM off, DRA on (each value's reason beside it)."""
     tolerations = [amd_toleration()]
     repository, tag = AMD_OPERATOR_IMAGE
     return {

@@ -26,13 +26,11 @@ from typing import Any
 import pulumi
 from pulumi import _types
 
-# The Python package of each provider plugin the program uses.
+from clouds import CLOUDS
+
+# The Python package of each provider plugin the program uses: every cloud's, and Kubernetes'.
 SDK_PACKAGES = {
-    "gcp": "pulumi_gcp",
-    "aws": "pulumi_aws",
-    "azure-native": "pulumi_azure_native",
-    "civo": "pulumi_civo",
-    "vultr": "ediri_vultr",
+    **{c.provider_package: c.sdk for c in CLOUDS if c.provider_package is not None and c.sdk is not None},
     "kubernetes": "pulumi_kubernetes",
 }
 

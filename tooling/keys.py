@@ -1,0 +1,358 @@
+"""The configuration reference's entries: what each key of the stack file means, what reads it, an example.
+
+Every field of every model needs one (`tooling.reference.undocumented`); a cloud's own keys come from
+its package (`clouds.spec.Cloud.keys`), the ones every cloud shares in form are derived here.
+"""
+
+from __future__ import annotations
+
+from clouds import CLOUDS
+from infra.config.base import KeyDoc
+from infra.config.issues import fields_of
+from infra.config.rules import MIN_KUBERNETES
+
+# One key's entry: what it means, the rule or component that reads it, and a YAML example.
+Key = KeyDoc
+
+
+def cloud_keys() -> dict[tuple[str, str], Key]:
+    """The entries of every cloud's blocks: its own (`Cloud.keys`), and those every cloud shares in form."""
+    keys: dict[tuple[str, str], Key] = {}
+    version_floor = ".".join(map(str, MIN_KUBERNETES))
+    for c in CLOUDS:
+        block = c.cluster_block.__name__
+        fields = fields_of(c.cluster_block)
+        example = ", ".join(f"{f}: {c.examples.get(f, '...')}" for f in fields)
+        keys[("InferenceCluster", c.key)] = Key(
+            f"{c.source} cluster settings; set when `source` is `{c.source}`."
+            if c.provisioned
+            else f"A cluster you run; set when `source` is `{c.source}`. Nothing is provisioned.",
+            f"`clouds/{c.key}/component.py`",
+            f"{c.key}: {{{example}}}" if c.provisioned else f"{c.key}: {{kubeconfigKey: kubeconfig}}",
+        )
+        if "region" in fields:
+            keys[(block, "region")] = Key(
+                "The cloud region.", "the cluster's provider", f"region: {c.examples['region']}"
+            )
+        if "kubernetesVersion" in fields:
+            keys[(block, "kubernetesVersion")] = Key(
+                "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
+                f"{version_floor} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
+                "the cluster resource; the version floor in `infra/config/rules.py`",
+                f"kubernetesVersion: {c.examples['kubernetesVersion']}",
+            )
+        if c.machine_block is not None:
+            machine = c.machine_block.__name__
+            keys[("Provisioning", c.key)] = Key(
+                f"The {c.source} machine; set when `provider` is `{c.source}`.",
+                "the cloud's node pool",
+                f"{c.key}: {{...}}",
+            )
+            keys[(machine, "accelerator")] = Key(
+                "The GPU on the machine. Omit it for a CPU pool: standard image, `modelplane.ai/cpu` label and taint.",
+                "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
+                "accelerator: {type: nvidia-l4, count: 1}",
+            )
+            if "diskSizeGb" in fields_of(c.machine_block):
+                keys[(machine, "diskSizeGb")] = Key(
+                    "Boot disk size in GB.", "the cloud's node pool disk", "diskSizeGb: 200"
+                )
+        keys.update(c.keys)
+    return keys
+
+
+def cloud_sections(kind: str) -> list[tuple[str, str]]:
+    """The reference's sections for every cloud's machine blocks (`machine`) or cluster blocks (`cluster`)."""
+    if kind == "machine":
+        return [
+            (c.machine_block.__name__, f"modelplane:classes[].provisioning.{c.key}")
+            for c in CLOUDS
+            if c.machine_block is not None
+        ]
+    return [(c.cluster_block.__name__, f"modelplane:clusters[].{c.key}") for c in CLOUDS]
+
+
+# (model, key as written in YAML) -> what it is for. Every field of every model needs one.
+KEYS: dict[tuple[str, str], Key] = {
+    ("Fleet", "classes"): Key(
+        "Hardware classes: the devices a node offers and, on provisioned clouds, the machine that has them.",
+        "pools name a class (`clusters[].nodePools[].className`); device rules in `infra/devices.py`",
+        "modelplane:classes: [{name: l4-gke, devices: [...], provisioning: {...}}]",
+    ),
+    ("Fleet", "clusters"): Key(
+        "Clusters, each on one cloud or an Existing cluster you run. At least one is required.",
+        "one cluster component per entry (`clouds/<cloud>/component.py`, listed in `clouds/__init__.py`)",
+        "modelplane:clusters: [{name: gke-prod, source: GKE, gke: {...}, nodePools: [...]}]",
+    ),
+    ("Fleet", "deployments"): Key(
+        "Model servers placed on a pool of a cluster.",
+        "`ModelDeployment` (`components/model_deployment.py`)",
+        "modelplane:deployments: [{name: qwen, cluster: gke-prod, pool: gpu, image: ..., devices: [...]}]",
+    ),
+    ("Fleet", "services"): Key(
+        "Publish a deployment through its cluster's Envoy Gateway: a Gateway per cluster with a service, "
+        "an HTTPRoute per service, the endpoint as the stack output `endpoints` (docs/serving.md).",
+        "`ModelService` and `ClusterGateway` (`components/model_service.py`); `infra.config.rules.check_serving`",
+        "modelplane:services: [{name: qwen, deployment: qwen, path: /qwen}]",
+    ),
+    ("Fleet", "budget"): Key(
+        "What the stack may cost a month, in USD, with autoscaled pools at `maxNodeCount` (docs/machines.md).",
+        "policy `cost-over-budget` (`infra/cost.py`); advisory unless the pack config makes it mandatory",
+        "modelplane:budget: {monthlyUsd: 5000}",
+    ),
+    ("Fleet", "protect"): Key(
+        "Protect everything registered for each cluster but its providers (network, cluster, node pools, serving "
+        "stack, deployments, routes): `pulumi destroy` and `pulumi up` refuse to delete or replace them. "
+        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `1`).',
+        "policy `protect-clusters`; the cluster component's `protect` option, which its children inherit",
+        "modelplane:protect: true",
+    ),
+    # Classes
+    ("InferenceClass", "name"): Key(
+        "The class name pools refer to.", "`clusters[].nodePools[].className`", "name: l4-gke"
+    ),
+    ("InferenceClass", "description"): Key(
+        "Free text for readers.", "not read by any rule", "description: One L4 per node."
+    ),
+    ("InferenceClass", "devices"): Key(
+        "What one node of the class offers, as DRA devices (claimed) or Synthetic ones (described only).",
+        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`)",
+        "devices: [{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com}]",
+    ),
+    ("InferenceClass", "provisioning"): Key(
+        "The machine for one provider. Omit it for a class used only on Existing clusters.",
+        "`class-provider-mismatch`: a provisioned cluster's pool needs a class whose provider is its source",
+        "provisioning: {provider: GKE, gke: {machineType: g2-standard-8}}",
+    ),
+    ("Device", "name"): Key(
+        "The device's name; deployments claim it by this name.", "`deployments[].devices[].name`", "name: gpu"
+    ),
+    ("Device", "claim"): Key(
+        "`DRA`: claimed through a ResourceClaim. `Synthetic`: describes the node, never claimed, installs nothing.",
+        "claimed drivers (only `DRA` devices count)",
+        "claim: DRA",
+    ),
+    ("Device", "driver"): Key(
+        "The DRA driver that publishes the device (`gpu.nvidia.com`, `gpu.amd.com`, `dra.cpu`, `dra.net`).",
+        "`unsupported-devices`, pool role, which serving-stack components install (`docs/supported-devices.md`)",
+        "driver: gpu.nvidia.com",
+    ),
+    ("Device", "deviceClassName"): Key(
+        "The DeviceClass a claim asks for; required when `claim` is `DRA`.",
+        "the deployment's ResourceClaimTemplate",
+        "deviceClassName: gpu.nvidia.com",
+    ),
+    ("Device", "count"): Key(
+        "How many of the device one node has.",
+        "`accelerator-driver-mismatch` (GPU count = `accelerator.count`); upper bound of a deployment's request",
+        "count: 1",
+    ),
+    ("Device", "attributes"): Key(
+        "Device attributes as the driver publishes them, each holding exactly one of string, version, bool or int.",
+        "described for readers and the plan",
+        "attributes: {productName: {string: NVIDIA L4}}",
+    ),
+    ("Device", "capacity"): Key(
+        "Device capacities as Kubernetes quantities. `dra.cpu/cpu` on a `dra.cpu` device is the CPUs one claim takes.",
+        "`cpu-claim-resources` (requests = limits = claimed CPUs); Kubernetes 1.36+ when a claim consumes capacity",
+        'capacity: {dra.cpu/cpu: {value: "6"}}',
+    ),
+    ("AttributeValue", "string"): Key("A string attribute.", "as `attributes`", "string: NVIDIA L4"),
+    ("AttributeValue", "version"): Key("A semantic-version attribute.", "as `attributes`", 'version: "1.0.0"'),
+    ("AttributeValue", "bool"): Key("A boolean attribute.", "as `attributes`", "bool: true"),
+    ("AttributeValue", "int"): Key("An integer attribute.", "as `attributes`", "int: 80"),
+    ("CapacityValue", "value"): Key(
+        "A Kubernetes quantity (`6`, `500m`, `262128Mi`).", "as `capacity`", "value: 23034Mi"
+    ),
+    ("Provisioning", "provider"): Key(
+        "The cloud this machine is on; the block of the same name (lowercase) must be set, and only it.",
+        "`class-provider-mismatch`",
+        "provider: GKE",
+    ),
+    ("Accelerator", "type"): Key(
+        "The accelerator on the machine, vendor first (`nvidia-l4`, `nvidia-h100-80gb`, `amd-mi325x`).",
+        "`accelerator-driver-mismatch` (vendor matches the GPU driver); the `modelplane.ai/gpu` label",
+        "type: nvidia-l4",
+    ),
+    ("Accelerator", "count"): Key(
+        "Accelerators per machine.", "`accelerator-driver-mismatch` (equals the GPU device count)", "count: 1"
+    ),
+    # Clusters
+    ("InferenceCluster", "name"): Key(
+        "The cluster name; resource names and `deployments[].cluster` use it.",
+        "every resource of the cluster",
+        "name: gke-prod",
+    ),
+    ("InferenceCluster", "labels"): Key("Labels for readers and tooling.", "the plan", "labels: {team: ml}"),
+    ("InferenceCluster", "source"): Key(
+        "Where the cluster comes from; the block of the same name (lowercase) must be set, and only it.",
+        "the cluster component (`components/<cloud>.py`), supported drivers",
+        "source: GKE",
+    ),
+    ("InferenceCluster", "nodePools"): Key(
+        "Node pools, besides the `system` pool every provisioned cluster gets.",
+        "one node pool per entry; `schedulablePools`",
+        "nodePools: [{name: gpu, className: l4-gke, nodeCount: 1}]",
+    ),
+    ("InferenceCluster", "taints"): Key(
+        "Taints every node of the cluster carries; model deployments tolerate them.",
+        "deployments' tolerations",
+        "taints: [{key: dedicated, value: ml, effect: NoSchedule}]",
+    ),
+    ("Taint", "key"): Key("Taint key.", "as `taints`", "key: dedicated"),
+    ("Taint", "value"): Key("Taint value.", "as `taints`", "value: ml"),
+    ("Taint", "effect"): Key("Taint effect, in Kubernetes spelling.", "as `taints`", "effect: NoSchedule"),
+    ("NodePool", "name"): Key(
+        "Pool name, unique in the cluster; `system` is reserved. Nodes get `modelplane.ai/pool=<name>`.",
+        "`pool-role-marking`; `deployments[].pool`",
+        "name: gpu",
+    ),
+    ("NodePool", "className"): Key("The class of the pool's nodes.", "device rules, pool role", "className: l4-gke"),
+    ("NodePool", "nodeCount"): Key(
+        "Nodes to start with. GKE counts it per zone of a regional cluster.",
+        "the cloud's node pool; a deployment needs a pool that can have nodes",
+        "nodeCount: 1",
+    ),
+    ("NodePool", "minNodeCount"): Key(
+        "Autoscaling lower bound; set with `maxNodeCount`, `minNodeCount <= nodeCount <= maxNodeCount`.",
+        "the cloud's autoscaler",
+        "minNodeCount: 0",
+    ),
+    ("NodePool", "maxNodeCount"): Key(
+        "Autoscaling upper bound; set with `minNodeCount`.", "the cloud's autoscaler", "maxNodeCount: 4"
+    ),
+    ("NodePool", "zones"): Key(
+        "Zones for the pool's nodes; empty lets the cloud choose.",
+        "the cloud's node pool locations",
+        "zones: [us-central1-a]",
+    ),
+    # Deployments
+    ("ModelDeploymentSpec", "name"): Key("Deployment and Service name.", "`ModelDeployment`", "name: qwen"),
+    ("ModelDeploymentSpec", "namespace"): Key(
+        "Kubernetes namespace, created when missing.", "`ModelDeployment`", "namespace: ml-team"
+    ),
+    ("ModelDeploymentSpec", "cluster"): Key(
+        "The cluster to run on (a `clusters[].name`).", "placement", "cluster: gke-prod"
+    ),
+    ("ModelDeploymentSpec", "pool"): Key(
+        "The pool to run on; it must be able to have nodes (`nodeCount` >= 1 or autoscaling).",
+        "nodeSelector `modelplane.ai/pool`; the pool's tolerations",
+        "pool: gpu",
+    ),
+    ("ModelDeploymentSpec", "image"): Key(
+        "Container image, pinned by tag or digest (never `latest`).",
+        "`pinned-versions`",
+        "image: vllm/vllm-openai:v0.23.0",
+    ),
+    ("ModelDeploymentSpec", "args"): Key(
+        "Container arguments; quote numbers.", "the container", 'args: [--max-model-len, "8192"]'
+    ),
+    ("ModelDeploymentSpec", "replicas"): Key("Pod replicas.", "the Deployment", "replicas: 1"),
+    ("ModelDeploymentSpec", "devices"): Key(
+        "Devices of the pool's class each pod claims.",
+        "the ResourceClaimTemplate; `cpu-claim-resources`",
+        "devices: [{name: gpu, count: 1}]",
+    ),
+    ("ModelDeploymentSpec", "env"): Key(
+        "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
+        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`. "
+        "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
+        "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
+        "the container's env; `check_plain_credentials` (`infra/config/rules.py`)",
+        'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
+    ),
+    ("ModelDeploymentSpec", "shmSize"): Key(
+        "Size of the memory-backed `/dev/shm`; counts against the pod's memory.", "the pod's volumes", "shmSize: 2Gi"
+    ),
+    ("ModelDeploymentSpec", "port"): Key(
+        "The engine's one port: passed as `--port`, and used by the container, the probes, the Service and the "
+        "route. An `args` entry that sets another port is an error.",
+        "`ModelDeployment`; `infra.config.rules.check_serving`",
+        "port: 8000",
+    ),
+    ("ModelDeploymentSpec", "memory"): Key(
+        "Memory request and limit of the engine container (one value: the engine is not burstable). "
+        "Required on GPU pools; must exceed `shmSize`.",
+        "the container's resources; `infra.config.rules.check_serving`",
+        "memory: 24Gi",
+    ),
+    ("ModelDeploymentSpec", "cache"): Key(
+        "Keep downloaded weights across restarts, mounted at vLLM's Hugging Face cache.",
+        "`ModelDeployment` (a PersistentVolumeClaim or a node directory)",
+        "cache: {volume: PersistentVolumeClaim, size: 50Gi}",
+    ),
+    ("ModelDeploymentSpec", "startupSeconds"): Key(
+        "How long a first start (download and load) may take before the startup probe gives up.",
+        "the container's startup probe",
+        "startupSeconds: 1800",
+    ),
+    ("ModelCache", "volume"): Key(
+        "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
+        "`ModelDeployment`",
+        "volume: NodeLocal",
+    ),
+    ("ModelCache", "size"): Key(
+        "Size of the claim; more than the model's weights. Required for a claim.", "the claim", "size: 50Gi"
+    ),
+    ("ModelCache", "storageClassName"): Key(
+        "StorageClass of the claim; default: the cloud's (none on EKS, where it is required).",
+        "the claim",
+        "storageClassName: premium-rwo",
+    ),
+    ("ModelServiceSpec", "name"): Key(
+        "Service name; the route and the endpoint's key.", "`ModelService`", "name: qwen"
+    ),
+    ("ModelServiceSpec", "deployment"): Key(
+        "The deployment it publishes (`deployments[].name`).", "`ModelService`", "deployment: qwen"
+    ),
+    ("ModelServiceSpec", "cluster"): Key(
+        "The deployment's cluster; needed only when deployments of that name run on several clusters.",
+        "`infra.config.rules.check_serving`",
+        "cluster: civo-cpu",
+    ),
+    ("ModelServiceSpec", "host"): Key(
+        "Host name the route matches (and the certificate names, with `tls`).",
+        "the HTTPRoute",
+        "host: qwen.example.com",
+    ),
+    ("ModelServiceSpec", "path"): Key(
+        "Path prefix the route matches, stripped before the engine; default `/<name>`, or `/` with a host.",
+        "the HTTPRoute",
+        "path: /qwen",
+    ),
+    ("ModelServiceSpec", "tls"): Key(
+        "HTTPS on the Gateway for `host`, with a certificate from a cert-manager issuer.",
+        "the Gateway listener and its Certificate",
+        "tls: {issuerRef: {name: letsencrypt}}",
+    ),
+    ("ServiceTls", "issuerRef"): Key("The cert-manager issuer.", "the Certificate", "issuerRef: {name: letsencrypt}"),
+    ("IssuerRef", "name"): Key("Issuer name.", "the Certificate", "name: letsencrypt"),
+    ("IssuerRef", "kind"): Key("`ClusterIssuer` (default) or `Issuer`.", "the Certificate", "kind: ClusterIssuer"),
+    ("Budget", "monthlyUsd"): Key("The monthly budget in USD.", "policy `cost-over-budget`", "monthlyUsd: 5000"),
+    ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
+    ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
+}
+KEYS.update(cloud_keys())
+
+# Where each model appears in a stack file, in reading order.
+SECTIONS: list[tuple[str, str]] = [
+    ("Fleet", "config"),
+    ("InferenceClass", "modelplane:classes[]"),
+    ("Device", "modelplane:classes[].devices[]"),
+    ("AttributeValue", "modelplane:classes[].devices[].attributes.<name>"),
+    ("CapacityValue", "modelplane:classes[].devices[].capacity.<name>"),
+    ("Provisioning", "modelplane:classes[].provisioning"),
+    *cloud_sections("machine"),
+    ("Accelerator", "modelplane:classes[].provisioning.<provider>.accelerator"),
+    ("InferenceCluster", "modelplane:clusters[]"),
+    *cloud_sections("cluster"),
+    ("NodePool", "modelplane:clusters[].nodePools[]"),
+    ("Taint", "modelplane:clusters[].taints[]"),
+    ("ModelDeploymentSpec", "modelplane:deployments[]"),
+    ("DeploymentDevice", "modelplane:deployments[].devices[]"),
+    ("ModelCache", "modelplane:deployments[].cache"),
+    ("ModelServiceSpec", "modelplane:services[]"),
+    ("ServiceTls", "modelplane:services[].tls"),
+    ("IssuerRef", "modelplane:services[].tls.issuerRef"),
+    ("Budget", "modelplane:budget"),
+]
