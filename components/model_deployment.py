@@ -10,6 +10,8 @@ the placement audit (`tooling.placement`) checks.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +132,24 @@ def claim_requests(claims: list[DeviceClaim]) -> list[k8s.resource.v1.DeviceRequ
             exactly = k8s.resource.v1.ExactDeviceRequestArgs(device_class_name=class_name, count=c.count)
         out.append(k8s.resource.v1.DeviceRequestArgs(name=c.name, exactly=exactly))
     return out
+
+
+def claim_template_name(deployment: str, claims: list[DeviceClaim]) -> str:
+    """The claim template's name: the deployment's, and a digest of what it claims.
+
+    A ResourceClaimTemplate's spec cannot change in place: the API server answers an update with
+    422 `spec: field is immutable` (k8s.io/kubernetes pkg/apis/resource/validation,
+    `ValidateResourceClaimTemplateUpdate`), and pulumi-kubernetes updates such a template rather
+    than replacing it (no `resource.k8s.io` entry in its `forceNewProperties`). A name that follows
+    the claim makes a changed claim a new template: pulumi-kubernetes replaces an object whose name
+    changes, creating the new one first.
+    """
+    claimed = [
+        [c.name, c.device.device_class_name, c.count, c.device.capacity[CPU_CLAIM_CAPACITY].value if c.cpus else None]
+        for c in claims
+    ]
+    digest = hashlib.sha256(json.dumps(claimed, separators=(",", ":")).encode()).hexdigest()[:8]
+    return f"{deployment}-{digest}"
 
 
 def container_resources(claims: list[DeviceClaim], memory: str | None = None) -> k8s.core.v1.ResourceRequirementsArgs:
@@ -258,7 +278,7 @@ class ModelDeployment(pulumi.ComponentResource):
         self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
         # The steps run in the order the children register in, which the plans and the state show:
         # claim template, cache claim, env Secret, Deployment, Service.
-        template = self._claim_template(name, meta, labels, claims)
+        template = self._claim_template(name, spec, labels, claims)
         volumes, mounts = self._volumes(name, spec, cluster, meta)
         container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
         self.deployment = self._deployment(name, spec, meta, labels, placement, template, container, volumes)
@@ -267,12 +287,19 @@ class ModelDeployment(pulumi.ComponentResource):
         self.register_outputs({"serviceName": self.service_name})
 
     def _claim_template(
-        self, name: str, meta: k8s.meta.v1.ObjectMetaArgs, labels: dict[str, str], claims: list[DeviceClaim]
+        self, name: str, spec: ModelDeploymentSpec, labels: dict[str, str], claims: list[DeviceClaim]
     ) -> k8s.resource.v1.ResourceClaimTemplate:
-        """The ResourceClaimTemplate from which each pod gets a claim on the pool class's devices."""
+        """The ResourceClaimTemplate from which each pod gets a claim on the pool class's devices.
+
+        Named after what it claims (`claim_template_name`): its spec is immutable, so a change of the
+        deployment's devices makes a template of another name, which Pulumi creates before the
+        Deployment moves to it and deletes the old one after.
+        """
         return k8s.resource.v1.ResourceClaimTemplate(
             f"{name}-claims",
-            metadata=meta,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=claim_template_name(spec.name, claims), namespace=spec.namespace, labels=labels
+            ),
             spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
                 metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                 spec=k8s.resource.v1.ResourceClaimSpecArgs(

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from components.model_deployment import DeviceClaim, claim_template_name
 from infra.config.issues import ConfigError
+from infra.config.model import CapacityValue, Device
 from infra.config.stackfile import parse_fleet
 from tests.conftest import cpu_class, of_type, run_fleet
 from tooling.mockrun import MockRun, Registration
@@ -166,7 +168,9 @@ def test_pod_is_placed_by_pool_selector_and_tolerates_every_driver_taint_and_clu
 
 def test_pod_claims_the_template_and_mounts_memory_backed_shm(lab: MockRun) -> None:
     pod = pod_spec(lab, "qwen-cpu")
-    assert pod["resourceClaims"] == [{"name": "devices", "resourceClaimTemplateName": "qwen-cpu"}]
+    template = registered(lab, TEMPLATE, "lab-qwen-cpu-claims").inputs["metadata"]["name"]
+    assert template.startswith("qwen-cpu-")
+    assert pod["resourceClaims"] == [{"name": "devices", "resourceClaimTemplateName": template}]
     assert pod["volumes"] == [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
     [engine] = pod["containers"]
     assert engine["volumeMounts"] == [{"name": "shm", "mountPath": "/dev/shm"}]
@@ -251,3 +255,13 @@ def test_bad_config_registers_nothing() -> None:
     result = run_fleet(raw)
     assert result.error is not None and "deployments[0].image" in str(result.error)
     assert result.resources == []
+
+
+def test_the_claim_template_is_named_after_what_it_claims() -> None:
+    # Its spec is immutable on the API server: a changed claim must be a template of another name.
+    cpu = Device(name="cpu", driver="dra.cpu", deviceClassName="dra.cpu", capacity={"dra.cpu/cpu": {"value": "6"}})
+    fewer = cpu.model_copy(update={"capacity": {"dra.cpu/cpu": CapacityValue(value="5")}})
+    six, five = DeviceClaim("cpu", cpu, 1, 6), DeviceClaim("cpu", fewer, 1, 5)
+    assert claim_template_name("qwen", [six]) == claim_template_name("qwen", [six])
+    assert claim_template_name("qwen", [six]) != claim_template_name("qwen", [five])
+    assert claim_template_name("qwen", [six]).startswith("qwen-")

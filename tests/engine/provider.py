@@ -108,6 +108,31 @@ def next_change() -> int:
         return n
 
 
+# Fields a Kubernetes API server refuses to change in place, which pulumi-kubernetes updates rather
+# than replaces (its `forceNewProperties` has no `resource.k8s.io` entry): the server answers 422,
+# in a server-side dry run (preview) and on apply alike. A ResourceClaimTemplate's spec is immutable
+# (k8s.io/kubernetes v1.36.0 pkg/apis/resource/validation/validation.go,
+# `ValidateResourceClaimTemplateUpdate`: `apimachineryvalidation.ValidateImmutableField`).
+IMMUTABLE_IN_PLACE: dict[str, tuple[str, ...]] = {
+    "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate": ("spec",),
+}
+
+
+def urn_type(urn: str) -> str:
+    """The resource type of a URN (its last type segment)."""
+    return urn.split("::")[2].split("$")[-1]
+
+
+def immutable_change(typ: str, olds: dict[str, PropertyValue], news: dict[str, PropertyValue]) -> str | None:
+    """The API server's refusal of an in-place update that changes an immutable field, or None."""
+    for field in IMMUTABLE_IN_PLACE.get(typ, ()):
+        before, after = olds.get(field), news.get(field)
+        if before is not None and after is not None and plain(before) != plain(after):
+            kind = typ.rsplit(":", 1)[-1]
+            return f"{kind} is invalid (422): {field}: Invalid value: field is immutable"
+    return None
+
+
 def fault(op: str, urn: str) -> None:
     fail_at = os.environ.get("MODELPLANE_TEST_FAIL_AT")
     if fail_at and next_change() == int(fail_at):
@@ -260,6 +285,10 @@ class TestProvider(p.Provider):
         return p.CreateResponse(resource_id=rid, properties=self._outputs(request.urn, request.properties, False))
 
     async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
+        refused = immutable_change(urn_type(request.urn), request.olds, request.news)
+        if refused is not None:
+            record("refused-update", request.urn)
+            raise RuntimeError(refused)
         if not request.preview:
             fault("update", request.urn)
             record("update", request.urn, id=request.resource_id)

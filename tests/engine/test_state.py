@@ -135,3 +135,30 @@ def test_an_aks_stack_created_with_the_sdks_api_version_aliases_updates_without_
     assert warnings == []
     assert set(stack.up().summary.resource_changes or {}) == {"same"}
     assert engine.ops().changes() == []
+
+
+def test_a_changed_claim_replaces_its_template_and_the_deployment_moves_to_it(engine: Engine) -> None:
+    # The API server refuses to change a ResourceClaimTemplate's spec (the test provider answers as
+    # it does, 422); the template named after its claim is replaced instead, created first.
+    # A protected stack refuses every replacement until protection is lifted (README, "protect");
+    # this one runs unprotected.
+    name = "recipe-qwen-cpu-civo"
+    config = engine.config(name)
+    config["modelplane:protect"] = False
+    engine.write_config(name, config)
+    stack = engine.stack(name)
+    assert stack.up().summary.result == "succeeded"
+    engine.reset_ops()
+    [device] = config["modelplane:classes"][0]["devices"]
+    device["capacity"]["dra.cpu/cpu"]["value"] = "5"  # 6 of 8 vCPUs claimed before, 5 now
+    engine.write_config(name, config)
+
+    preview = stack.preview()
+    assert preview.change_summary.get("replace") == 1 and preview.change_summary.get("update", 0) >= 1
+    assert stack.up().summary.result == "succeeded"
+    changes = [(e["op"], e["urn"].rsplit("::", 1)[-1]) for e in engine.ops().changes()]
+    template = "civo-cpu-qwen-claims"
+    assert "refused-update" not in [e["op"] for e in engine.ops().entries]
+    order = [change for change in changes if change[1] in (template, "civo-cpu-qwen-deployment")]
+    assert order == [("create", template), ("update", "civo-cpu-qwen-deployment"), ("delete", template)]
+    assert set(stack.preview().change_summary) == {"same"}
