@@ -19,6 +19,7 @@ from typing import Any
 from infra.config.base import KeyDoc, MachineBlock, Model
 from infra.machines import ControlPlaneFee, MachineType
 from infra.profiles import CloudProfile
+from infra.reservations import Reservation
 
 # A mock answer: (resource name, its inputs) -> the outputs the provider would compute.
 MockOutputs = Callable[[str, Mapping[str, Any]], dict[str, Any]]
@@ -85,6 +86,9 @@ class Cloud:
     resources: ResourceTypes | None = None
     # The most distinct zones the cluster's pools may name (its network plan); None: any.
     zone_limit: int | None = None
+    # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
+    # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
+    memory_reservation: Reservation | None = None
     pool_naming: PoolNaming | None = None
     # The Pulumi package of the cloud's provider, and the stack config keys it documents for
     # credentials (config key -> provider argument), which `components.base.stack_credentials`

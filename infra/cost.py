@@ -151,12 +151,16 @@ def money(value: Decimal | None, places: str = "0.01") -> float | None:
     return float(value.quantize(Decimal(places), rounding=ROUND_HALF_UP))
 
 
-def over_budget(monthly_at_max: Decimal, budget: Decimal) -> bool:
+def over_budget(monthly_at_max: Decimal, budget: Decimal, unpriced: Sequence[str] = ()) -> bool | None:
     """The budget rule: a stack whose monthly cost at its pools' maximum exceeds its budget.
 
-    The maximum, because autoscaled pools can reach it without another `pulumi up`.
+    The maximum, because autoscaled pools can reach it without another `pulumi up`. True when the
+    priced part alone exceeds it; None (cannot tell) when it does not but something is `unpriced`,
+    so a stack with an unpriced pool is never called within budget; False otherwise.
     """
-    return monthly_at_max > budget
+    if monthly_at_max > budget:
+        return True
+    return None if unpriced else False
 
 
 # --------------------------------------------------------------------------------------------

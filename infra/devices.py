@@ -13,8 +13,9 @@ Rules (names are the policy names, the contract):
   never rejected: the cluster's owner brought it).
 - machine rules (`check_machine`), which compare a pool with the catalog row of its machine
   (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
-  `cpu-claim-exceeds-machine`, `zone-outside-region`, and `unknown-machine-type` (advisory: the
-  catalog cannot know every machine, but a pool it cannot check is never passed in silence).
+  `cpu-claim-exceeds-machine`, `zone-outside-region`, and `unknown-machine-type` (the catalog
+  cannot know every machine, but a pool it cannot check is never passed in silence: the class must
+  say it takes the machine `uncatalogued`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ CPU_CLAIM_EXCEEDS_MACHINE = "cpu-claim-exceeds-machine"
 ZONE_OUTSIDE_REGION = "zone-outside-region"
 UNKNOWN_MACHINE_TYPE = "unknown-machine-type"
 
-# Rules that warn and never stop a run; every other rule is mandatory.
-ADVISORY_POLICIES = frozenset({UNKNOWN_MACHINE_TYPE})
+# Rules that warn and never stop a run; every other rule is mandatory. None today: a machine the
+# catalog does not know stops the run unless its class takes it `uncatalogued`.
+ADVISORY_POLICIES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -289,13 +291,17 @@ def check_machine(
     machine_at = f"{block}.{prov.machine.machine_key()}"
     row = machine(source, name)
     if row is None:
-        reject(
-            UNKNOWN_MACHINE_TYPE,
-            f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price are unchecked",
-            f"check the machine on the cloud's page and add a row to clouds/{cloud(source).key}/machines.py "
-            "(see docs/machines.md)",
-            path=machine_at,
-        )
+        # A machine the catalog does not know leaves its GPUs, CPUs and price unchecked, so it stops
+        # the run unless the class says it takes the machine so (`uncatalogued`); the plan then
+        # lists the pool as unpriced and never calls the stack within budget.
+        if not prov.machine.uncatalogued:
+            reject(
+                UNKNOWN_MACHINE_TYPE,
+                f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price would go unchecked",
+                f"correct the name if it is a typo; if the machine exists, set {block}.uncatalogued: true to take "
+                "it unchecked and unpriced (docs/machines.md says how the catalog gains a row)",
+                path=machine_at,
+            )
         return out
     drivers = claimed_drivers(cls)
     role = role_of(drivers)

@@ -2,9 +2,10 @@
 
 `guard` returns what it found and raises nothing: the device rules' violations (mandatory and
 advisory), the rules a cloud's API enforces that the fleet model alone cannot see (zone limits,
-pool names the cloud shortens), and the derived facts. The program (`program.main.run`) stops on
-it before the first registration, since a program that registered fewer resources would make
-`pulumi up` delete the rest; the offline plan (`tooling.plan`) reports it. Neither repeats a step.
+pool names the cloud shortens), deployments that could never be scheduled (`infra.schedulable`),
+and the derived facts. The program (`program.main.run`) stops on it before the first registration,
+since a program that registered fewer resources would make `pulumi up` delete the rest; the
+offline plan (`tooling.plan`) reports it. Neither repeats a step.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from infra.config.issues import ConfigIssue
 from infra.config.model import Fleet
 from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, declared_zones, derive_fleet
+from infra.schedulable import schedulability_issues
 
 
 @dataclass(frozen=True)
 class GuardResult:
     violations: list[Violation]  # every device-rule violation, mandatory or advisory
-    issues: list[ConfigIssue]  # the clouds' own rules (`fleet_issues`)
+    issues: list[ConfigIssue]  # the clouds' own rules (`fleet_issues`), then `schedulability_issues`
     facts: list[ClusterFacts]
 
     @property
@@ -39,9 +41,10 @@ class GuardResult:
 
 
 def guard(fleet: Fleet, file: str) -> GuardResult:
-    """Every device rule and cloud rule over the fleet, and its derived facts."""
+    """Every device rule, cloud rule and schedulability rule over the fleet, and its derived facts."""
     facts = derive_fleet(fleet)
-    return GuardResult(fleet_violations(fleet, file), fleet_issues(fleet, facts, file), facts)
+    issues = fleet_issues(fleet, facts, file) + schedulability_issues(fleet, facts, file)
+    return GuardResult(fleet_violations(fleet, file), issues, facts)
 
 
 def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from clouds import COMPONENT_TOKENS
 from infra.config.model import InferenceClass
@@ -132,8 +132,6 @@ unknown_machine_type = ResourceValidationPolicy(
     name=UNKNOWN_MACHINE_TYPE,
     description="A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
     validate=_validator(UNKNOWN_MACHINE_TYPE),
-    # The catalog cannot know every machine; a pool it cannot check is reported, not rejected.
-    enforcement_level=EnforcementLevel.ADVISORY,
 )
 
 CONFIG_POLICIES = [

@@ -294,9 +294,17 @@ def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> s
     limit = Decimal(str(given))
     costs = [c for r in resources if is_cluster_component(r.resource_type) if (c := registered_cluster_cost(r))]
     at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
-    if not over_budget(at_max, limit):
-        return None
     unpriced = sorted({u for c in costs for u in c.unpriced})
+    verdict = over_budget(at_max, limit, unpriced)
+    if verdict is False:
+        return None
+    if verdict is None:
+        return (
+            f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit):.2f} USD and the priced part "
+            f"of the fleet costs {money(at_max):.2f} USD a month at maxNodeCount, but {', '.join(unpriced)} "
+            "have no price in the machine catalog, so the budget cannot be checked. Fix: use machines the catalog "
+            "prices (docs/machines.md), or accept the risk by making cost-over-budget advisory in the pack config"
+        )
     known = f" (without {', '.join(unpriced)}, which have no price in the machine catalog)" if unpriced else ""
     return (
         f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit):.2f} USD but the fleet costs "

@@ -160,10 +160,10 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
     out = modelplane("plan", "--stack-file", str(path), "--json")
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
-    # Plan `x` is not in the machine catalog: an advisory warning beside the mandatory rejection.
+    # Plan `x` is not in the machine catalog: a second rejection beside the first, in one run.
     assert [(v["policy"], v["enforcement"]) for v in doc["violations"]] == [
         ("unsupported-devices", "mandatory"),
-        ("unknown-machine-type", "advisory"),
+        ("unknown-machine-type", "mandatory"),
     ]
     message = doc["violations"][0]["message"]
     assert "Pulumi.amd-on-vultr.yaml: cluster 'v', pool 'p', class 'amd'" in message

@@ -27,6 +27,7 @@ KERNEL = {
     "infra/tokens.py",
     "infra/profiles.py",
     "infra/machines.py",
+    "infra/reservations.py",
     "infra/config/__init__.py",
     "infra/config/names.py",
     "infra/config/base.py",

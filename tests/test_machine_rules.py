@@ -181,8 +181,10 @@ CASES: dict[str, tuple[InferenceClass, list[str], list[tuple[str, str | None, st
                 UNKNOWN_MACHINE_TYPE,
                 None,
                 "machine type 'n9-imaginary-8' is not in the machine catalog, so its GPUs, CPUs and price "
-                "are unchecked",
-                "check the machine on the cloud's page and add a row to clouds/gke/machines.py (see docs/machines.md)",
+                "would go unchecked",
+                "correct the name if it is a typo; if the machine exists, set classes[name=x].provisioning.gke"
+                ".uncatalogued: true to take it unchecked and unpriced (docs/machines.md says how the catalog gains "
+                "a row)",
                 GKE_MACHINE,
             )
         ],

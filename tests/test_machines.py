@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from clouds import MACHINES, cloud, machine
@@ -21,6 +22,7 @@ from infra.cost import (
     cluster_cost_json,
     combine_totals,
     facts_cost,
+    over_budget,
 )
 from infra.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
@@ -38,7 +40,7 @@ from infra.guard import format_violations, guard
 from infra.machines import MachineType
 from policies.config_rules import CONFIG_POLICIES
 from policies.stack_rules import cost_over_budget, registered_cluster_cost
-from tests.conftest import cpu_class, fleet_of, gpu_class
+from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
 from tests.policy_harness import located, resource_args, run, stack_args, stack_resource
 from tooling.machines_doc import render_machines_doc
 from tooling.plan import plan_stack
@@ -211,14 +213,16 @@ def test_zone_outside_the_region_is_rejected(cloud: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# unknown-machine-type: advisory, never a silent pass
+# unknown-machine-type: stops the run unless the class takes the machine uncatalogued
 
 
 @pytest.mark.parametrize("cloud", PROVIDERS)
-def test_unknown_machine_type_is_an_advisory_warning(cloud: str) -> None:
+def test_unknown_machine_type_stops_the_run_with_a_fix_an_installed_user_can_apply(cloud: str) -> None:
     [v] = check_machine("k", cloud, "p", cpu(cloud, "no-such-machine"), CLOUDS[cloud]["region"])
-    assert (v.policy, v.enforcement, v.mandatory) == (UNKNOWN_MACHINE_TYPE, "advisory", False)
-    assert f"clouds/{cloud.lower()}/machines.py" in v.fix
+    assert (v.policy, v.enforcement, v.mandatory) == (UNKNOWN_MACHINE_TYPE, "mandatory", True)
+    # The fix is in the user's own stack file, not in a module of the installed package.
+    assert f".provisioning.{cloud.lower()}.uncatalogued: true" in v.fix
+    assert ".py" not in v.fix
 
 
 @pytest.mark.parametrize("cloud", PROVIDERS)
@@ -226,16 +230,38 @@ def test_known_machine_type_raises_no_warning(cloud: str) -> None:
     assert UNKNOWN_MACHINE_TYPE not in policies_of(cloud, cpu(cloud, CLOUDS[cloud]["cpu"]))
 
 
-def test_unknown_machine_type_never_stops_the_program() -> None:
+def uncatalogued_fleet(acknowledged: bool) -> dict[str, Any]:
     c = CLOUDS["GKE"]
-    raw = {
-        "classes": [cpu_class("c", "GKE", {"machineType": "n4-standard-8"})],
+    block: dict[str, Any] = {"machineType": "n4-standard-8"}
+    if acknowledged:
+        block["uncatalogued"] = True
+    return {
+        "classes": [cpu_class("c", "GKE", block)],
         "clusters": [
             {"name": "k", "source": "GKE", "gke": c["cluster"], "nodePools": [{"name": "p", "className": "c"}]}
         ],
+        "budget": {"monthlyUsd": 100000},
     }
+
+
+def test_an_unknown_machine_stops_the_program_until_the_class_takes_it_uncatalogued() -> None:
+    raw = uncatalogued_fleet(acknowledged=False)
     assert [v.policy for v in fleet_violations(fleet_of(raw))] == [UNKNOWN_MACHINE_TYPE]
-    assert not guard(fleet_of(raw), "Pulumi.t.yaml").stops  # advisory: the program runs
+    assert guard(fleet_of(raw), "Pulumi.t.yaml").stops
+    assert isinstance(run_fleet(raw).error, pulumi.RunError)
+    taken = uncatalogued_fleet(acknowledged=True)
+    assert fleet_violations(fleet_of(taken)) == []
+    assert run_fleet(taken).error is None
+
+
+def test_a_fleet_with_an_unpriced_pool_is_never_within_budget() -> None:
+    # The known part is far under the budget, but the uncatalogued pool has no price.
+    raw = uncatalogued_fleet(acknowledged=True)
+    [message] = run(cost_over_budget, stack_args(registered(raw, 100000), policy=cost_over_budget))
+    assert "n4-standard-8" in message and "the budget cannot be checked" in message
+    assert over_budget(Decimal(1), Decimal(100), ["n4-standard-8"]) is None
+    assert over_budget(Decimal(101), Decimal(100), ["n4-standard-8"]) is True
+    assert over_budget(Decimal(1), Decimal(100)) is False
 
 
 def test_existing_clusters_have_no_machine_to_check() -> None:

@@ -107,7 +107,7 @@ def test_program_gke_pools_pass_role_marking() -> None:
     raw = {
         "classes": [
             gpu_class("l4", "GKE", {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}),
-            cpu_class("gke-cpu", "GKE", {"machineType": "c4-standard-8"}),
+            cpu_class("gke-cpu", "GKE", {"machineType": "c3-standard-8"}),
         ],
         "clusters": [
             {

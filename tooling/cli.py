@@ -187,7 +187,11 @@ def cost_text(cost: dict[str, Any], label: str) -> str:
         text += f" [yellow]+ unpriced: {esc(', '.join(cost['unpriced']))}[/]"
     budget = cost.get("budget")
     if budget:
-        over = "[red]over budget[/]" if budget["overBudget"] else "within budget"
+        over = {
+            True: "[red]over budget[/]",
+            False: "within budget",
+            None: "[yellow]not checked: the unpriced part is unknown[/]",
+        }[budget["overBudget"]]
         text += f"; budget {usd(budget['monthly'])}/month, {over}"
     return text
 

@@ -53,6 +53,13 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
                 "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
                 "accelerator: {type: nvidia-l4, count: 1}",
             )
+            keys[(machine, "uncatalogued")] = Key(
+                "Take a machine type the machine catalog does not know, unchecked and unpriced. Without it such a "
+                "machine stops the run (a typo would otherwise reach the cloud); with it the plan lists the pool "
+                "as unpriced and never calls the stack within budget.",
+                "`unknown-machine-type`; the cost and `cost-over-budget`",
+                "uncatalogued: true",
+            )
             if "diskSizeGb" in fields_of(c.machine_block):
                 keys[(machine, "diskSizeGb")] = Key(
                     "Boot disk size in GB.", "the cloud's node pool disk", "diskSizeGb: 200"

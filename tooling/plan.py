@@ -177,7 +177,11 @@ def cost_hook(ctx: PlanContext) -> None:
     budget = ctx.stack.fleet.budget
     if budget is not None:
         at_max = sum((monthly(c.hourly_at_max) for c in costs), Decimal(0))
-        total["budget"] = {"monthly": money(budget.monthly_usd), "overBudget": over_budget(at_max, budget.monthly_usd)}
+        unpriced = sorted({u for c in costs for u in c.unpriced})
+        total["budget"] = {
+            "monthly": money(budget.monthly_usd),
+            "overBudget": over_budget(at_max, budget.monthly_usd, unpriced),
+        }
     else:
         total["budget"] = None
     ctx.doc["cost"] = total

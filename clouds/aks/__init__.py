@@ -17,8 +17,9 @@ from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, PoolNaming, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, priced
+from infra.machines import ControlPlaneFee, MachineType, priced
 from infra.profiles import CloudProfile
+from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation, machine_memory
 
 SOURCE = "AKS"
 # AKS names a Linux agent pool with 1-12 lowercase letters and digits, starting with a letter.
@@ -38,6 +39,24 @@ def agent_pool_name(pool: str) -> str:
     if not letters[:1].isalpha():
         letters = f"p{letters}"
     return f"{letters[:7]}{hashlib.sha256(pool.encode()).hexdigest()[:5]}"
+
+
+# AKS (1.29 and later) keeps the lesser of 20 MB x the node's maximum pods + 50 MB and 25% of its
+# memory, plus the 100 MiB eviction threshold
+# (https://learn.microsoft.com/azure/aks/node-resource-reservations, "Memory reservations"; its MB
+# are taken as MiB, the unit AKS's kube-reserved `memoryMB` is in). The program leaves maxPods at
+# Azure CNI Overlay's default, 250 (https://learn.microsoft.com/azure/aks/azure-cni-overlay,
+# "Maximum pods per node"; the network profile is `clouds/aks/component.py`'s).
+AKS_MAX_PODS = 250
+AKS_MEMORY_PER_POD = 20 * MIB
+AKS_MEMORY_BASE = 50 * MIB
+AKS_MEMORY_SHARE = Decimal("0.25")
+
+
+def aks_reserved(row: MachineType) -> Decimal:
+    """Bytes AKS keeps from pods on a node of `row`."""
+    per_pods = AKS_MEMORY_PER_POD * AKS_MAX_PODS + AKS_MEMORY_BASE
+    return min(per_pods, machine_memory(row) * AKS_MEMORY_SHARE) + EVICTION_THRESHOLD
 
 
 def _named(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,6 +116,7 @@ CLOUD = Cloud(
         inline_pools="agentPoolProfiles",
         spelling=PoolSpelling(labels="nodeLabels", taints="nodeTaints", taints_as_text=True),
     ),
+    memory_reservation=Reservation(aks_reserved, "what AKS reserves"),
     pool_naming=PoolNaming(
         "AKS agent pool name",
         "AKS names are 1-12 lowercase letters and digits, so longer names are shortened",

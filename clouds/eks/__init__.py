@@ -15,8 +15,9 @@ from clouds.eks.config import KEYS, EksCluster, EksMachine
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, priced
+from infra.machines import ControlPlaneFee, MachineType, priced
 from infra.profiles import CloudProfile, TagRules
+from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation
 
 SOURCE = "EKS"
 # The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.component`),
@@ -25,6 +26,28 @@ MAX_ZONES = 6
 # EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators
 # (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html, `amiType`).
 ACCELERATED_AMI_WORDS = ("NVIDIA", "GPU", "NEURON")
+
+
+# EKS (AL2023, what every pool here runs: `clouds/eks/settings.py`) reserves by the node's pod
+# limit, not its memory: nodeadm sets kube-reserved memory to 11 MiB x maxPods + 255 MiB
+# (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go, `GetMemoryMebibytesToReserve`),
+# plus the 100 MiB eviction threshold. maxPods is the instance's ENI limit (eni-max-pods.txt there),
+# which the catalog does not carry, capped by managed node groups at 110 below 30 vCPUs and 250
+# above (https://docs.aws.amazon.com/eks/latest/userguide/choosing-instance-type.html, "How maxPods
+# is determined"). The cap is the most EKS can reserve, so the figure never overstates what a pod
+# gets; where the ENI limit is lower (58 for the catalog's 4 and 8 vCPU rows, 100 for p5 and p5e)
+# EKS keeps up to 572 MiB less than this.
+EKS_MEMORY_PER_POD = 11 * MIB
+EKS_MEMORY_BASE = 255 * MIB
+
+
+def eks_max_pods(vcpus: int) -> int:
+    return 110 if vcpus < 30 else 250
+
+
+def eks_reserved(row: MachineType) -> Decimal:
+    """Bytes EKS keeps from pods on a node of `row`, at the managed node group's pod cap."""
+    return EKS_MEMORY_PER_POD * eks_max_pods(row.vcpus) + EKS_MEMORY_BASE + EVICTION_THRESHOLD
 
 
 def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,6 +124,7 @@ CLOUD = Cloud(
         spelling=PoolSpelling(image="amiType", accelerated_images=ACCELERATED_AMI_WORDS),
     ),
     zone_limit=MAX_ZONES,
+    memory_reservation=Reservation(eks_reserved, "what EKS reserves at the node group's pod cap"),
     provider_package="aws",
     sdk="pulumi_aws",
     # Stack config the AWS provider documents for its credentials (config key -> provider argument;

@@ -17,6 +17,7 @@ from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
 from infra.profiles import CloudProfile, NameRule
+from infra.reservations import Reservation, tiered_reservation
 
 SOURCE = "GKE"
 # Where Google's COS driver installer puts the driver on GKE nodes (NVIDIA GPU Operator docs,
@@ -87,6 +88,7 @@ CLOUD = Cloud(
         "cluster management fee per cluster, any mode or topology; the free-tier credit is not applied",
         "https://cloud.google.com/kubernetes-engine/pricing",
     ),
+    memory_reservation=Reservation(tiered_reservation, "what GKE reserves"),
     component="clouds.gke.component:GkeCluster",
     component_token="modelplane:gke:GkeCluster",
     resources=ResourceTypes(

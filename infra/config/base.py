@@ -86,6 +86,10 @@ class MachineBlock(Model):
     if TYPE_CHECKING:
         accelerator: Accelerator | None
 
+    # The machine type is not in the machine catalog and the class takes it unchecked and unpriced
+    # (`unknown-machine-type` stops a run otherwise: infra/devices.py).
+    uncatalogued: bool | None = None
+
     @property
     def machine_name(self) -> str:
         return str(getattr(self, self.MACHINE_FIELD))

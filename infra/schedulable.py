@@ -1,0 +1,354 @@
+"""Schedulability: deployments that could never be scheduled, refused before anything registers.
+
+A deployment whose pods can never fit would otherwise plan clean and show up only as a Pending pod
+after `pulumi up`. Two rules, each reported at the deployment's path with a fix, every one
+independently (docs/serving.md, "What is checked before anything runs"):
+
+- memory: a pod's memory request against what one node of its pool can give a pod: the machine's
+  memory (the catalog row) less what the cloud keeps for the kubelet, system daemons and eviction
+  (`reserved_memory`: each cloud's rule in its record, `Cloud.memory_reservation`) and what this stack's own per-node pods
+  request (`NODE_AGENTS`). Only provisioned pools whose machine the catalog knows are checked; an
+  Existing cluster's nodes are the owner's, and an unknown machine is reported as
+  `unknown-machine-type` (`infra.devices`).
+- claims: the devices every deployment on a pool claims, replicas x devices per replica, against
+  the devices the pool's nodes carry at its largest (`PoolFacts.nodes`: `maxNodeCount` when
+  autoscaled); GPU devices by the class's `count` per node, `dra.cpu` claims by the CPUs
+  dra-driver-cpu leaves claimable on the machine. Deployments sharing a pool add up; the issue is
+  reported at the deployment that pushes the total over. Existing clusters are skipped: their
+  `nodeCount` does not say how many nodes the owner runs.
+
+Not here, because a rule already covers it: one replica's CPU claim against the machine
+(`cpu-claim-exceeds-machine`, `infra.devices`: the class's whole claim, which bounds any
+deployment's, against the vCPUs less the reserved ones), and a PersistentVolumeClaim cache
+shared by several replicas (`check_serving`, `infra.config.rules`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+
+from clouds import cloud, machine
+from infra.config.issues import ConfigIssue
+from infra.config.model import ClaimMode, Device, Fleet, InferenceCluster, ModelDeploymentSpec
+from infra.config.roles import CPU_CLAIM_DRIVER, Role, claimed_cpus
+from infra.devices import CPU_DRIVER_RESERVED_CPUS, reserved_cpus
+from infra.facts import ClusterFacts, PoolFacts
+from infra.formats import parse_quantity
+from infra.machines import MachineType
+from infra.reservations import GIB, MIB, Reservation, default_reservation, machine_memory
+from infra.serving.catalog import cluster_components
+from infra.vocabulary import GPU_VENDORS
+
+# --------------------------------------------------------------------------------------------
+# What a node can give a pod
+
+
+def reservation(source: str) -> Reservation:
+    """The cloud's rule for the memory it keeps from pods (`Cloud.memory_reservation`, with its
+    source), or GKE's published tiers for a cloud that publishes none."""
+    return cloud(source).memory_reservation or default_reservation(source)
+
+
+def reserved_memory(source: str, row: MachineType) -> Decimal:
+    """Bytes of a node of `row` that the cloud `source` keeps from pods."""
+    return reservation(source).reserved(row)
+
+
+# The memory this stack's own pods request on each node of a pool, by catalog row (its DaemonSet)
+# and the roles of the pools it reaches. Other per-node pods of the stack request none:
+# prometheus-node-exporter (`resources: {}`, prometheus-community/helm-charts
+# charts/prometheus-node-exporter/values.yaml), the GPU Operator's operands (`resources: {}` for
+# each, NVIDIA/gpu-operator deployments/gpu-operator/values.yaml @v26.3.3) and the NVIDIA DRA
+# kubelet plugin (`resources: {}`, kubernetes-sigs/dra-driver-nvidia-gpu values.yaml @v0.4.1). The
+# cloud's own daemons (kube-proxy, log agents) are not counted: a pod may get somewhat less still.
+NODE_AGENTS: Mapping[str, tuple[frozenset[Role], str]] = {
+    # nfd-worker: requests 64Mi (kubernetes-sigs/node-feature-discovery
+    # deployment/helm/node-feature-discovery/values.yaml @v0.19.0, `worker.resources`); it tolerates
+    # only the GPU taints (`infra.serving.values.node_feature_discovery`), so it runs on GPU pools.
+    "node-feature-discovery": (frozenset({"GPU"}), "64Mi"),
+    # dra-driver-cpu's DaemonSet: requests 50Mi (kubernetes-sigs/dra-driver-cpu
+    # deployment/helm/dra-driver-cpu/values.yaml, `resources.requests`); CPU pools only (its nodeSelector).
+    "dra-driver-cpu": (frozenset({"CPU"}), "50Mi"),
+}
+
+
+def node_agents_memory(cf: ClusterFacts, pool: PoolFacts) -> Decimal:
+    """Bytes this stack's per-node pods request on each node of `pool` (the rows the cluster installs)."""
+    installed = {c.key for c in cluster_components(cf)}
+    return sum(
+        (
+            parse_quantity(memory) or Decimal(0)
+            for key, (roles, memory) in NODE_AGENTS.items()
+            if key in installed and pool.role in roles
+        ),
+        Decimal(0),
+    )
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """One node of a pool, in bytes: its machine's memory, what the cloud keeps and what our agents take."""
+
+    row: MachineType
+    machine: Decimal
+    reserved: Decimal
+    agents: Decimal
+
+    @property
+    def for_pods(self) -> Decimal:
+        """What the scheduler can give one of the deployments' pods on an otherwise empty node."""
+        return self.machine - self.reserved - self.agents
+
+
+def node_memory(cf: ClusterFacts, pool: PoolFacts) -> NodeMemory | None:
+    """What a node of `pool` can give a pod, or None when its machine is not one the catalog knows."""
+    if not cf.profile.provisioned or pool.machine is None:
+        return None
+    row = machine(cf.source, pool.machine)
+    if row is None:
+        return None
+    return NodeMemory(row, machine_memory(row), reserved_memory(cf.source, row), node_agents_memory(cf, pool))
+
+
+# --------------------------------------------------------------------------------------------
+# The issues
+
+
+def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts], file: str) -> list[ConfigIssue]:
+    """Deployments that could never be scheduled: every memory and claim issue, each at its path."""
+    located = Located(fleet, facts)
+    return memory_issues(located, file) + claim_issues(located, file)
+
+
+@dataclass(frozen=True)
+class Located:
+    """The fleet with its facts, and where a cluster and a class sit in the stack file."""
+
+    fleet: Fleet
+    facts: Sequence[ClusterFacts]
+
+    def cluster(self, name: str) -> tuple[InferenceCluster, ClusterFacts]:
+        for cluster, cf in zip(self.fleet.clusters, self.facts, strict=True):
+            if cluster.name == name:
+                return cluster, cf
+        raise KeyError(name)
+
+    def class_index(self, name: str) -> int:
+        return next(ci for ci, c in enumerate(self.fleet.classes) if c.name == name)
+
+
+def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
+    """Each deployment's memory request against what one node of its pool can give a pod."""
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(located.fleet.deployments):
+        request = parse_quantity(dep.memory) if dep.memory is not None else None
+        if request is None:
+            continue
+        cluster, cf = located.cluster(dep.cluster)
+        pool = cf.pool(dep.pool)
+        node = node_memory(cf, pool)
+        if node is None or request <= node.for_pods:
+            continue
+        assert pool.class_name is not None, "a user pool has a class"
+        prov = located.fleet.class_named(pool.class_name).provisioning
+        assert prov is not None, "a pool with a machine has provisioning"
+        machine_at = (
+            f"classes[{located.class_index(pool.class_name)}].provisioning.{cloud(prov.provider).key}."
+            f"{prov.machine.machine_key()}"
+        )
+        agents = f" and {mib(node.agents)} MiB this stack's node agents request" if node.agents else ""
+        issues.append(
+            ConfigIssue(
+                file,
+                f"deployments[{di}].memory",
+                f"memory {dep.memory} is more than the {gib_down(node.for_pods)} GiB a {node.row.name} node of pool "
+                f"'{pool.name}' (cluster '{cluster.name}') can give a pod: {gib_text(node.machine)} GiB less "
+                f"{reservation(cf.source).says} ({gib_round(node.reserved)} GiB){agents}",
+                f"request at most {largest_request(node.for_pods)}, or use a larger machine for the pool's class "
+                f"({machine_at})",
+            )
+        )
+    return issues
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One deployment's claim on one kind of device of its pool: replicas x `each`."""
+
+    index: int
+    deployment: ModelDeploymentSpec
+    each: int
+
+    @property
+    def total(self) -> int:
+        return self.deployment.replicas * self.each
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """One kind of device a pool's nodes carry: what it is called in messages, and how many per node."""
+
+    what: str  # "'gpu' devices", "dra.cpu CPUs"
+    per_node: int
+    per_node_says: str  # "1 per node", "6 claimable CPUs per node (8 vCPUs of n2-standard-8 less 2 ...)"
+
+
+def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
+    """The devices every deployment on a pool claims against what the pool's nodes carry at most."""
+    issues: list[ConfigIssue] = []
+    for ki, (cluster, cf) in enumerate(zip(located.fleet.clusters, located.facts, strict=True)):
+        if not cluster.provisioned:
+            continue
+        for pi, spec in enumerate(cluster.node_pools):
+            pool = cf.pool(spec.name)
+            on_pool = [
+                (di, dep)
+                for di, dep in enumerate(located.fleet.deployments)
+                if dep.cluster == cluster.name and dep.pool == pool.name and dep.replicas > 0
+            ]
+            if not on_pool:
+                continue
+            where = PoolAt(file, f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
+            for device in pool.devices:
+                if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS:
+                    issues += where.over(gpu_demands(on_pool, device), gpu_capacity(device))
+            cpu = cpu_capacity(cf, pool)
+            if cpu is not None:
+                issues += where.over(cpu_demands(on_pool, pool), cpu)
+    return sorted(issues, key=lambda i: deployment_order(i.path))
+
+
+def gpu_demands(on_pool: Sequence[tuple[int, ModelDeploymentSpec]], device: Device) -> list[Demand]:
+    demands = []
+    for di, dep in on_pool:
+        each = sum(req.count for req in dep.devices if req.name == device.name)
+        if each:
+            demands.append(Demand(di, dep, each))
+    return demands
+
+
+def gpu_capacity(device: Device) -> Capacity:
+    return Capacity(f"'{device.name}' devices", device.count, f"{device.count} per node")
+
+
+def cpu_demands(on_pool: Sequence[tuple[int, ModelDeploymentSpec]], pool: PoolFacts) -> list[Demand]:
+    """CPUs each replica claims through dra.cpu: the class device's capacity x the request's count."""
+    devices = {d.name: d for d in pool.devices if d.claim is ClaimMode.DRA and d.driver == CPU_CLAIM_DRIVER}
+    demands = []
+    for di, dep in on_pool:
+        each = sum((claimed_cpus(devices[r.name]) or 0) * r.count for r in dep.devices if r.name in devices)
+        if each:
+            demands.append(Demand(di, dep, each))
+    return demands
+
+
+def cpu_capacity(cf: ClusterFacts, pool: PoolFacts) -> Capacity | None:
+    """The CPUs dra-driver-cpu leaves claimable on each node of a CPU pool, when the catalog knows its machine."""
+    if pool.role != "CPU" or pool.machine is None:
+        return None
+    row = machine(cf.source, pool.machine)
+    if row is None:
+        return None
+    usable = max(row.vcpus - reserved_cpus(), 0)
+    return Capacity(
+        "dra.cpu CPUs",
+        usable,
+        f"{usable} claimable CPUs per node ({row.vcpus} vCPUs of {row.name} less the {reserved_cpus()} "
+        f"dra-driver-cpu keeps, {CPU_DRIVER_RESERVED_CPUS})",
+    )
+
+
+@dataclass(frozen=True)
+class PoolAt:
+    """A provisioned pool, where it sits in the stack file, and the issue of claims it cannot hold."""
+
+    file: str
+    path: str
+    cluster: InferenceCluster
+    pool: PoolFacts
+
+    def over(self, demands: Sequence[Demand], capacity: Capacity) -> list[ConfigIssue]:
+        """One issue when the demands exceed the pool, at the deployment whose replicas push the total over."""
+        total, holds = sum(d.total for d in demands), self.pool.nodes * capacity.per_node
+        if total <= holds:
+            return []
+        running, pusher = 0, demands[-1]
+        for d in demands:
+            running += d.total
+            if running > holds:
+                pusher = d
+                break
+        others = [d for d in demands if d is not pusher]
+        dep = pusher.deployment
+        replicas = f"{plural(dep.replicas, 'replica')} x {pusher.each}"
+        on = f"pool '{self.pool.name}' (cluster '{self.cluster.name}')"
+        if others:
+            shares = ", ".join(f"'{d.deployment.name}': {d.deployment.replicas} x {d.each}" for d in others)
+            claims = f"brings the {capacity.what} claimed on {on} to {total} (its {replicas}, with {shares})"
+        else:
+            claims = f"claims {total} {capacity.what} on {on} ({replicas})"
+        room = max(holds - sum(d.total for d in others), 0) // pusher.each
+        lower = (
+            f"lower replicas to at most {room}" + (" (with the others as they are)" if others else "")
+            if room
+            else "move it to another pool" + (" or lower the others' replicas" if others else "")
+        )
+        return [
+            ConfigIssue(
+                self.file,
+                f"deployments[{pusher.index}].replicas",
+                f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
+                f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
+                f"{lower}, or {self.more_nodes(-(-total // max(capacity.per_node, 1)))}",
+            )
+        ]
+
+    def more_nodes(self, needed: int) -> str:
+        """The node count that gives the pool at least `needed` nodes, as the stack file spells it."""
+        if self.pool.autoscaled:
+            return f"let the pool have at least {needed} nodes ({self.path}.maxNodeCount: {needed})"
+        zones = self.pool.zone_count
+        per_zone = -(-needed // zones)
+        counted = f", per zone of its {zones}" if zones > 1 else ""
+        return f"let the pool have at least {needed} nodes ({self.path}.nodeCount: {per_zone}{counted})"
+
+
+def deployment_order(path: str) -> int:
+    """The deployment index of a `deployments[i]...` path, to report in config order."""
+    return int(path.split("[", 1)[1].split("]", 1)[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers as messages show them
+
+
+def gib_text(amount: Decimal) -> str:
+    """Whole GiB as such (`32`), else to a tenth (`7.5`)."""
+    value = amount / GIB
+    return str(int(value)) if value == value.to_integral_value() else str(value.quantize(Decimal("0.1"), ROUND_HALF_UP))
+
+
+def gib_down(amount: Decimal) -> str:
+    """GiB to a tenth, rounded down: never more than a pod can get."""
+    return str((max(amount, Decimal(0)) / GIB).quantize(Decimal("0.1"), ROUND_DOWN))
+
+
+def gib_round(amount: Decimal) -> str:
+    return str((amount / GIB).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
+def mib(amount: Decimal) -> str:
+    return str((amount / MIB).quantize(Decimal(1), ROUND_HALF_UP))
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def largest_request(amount: Decimal) -> str:
+    """The largest whole quantity that fits in `amount` bytes: `27Gi`, or `900Mi` below 1 GiB."""
+    if amount >= GIB:
+        return f"{int(amount // GIB)}Gi"
+    return f"{max(int(amount // MIB), 0)}Mi"
