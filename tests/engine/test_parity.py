@@ -32,18 +32,25 @@ def with_small_budget(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, f"{PROJECT}:budget": {"monthlyUsd": 10}}
 
 
-def with_unknown_machine(config: dict[str, Any]) -> dict[str, Any]:
+def with_unknown_machine(config: dict[str, Any], uncatalogued: bool = False) -> dict[str, Any]:
     edited = copy.deepcopy(config)
     cpu = next(c for c in edited[f"{PROJECT}:classes"] if c["name"] == "cpu-gke")
     cpu["provisioning"]["gke"]["machineType"] = "c3-standard-8-lssd"
+    if uncatalogued:
+        cpu["provisioning"]["gke"]["uncatalogued"] = True
     return edited
+
+
+def with_unpriced_machine_and_a_budget(config: dict[str, Any]) -> dict[str, Any]:
+    # Far above the priced part: only the unpriced pool keeps the budget from being checked.
+    return {**with_unknown_machine(config, uncatalogued=True), f"{PROJECT}:budget": {"monthlyUsd": 1000000}}
 
 
 # Bad configurations the pack judges (the program runs): (base stack, edit of its config).
 PACK_CASES: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "unprotected-civo": ("civo-dev", without_protection),
     "gke-over-budget": ("gke-prod", with_small_budget),
-    "gke-unknown-machine": ("gke-prod", with_unknown_machine),
+    "gke-unpriced-with-a-budget": ("gke-prod", with_unpriced_machine_and_a_budget),
 }
 
 
@@ -93,4 +100,16 @@ def test_device_rule_verdicts_of_the_engine_and_the_plan_agree(engine: Engine, c
     doc = plan_stack(engine.stack_file("fleet"), display="Pulumi.fleet.yaml", mode="preview")
     from_plan = {(v["policy"], v["message"]) for v in doc["violations"] if v["enforcement"] == "mandatory"}
     assert from_plan
+    assert from_engine == from_plan
+
+
+def test_an_unknown_machine_stops_the_engine_and_the_plan_alike(engine: Engine) -> None:
+    engine.write_config("gke-prod", with_unknown_machine(engine.config("gke-prod")))
+    stack = engine.stack("gke-prod")
+    with pytest.raises(auto.CommandError) as err:
+        stack.preview(policy_packs=[str(engine.pack)])
+    from_engine = set(re.findall(r"\[([a-z-]+)\] (.+?)(?:\\n|\n|$)", str(err.value)))
+    doc = plan_stack(engine.stack_file("gke-prod"), display="Pulumi.gke-prod.yaml", mode="preview")
+    from_plan = {(v["policy"], v["message"]) for v in doc["violations"] if v["enforcement"] == "mandatory"}
+    assert {policy for policy, _ in from_plan} == {"unknown-machine-type"}
     assert from_engine == from_plan
