@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from clouds import cloud, machine, profile
 from infra.config.base import Accelerator, ProvisionedClusterBlock
-from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster, Provisioning
+from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
 from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
@@ -123,7 +123,12 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
             driver=CPU_DRIVER,
         )
     if prov is not None:
-        _check_class_accelerator(cls, prov, accel, drivers, reject)
+        _check_class_accelerator(
+            cls, f"its {prov.provider} block", f"provisioning.{cloud(prov.provider).key}", accel, drivers, reject
+        )
+    elif not provisioned and cls.accelerator is not None:
+        # An Existing class that declares its nodes' GPUs is held to them as a provisioned one is.
+        _check_class_accelerator(cls, "the class", "", cls.accelerator, drivers, reject)
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
@@ -141,21 +146,22 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
 
 def _check_class_accelerator(
     cls: InferenceClass,
-    prov: Provisioning,
+    owner: str,
+    block: str,
     accel: Accelerator | None,
     drivers: list[str],
     reject: Callable[..., None],
 ) -> None:
-    """`accelerator-driver-mismatch` within the class: its cloud block's accelerator against the GPUs it claims."""
+    """`accelerator-driver-mismatch` within the class: the accelerator it declares (in `block`, said as
+    `owner`: its cloud block, or the class itself on Existing) against the GPUs it claims."""
     vendors = gpu_vendors(drivers)
     role = role_of(drivers)
     gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
     if role == "GPU" and vendors and accel is None:
         reject(
             ACCELERATOR_DRIVER_MISMATCH,
-            f"the class claims {', '.join(gpu_drivers)} but its {prov.provider} block sets no accelerator, "
-            "so its nodes would get no GPU",
-            f"set provisioning.{cloud(prov.provider).key}.accelerator {{type, count}} to the GPUs the machine carries",
+            f"the class claims {', '.join(gpu_drivers)} but {owner} sets no accelerator, so its nodes would get no GPU",
+            f"set {block}.accelerator {{type, count}} to the GPUs the machine carries",
             driver=",".join(gpu_drivers),
         )
     if role == "CPU" and accel is not None:

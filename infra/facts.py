@@ -25,7 +25,7 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator
-from infra.config.model import Device, Fleet, InferenceCluster
+from infra.config.model import Device, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
 from infra.profiles import CloudProfile
@@ -193,14 +193,22 @@ def pool_accelerator(
     """The accelerator a GPU pool's nodes carry.
 
     Provisioned clouds take it from the class's block for that cloud. On Existing, provisioning is
-    ignored (the owner's hardware is what it is), so the GPUs are named by vendor (`amd-gpu`) with
-    the class's GPU device count.
+    ignored (the owner's hardware is what it is): the class's own `accelerator` when it declares
+    one, else the GPUs named by vendor (`amd-gpu`) with the class's GPU device count.
     """
     if vendor is None:
         return None
     if not profile(source).provisioned:
-        return Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
+        return cls_accel or Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
     return cls_accel
+
+
+def declared_accelerator(cls: InferenceClass, provisioned: bool) -> Accelerator | None:
+    """The accelerator a class declares for a pool: its provisioning block's on a provisioned cloud,
+    its own `accelerator` on an Existing cluster."""
+    if provisioned:
+        return cls.provisioning.accelerator if cls.provisioning else None
+    return cls.accelerator
 
 
 def gpu_taint(source: str, vendor: str) -> Taint:
@@ -265,9 +273,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         vendor = vendors[0] if role == "GPU" and len(vendors) == 1 else None
         prov = cls.provisioning if cluster.provisioned else None
         accel = (
-            pool_accelerator(
-                source, cls.provisioning.accelerator if cls.provisioning else None, vendor, gpu_device_count(cls)
-            )
+            pool_accelerator(source, declared_accelerator(cls, cluster.provisioned), vendor, gpu_device_count(cls))
             if role == "GPU"
             else None
         )

@@ -77,7 +77,7 @@ def cpu_cluster_fleet(source: str, *names: str) -> dict[str, Any]:
             {
                 "name": name,
                 "source": source,
-                source.lower(): {} if existing else CLUSTER_BLOCKS[source],
+                source.lower(): {"kubernetesVersion": "1.36"} if existing else CLUSTER_BLOCKS[source],
                 "nodePools": [{"name": "cpu", "className": "cpu"}],
             }
             for name in names

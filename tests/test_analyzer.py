@@ -29,7 +29,7 @@ BYO = {
         {
             "name": "byo-lab",
             "source": "Existing",
-            "existing": {"kubeconfigKey": "kubeconfig"},
+            "existing": {"kubernetesVersion": "1.36", "kubeconfigKey": "kubeconfig"},
             "nodePools": [
                 {"name": "mi325x", "className": "mi325x-byo"},
                 {"name": "h100", "className": "h100-byo"},

@@ -111,7 +111,12 @@ def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> 
                 {"name": "c", "devices": [{"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu"}]}
             ],
             "modelplane:clusters": [
-                {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "p", "className": "nope"}]}
+                {
+                    "name": "byo",
+                    "source": "Existing",
+                    "existing": {"kubernetesVersion": "1.36"},
+                    "nodePools": [{"name": "p", "className": "nope"}],
+                }
             ],
             "modelplane:kubeconfig": {"secure": "x"},
         }

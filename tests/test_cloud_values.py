@@ -115,7 +115,12 @@ def test_an_existing_class_with_17_gpus_is_planned_not_a_traceback() -> None:
             }
         ],
         "clusters": [
-            {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "gpu", "className": "big"}]}
+            {
+                "name": "byo",
+                "source": "Existing",
+                "existing": {"kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "gpu", "className": "big"}],
+            }
         ],
     }
     result = run_fleet(raw)

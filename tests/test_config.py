@@ -209,7 +209,7 @@ def existing_cluster(existing: dict[str, Any]) -> dict[str, Any]:
     config["modelplane:clusters"][0] = {
         "name": "byo",
         "source": "Existing",
-        "existing": existing,
+        "existing": {"kubernetesVersion": "1.36", **existing},
         "nodePools": [{"name": "cpu", "className": "cpu"}],
     }
     config["modelplane:kubeconfig"] = {"secure": "AAABAKubeconfig"}
@@ -241,7 +241,12 @@ def test_existing_cluster_needs_its_secret_kubeconfig(tmp_path: Path) -> None:
     config = {
         "modelplane:classes": [cpu_class("cpu", None)],
         "modelplane:clusters": [
-            {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "cpu", "className": "cpu"}]}
+            {
+                "name": "byo",
+                "source": "Existing",
+                "existing": {"kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
         ],
     }
     [(path, problem)] = issues_of(tmp_path, config)

@@ -392,7 +392,12 @@ def test_a_quoted_whole_number_attribute_is_refused() -> None:
 def test_a_text_key_keeps_a_value_that_reads_as_a_number() -> None:
     raw = one_cluster()
     raw["classes"][0]["devices"][0]["attributes"] = {"generation": {"string": "4"}}
-    raw["clusters"] = [{**existing({"context": "2024"}), "nodePools": [{"name": "cpu", "className": "cpu"}]}]
+    raw["clusters"] = [
+        {
+            **existing({"context": "2024", "kubernetesVersion": "1.36"}),
+            "nodePools": [{"name": "cpu", "className": "cpu"}],
+        }
+    ]
     fleet = fleet_of(raw)
     assert fleet.classes[0].devices[0].attributes["generation"].string == "4"
     assert fleet.clusters[0].existing is not None and fleet.clusters[0].existing.context == "2024"

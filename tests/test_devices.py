@@ -455,8 +455,8 @@ def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_
     raw = {
         "classes": [cpu_class("cpu", None), net_only],
         "clusters": [
-            {"name": "a", "source": "Existing", "existing": {}, "nodePools": pools[:1]},
-            {"name": "b", "source": "Existing", "existing": {}, "nodePools": pools},
+            {"name": "a", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools[:1]},
+            {"name": "b", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools},
         ],
     }
     with pytest.raises(ConfigError) as err:

@@ -140,7 +140,9 @@ def test_config_accepts_a_capacity_exactly_when_the_pack_can_read_it(text: str, 
     pools = [{"name": "p", "className": "c"}]
     raw = {
         "classes": [cpu_class("c", None, cpus=text)],
-        "clusters": [{"name": "k", "source": "Existing", "existing": {}, "nodePools": pools}],
+        "clusters": [
+            {"name": "k", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools}
+        ],
     }
     if value is None:
         with pytest.raises(ConfigError) as err:

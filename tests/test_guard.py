@@ -88,7 +88,7 @@ def test_missing_kubeconfig_secret_registers_nothing() -> None:
     existing = {
         "name": "byo",
         "source": "Existing",
-        "existing": {"kubeconfigKey": "byoKubeconfig"},
+        "existing": {"kubernetesVersion": "1.36", "kubeconfigKey": "byoKubeconfig"},
         "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
     }
     raw = fleet_with(existing, cpu_class("byo-cpu", None))
@@ -103,7 +103,7 @@ def test_every_existing_kubeconfig_is_read_before_anything_registers() -> None:
     existing = {
         "name": "byo",
         "source": "Existing",
-        "existing": {"kubeconfigKey": "byoKubeconfig"},
+        "existing": {"kubernetesVersion": "1.36", "kubeconfigKey": "byoKubeconfig"},
         "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
     }
     raw = fleet_with(existing, cpu_class("byo-cpu", None))
@@ -176,7 +176,7 @@ def test_a_kubeconfig_stored_as_plain_text_stops_the_program() -> None:
     existing = {
         "name": "byo",
         "source": "Existing",
-        "existing": {},
+        "existing": {"kubernetesVersion": "1.36"},
         "nodePools": [{"name": "cpu", "className": "byo-cpu"}],
     }
     raw = fleet_with(existing, cpu_class("byo-cpu", None))

@@ -162,7 +162,7 @@ def test_cpu_deployment_objects_validate_on_existing() -> None:
             {
                 "name": "lab",
                 "source": "Existing",
-                "existing": {},
+                "existing": {"kubernetesVersion": "1.36"},
                 "taints": [{"key": "team", "value": "", "effect": "NoExecute"}],
                 "nodePools": [{"name": "cpu", "className": "cpu"}],
             }

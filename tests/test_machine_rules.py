@@ -305,7 +305,7 @@ def test_cluster_region_is_the_region_or_the_aks_location_and_none_on_existing()
     clusters = [
         {"name": n, "source": s, s.lower(): CLUSTER_BLOCKS[s], "nodePools": pools}
         for n, s in (("g", "GKE"), ("a", "AKS"), ("c", "Civo"))
-    ] + [{"name": "e", "source": "Existing", "existing": {}, "nodePools": pools}]
+    ] + [{"name": "e", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools}]
     fleet = Fleet.model_validate({"classes": [], "clusters": clusters})
     assert [cluster_region(c) for c in fleet.clusters] == ["us-central1", "eastus", "LON1", None]
 

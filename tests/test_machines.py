@@ -517,7 +517,12 @@ def test_existing_cluster_component_has_no_registered_cost() -> None:
     raw = {
         "classes": [cpu_class("byo-cpu", None)],
         "clusters": [
-            {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "c", "className": "byo-cpu"}]}
+            {
+                "name": "byo",
+                "source": "Existing",
+                "existing": {"kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "c", "className": "byo-cpu"}],
+            }
         ],
     }
     props = registered_props(raw, "byo")

@@ -46,7 +46,7 @@ def lab_fleet(**cpu_device: Any) -> dict[str, Any]:
             {
                 "name": "lab",
                 "source": "Existing",
-                "existing": {},
+                "existing": {"kubernetesVersion": "1.36"},
                 "taints": [{"key": "team", "value": "ml", "effect": "NoSchedule"}],
                 "nodePools": [{"name": "mi325x", "className": "mi325x"}, {"name": "cpu", "className": "cpu"}],
             }

@@ -32,7 +32,7 @@ def served_fleet(source: str, **deployment: Any) -> dict[str, Any]:
             "name": "gpu",
             "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}],
         }
-        cluster = {"name": "c", "source": "Existing", "existing": {}}
+        cluster = {"name": "c", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}}
     else:
         cls = gpu_class("gpu", source, GPU_BLOCKS[source])
         cluster = {"name": "c", "source": source, source.lower(): CLUSTER_BLOCKS[source]}
@@ -253,7 +253,12 @@ def test_cpu_engine_may_leave_memory_unset() -> None:
     raw = {
         "classes": [cpu_class("cpu", None)],
         "clusters": [
-            {"name": "c", "source": "Existing", "existing": {}, "nodePools": [{"name": "cpu", "className": "cpu"}]}
+            {
+                "name": "c",
+                "source": "Existing",
+                "existing": {"kubernetesVersion": "1.36"},
+                "nodePools": [{"name": "cpu", "className": "cpu"}],
+            }
         ],
         "deployments": [
             {

@@ -78,7 +78,9 @@ def existing_fleet(amd: bool = True) -> dict[str, Any]:
         pools.append({"name": "mi325x", "className": "mi325x"})
     return {
         "classes": classes,
-        "clusters": [{"name": "lab", "source": "Existing", "existing": {}, "nodePools": pools}],
+        "clusters": [
+            {"name": "lab", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools}
+        ],
         "deployments": [
             {
                 "name": p["name"] + "-engine",

@@ -37,7 +37,7 @@ BYO = {
         {
             "name": "byo",
             "source": "Existing",
-            "existing": {},
+            "existing": {"kubernetesVersion": "1.36"},
             "nodePools": [{"name": "amd", "className": "mi325x"}, {"name": "cpu", "className": "cpu"}],
         }
     ],

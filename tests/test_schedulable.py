@@ -168,7 +168,7 @@ def test_existing_clusters_are_not_judged() -> None:
             {
                 "name": "prod",
                 "source": "Existing",
-                "existing": {},
+                "existing": {"kubernetesVersion": "1.36"},
                 "nodePools": [{"name": "gpu", "className": "gpu"}],
             }
         ],

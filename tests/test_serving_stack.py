@@ -127,7 +127,9 @@ def existing_fleet(*pool_classes: dict[str, Any]) -> dict[str, Any]:
     pools = [{"name": f"p{i}", "className": c["name"]} for i, c in enumerate(pool_classes)]
     return {
         "classes": list(pool_classes),
-        "clusters": [{"name": "byo", "source": "Existing", "existing": {}, "nodePools": pools}],
+        "clusters": [
+            {"name": "byo", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}, "nodePools": pools}
+        ],
     }
 
 
@@ -178,7 +180,7 @@ def test_existing_cluster_claiming_only_cpus_installs_no_gpu_component() -> None
 
 def test_existing_cluster_whose_owner_runs_the_gpu_operators_gets_neither_operator() -> None:
     fleet = existing_fleet(AMD_BYO, NVIDIA_BYO, CPU_BYO)
-    fleet["clusters"][0]["existing"] = {"ownerGpuOperator": True}
+    fleet["clusters"][0]["existing"] = {"ownerGpuOperator": True, "kubernetesVersion": "1.36"}
     result = run_fleet(fleet)
     assert result.error is None, result.error
     regs = releases_by_name(result)

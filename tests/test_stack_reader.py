@@ -365,7 +365,7 @@ config:
   modelplane:clusters:
     - name: lab
       source: Existing
-      existing: {kubeconfigKey: lab-kubeconfig}
+      existing: {kubernetesVersion: "1.36", kubeconfigKey: lab-kubeconfig}
       nodePools:
         - {name: cpu, className: cpu}
 """
@@ -610,7 +610,7 @@ def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
     edits = (("classes", 0, "zzz"), 1), ((*POOL, "nodeCount"), -1), (("clusters", 0, "source"), "gke")
     assert fleet_issues(*edits) == [
         "F.yaml: classes[0].zzz: unknown key 'zzz'. "
-        "Fix: remove or rename it (known keys: name, description, devices, provisioning)",
+        "Fix: remove or rename it (known keys: name, description, devices, provisioning, accelerator)",
         "F.yaml: clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr' or 'Existing' "
         "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr' or 'Existing'",
         "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "

@@ -412,7 +412,7 @@ def test_existing_cluster_without_gpus_installs_the_collector_release() -> None:
             {
                 "name": "lab",
                 "source": "Existing",
-                "existing": {"kubeconfigKey": "kubeconfig"},
+                "existing": {"kubernetesVersion": "1.36", "kubeconfigKey": "kubeconfig"},
                 "nodePools": [{"name": "cpu", "className": "cpu-byo"}],
             }
         ],

@@ -39,7 +39,7 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
                 "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
                 f"{version_floor} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
                 "the cluster resource; the version floor in `infra/config/rules.py`",
-                f"kubernetesVersion: {c.examples['kubernetesVersion']}",
+                f"kubernetesVersion: {c.examples.get('kubernetesVersion', chr(34) + '1.36' + chr(34))}",
             )
         if c.machine_block is not None:
             machine = c.machine_block.__name__
@@ -125,6 +125,14 @@ KEYS: dict[tuple[str, str], Key] = {
         "What one node of the class offers, as DRA devices (claimed) or Synthetic ones (described only).",
         "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`)",
         "devices: [{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com}]",
+    ),
+    ("InferenceClass", "accelerator"): Key(
+        "The GPUs of an Existing cluster's nodes (`type`, `count`), for a class that backs its pools. When set, "
+        "the device rules hold the class to them (a GPU driver of the type's vendor, one device per GPU) and the "
+        "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A provisioned "
+        "class names its accelerator in its provisioning block instead.",
+        "`accelerator-driver-mismatch`; the pool's GPU label",
+        "accelerator: {type: amd-mi300x, count: 8}",
     ),
     ("InferenceClass", "provisioning"): Key(
         "The machine for one provider. Omit it for a class used only on Existing clusters.",

@@ -19,6 +19,12 @@ KEYS = {
     ("ExistingCluster", "context"): KeyDoc(
         "The kubeconfig context to use.", "the cluster's Kubernetes provider", "context: prod"
     ),
+    ("ExistingCluster", "kubernetesVersion"): KeyDoc(
+        "The Kubernetes version the cluster runs. Optional, but required once a pool's class claims consumable "
+        "capacity (`dra.cpu/cpu`), which schedules only from 1.36.",
+        "the version floor and the capacity rule in `infra/config/rules.py` (`check_owner_version`)",
+        'kubernetesVersion: "1.36"',
+    ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
         "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
         "(docs/existing-clusters.md).",

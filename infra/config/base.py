@@ -120,6 +120,8 @@ class OwnerClusterBlock(Model):
 
     kubeconfig_key: str = "kubeconfig"
     context: str | None = None
+    # The version the owner runs; required once a pool claims consumable capacity (1.36 and later).
+    kubernetes_version: str | None = None
     # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
     # installs no second one and relies on the owner's (docs/existing-clusters.md).
     owner_gpu_operator: bool = False

@@ -150,6 +150,9 @@ class InferenceClass(Model):
     description: str = ""
     devices: Annotated[list[Device], Field(min_length=1, max_length=16)]
     provisioning: Provisioning | None = None
+    # The GPUs of an owner's nodes, for a class that backs pools of Existing clusters; a provisioned
+    # class names its accelerator in its provisioning block (`check_references` says so).
+    accelerator: Accelerator | None = None
 
 
 class Taint(Model):

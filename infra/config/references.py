@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 
 from clouds import CLOUDS, PROVISIONED, cloud, profile
-from infra.config.base import ProvisionedClusterBlock
+from infra.config.base import OwnerClusterBlock, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
 from infra.config.model import (
     ClaimMode,
@@ -17,7 +17,7 @@ from infra.config.model import (
 )
 from infra.config.names import NAMESPACE
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
-from infra.config.rules import check_capacity_claims, check_cloud_names, check_version
+from infra.config.rules import check_capacity_claims, check_cloud_names, check_owner_version, check_version
 
 
 def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
@@ -42,6 +42,16 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     if prov is None:
         return issues
     wanted = cloud(prov.provider).key
+    if cls.accelerator is not None:
+        issues.append(
+            ConfigIssue(
+                file,
+                f"classes[{ci}].accelerator",
+                f"the class provisions on {prov.provider}, whose machine block names the accelerator",
+                f"move it to classes[{ci}].provisioning.{wanted}.accelerator (a class-level accelerator describes "
+                "an Existing cluster's nodes)",
+            )
+        )
     if getattr(prov, wanted) is None:
         issues.append(
             ConfigIssue(
@@ -93,12 +103,14 @@ def _check_cluster_block(fleet: Fleet, file: str, ki: int, cluster: InferenceClu
                     f"remove the '{other}' block or set source to match it",
                 )
             )
+    version_path = f"{base}.{wanted}.kubernetesVersion"
     if isinstance(block, ProvisionedClusterBlock):
-        version_path = f"{base}.{wanted}.kubernetesVersion"
         issues.extend(
             check_version(file, version_path, block.kubernetes_version)
             or check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
         )
+    elif isinstance(block, OwnerClusterBlock):
+        issues.extend(check_owner_version(fleet, cluster, file, version_path, block.kubernetes_version))
     issues.extend(check_cloud_names(file, base, cluster))
     return issues
 

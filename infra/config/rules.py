@@ -257,14 +257,10 @@ def check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
 MIN_KUBERNETES_CONSUMABLE_CAPACITY = (1, 36)
 
 
-def check_capacity_claims(
-    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str
-) -> list[ConfigIssue]:
-    m = _VERSION_RE.match(version)
-    if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
-        return []
+def capacity_claiming_pools(fleet: Fleet, cluster: InferenceCluster) -> list[str]:
+    """The cluster's pools whose class claims consumable capacity (`dra.cpu/cpu`), as errors name them."""
     classes = {c.name: c for c in fleet.classes}
-    claiming = [
+    return [
         f"'{pool.name}' (class '{pool.class_name}')"
         for pool in cluster.node_pools
         if pool.class_name in classes
@@ -273,6 +269,37 @@ def check_capacity_claims(
             for d in classes[pool.class_name].devices
         )
     ]
+
+
+def check_owner_version(
+    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str | None
+) -> list[ConfigIssue]:
+    """An owner-run cluster's Kubernetes version: optional, but required once a pool claims capacity,
+    where the version decides whether the claim can ever schedule (`check_capacity_claims`)."""
+    if version is not None:
+        return check_version(file, path, version) or check_capacity_claims(fleet, cluster, file, path, version)
+    claiming = capacity_claiming_pools(fleet, cluster)
+    if not claiming:
+        return []
+    floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
+    return [
+        ConfigIssue(
+            file,
+            path,
+            f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, which schedules only from Kubernetes "
+            f"{floor} (the DRAConsumableCapacity gate), but the cluster does not say which version it runs",
+            f'set kubernetesVersion to the version the cluster runs (`kubectl version`), e.g. kubernetesVersion: "{floor}"',
+        )
+    ]
+
+
+def check_capacity_claims(
+    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str
+) -> list[ConfigIssue]:
+    m = _VERSION_RE.match(version)
+    if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
+        return []
+    claiming = capacity_claiming_pools(fleet, cluster)
     if not claiming:
         return []
     floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))

@@ -1,0 +1,107 @@
+"""An Existing cluster may say what its nodes are: their GPUs, and the Kubernetes version they run.
+
+A class that declares its accelerator is held to it by the device rules as a provisioned class is;
+a cluster whose pools claim consumable capacity must say which version it runs, and the 1.36 floor
+applies to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.config.issues import ConfigError
+from infra.devices import ACCELERATOR_DRIVER_MISMATCH, fleet_violations
+from infra.facts import derive_cluster
+from tests.conftest import cpu_class, fleet_of, gke_fleet
+
+
+def byo(cls: dict[str, Any], version: str | None = "1.36") -> dict[str, Any]:
+    block: dict[str, Any] = {"kubeconfigKey": "kubeconfig"}
+    if version is not None:
+        block["kubernetesVersion"] = version
+    return {
+        "classes": [cls],
+        "clusters": [
+            {
+                "name": "byo",
+                "source": "Existing",
+                "existing": block,
+                "nodePools": [{"name": "p", "className": cls["name"]}],
+            }
+        ],
+    }
+
+
+def gpu(driver: str, count: int = 8, accelerator: dict[str, Any] | None = None) -> dict[str, Any]:
+    cls: dict[str, Any] = {
+        "name": "mi300x",
+        "devices": [{"name": "gpu", "driver": driver, "deviceClassName": driver, "count": count}],
+    }
+    if accelerator is not None:
+        cls["accelerator"] = accelerator
+    return cls
+
+
+MI300X = {"type": "amd-mi300x", "count": 8}
+
+
+def test_an_nvidia_driver_on_a_declared_mi300x_class_is_refused() -> None:
+    [v] = fleet_violations(fleet_of(byo(gpu("gpu.nvidia.com", accelerator=MI300X))))
+    assert (v.policy, v.mandatory) == (ACCELERATOR_DRIVER_MISMATCH, True)
+    assert "accelerator amd-mi300x is a amd GPU but the class claims gpu.nvidia.com" in v.message
+
+
+def test_a_declared_gpu_count_must_equal_the_devices_the_class_claims() -> None:
+    [v] = fleet_violations(fleet_of(byo(gpu("gpu.amd.com", count=4, accelerator=MI300X))))
+    assert "the class claims 4 GPU devices but accelerator.count is 8" in v.message
+
+
+def test_a_declared_accelerator_names_the_pools_gpus() -> None:
+    fleet = fleet_of(byo(gpu("gpu.amd.com", accelerator=MI300X)))
+    assert fleet_violations(fleet) == []
+    pool = derive_cluster(fleet, fleet.clusters[0]).pool("p")
+    assert pool.labels["modelplane.ai/gpu"] == "amd-mi300x"
+    assert pool.accelerator is not None and pool.accelerator.count == 8
+
+
+def test_an_undeclared_existing_class_is_named_by_its_vendor_as_before() -> None:
+    fleet = fleet_of(byo(gpu("gpu.amd.com")))
+    assert fleet_violations(fleet) == []
+    assert derive_cluster(fleet, fleet.clusters[0]).pool("p").labels["modelplane.ai/gpu"] == "amd-gpu"
+
+
+def test_a_provisioned_class_names_its_accelerator_in_its_provisioning_block() -> None:
+    raw = gke_fleet()
+    raw["classes"][0]["accelerator"] = {"type": "nvidia-l4", "count": 1}
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    [issue] = err.value.issues
+    assert issue.path == "classes[0].accelerator"
+    assert issue.fix.startswith("move it to classes[0].provisioning.gke.accelerator")
+
+
+def test_an_existing_cluster_whose_pools_claim_capacity_must_say_its_version() -> None:
+    with pytest.raises(ConfigError) as err:
+        fleet_of(byo(cpu_class("cpu", None), version=None))
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].existing.kubernetesVersion"
+    assert "does not say which version it runs" in issue.problem
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.35", True), ("1.36", False), ("v1.36.2", False)])
+def test_the_capacity_floor_applies_to_an_existing_clusters_declared_version(version: str, refused: bool) -> None:
+    raw = byo(cpu_class("cpu", None), version=version)
+    if not refused:
+        assert fleet_of(raw).clusters[0].name == "byo"
+        return
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].existing.kubernetesVersion"
+    assert "on 1.35 the claim never schedules" in issue.problem
+
+
+def test_an_existing_cluster_without_capacity_claims_needs_no_version() -> None:
+    assert fleet_of(byo(gpu("gpu.amd.com"), version=None)).clusters[0].source == "Existing"
