@@ -146,7 +146,8 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
         if secret is not None:
             present[key] = ""
             found[cluster.name] = secret
-    issues = check_existing_secrets(fleet, present, file)
+    written = {"clusters": [c.model_dump(by_alias=True, mode="json") for c in fleet.clusters]}
+    issues = check_existing_secrets(written, present, file)
     if issues:
         raise ConfigError(issues)
     return found

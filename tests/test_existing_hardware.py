@@ -7,11 +7,14 @@ applies to it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.config.issues import ConfigError
+from infra.config.stackfile import load_stack_file
 from infra.devices import ACCELERATOR_DRIVER_MISMATCH, fleet_violations
 from infra.facts import derive_cluster
 from tests.conftest import cpu_class, fleet_of, gke_fleet
@@ -105,3 +108,25 @@ def test_the_capacity_floor_applies_to_an_existing_clusters_declared_version(ver
 
 def test_an_existing_cluster_without_capacity_claims_needs_no_version() -> None:
     assert fleet_of(byo(gpu("gpu.amd.com"), version=None)).clusters[0].source == "Existing"
+
+
+def test_a_missing_kubeconfig_is_reported_in_the_same_run_as_another_mistake(tmp_path: Path) -> None:
+    # A deployment's cache mistake once hid the missing kubeconfig until the next run.
+    raw = byo(cpu_class("cpu", None))
+    raw["deployments"] = [
+        {
+            "name": "qwen",
+            "cluster": "byo",
+            "pool": "p",
+            "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
+            "devices": [{"name": "cpu"}],
+            "cache": {"volume": "PersistentVolumeClaim"},  # no size: a mistake of its own
+        }
+    ]
+    path = tmp_path / "Pulumi.byo.yaml"
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(path, display="Pulumi.byo.yaml")
+    paths = [i.path for i in err.value.issues]
+    assert "deployments[0].cache" in paths
+    assert "clusters[0].existing.kubeconfigKey" in paths

@@ -396,13 +396,20 @@ def test_an_existing_cluster_without_its_kubeconfig_secret_is_refused(tmp_path: 
 
 def test_a_fleet_error_names_the_displayed_file(tmp_path: Path) -> None:
     data = EXISTING.replace(b"{name: cpu, className: cpu}", b"{name: cpu, className: cpu, nodeCount: -1}")
+    # The missing kubeconfig secret is reported in the same run, after the fleet's own mistake.
     assert stack_issues(tmp_path, data) == [
         ConfigIssue(
             FILE,
             "clusters[0].nodePools[0].nodeCount",
             "input should be greater than or equal to 0 (got -1)",
             "raise the value to the minimum",
-        )
+        ),
+        ConfigIssue(
+            FILE,
+            "clusters[0].existing.kubeconfigKey",
+            "no secret config key 'modelplane:lab-kubeconfig' holds the kubeconfig of cluster 'lab'",
+            "run: pulumi config set --secret modelplane:lab-kubeconfig < path/to/kubeconfig",
+        ),
     ]
 
 

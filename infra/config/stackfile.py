@@ -178,19 +178,23 @@ def namespace_key_issues(
     return issues
 
 
-def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
-    """The config keys the fleet's owner-run clusters name for their kubeconfigs, read from the raw config."""
-    keys: set[str] = set()
+def owner_kubeconfigs(fleet_raw: Mapping[str, Any]) -> list[tuple[int, str, str, str]]:
+    """(cluster index, name, block key, kubeconfig key) of every owner-run cluster, read from the raw
+    config, so the keys are known even when another part of the fleet does not parse."""
+    found: list[tuple[int, str, str, str]] = []
     clusters = fleet_raw.get("clusters")
-    if isinstance(clusters, list):
-        for c in clusters:
-            found = BY_SOURCE.get(str(c.get("source"))) if isinstance(c, Mapping) else None
-            # A cluster the program does not provision names its kubeconfig key in its block.
-            if isinstance(c, Mapping) and found is not None and not found.provisioned:
-                block = c.get(found.key)
-                key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
-                keys.add(str(key))
-    return keys
+    for ki, c in enumerate(clusters if isinstance(clusters, list) else []):
+        owner = BY_SOURCE.get(str(c.get("source"))) if isinstance(c, Mapping) else None
+        # A cluster the program does not provision names its kubeconfig key in its block.
+        if isinstance(c, Mapping) and owner is not None and not owner.provisioned:
+            block = c.get(owner.key)
+            key = block.get("kubeconfigKey", "kubeconfig") if isinstance(block, Mapping) else "kubeconfig"
+            found.append((ki, str(c.get("name")), owner.key, str(key)))
+    return found
+
+
+def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
+    return {key for _, _, _, key in owner_kubeconfigs(fleet_raw)}
 
 
 def set_kubeconfig_command(key: str) -> str:
@@ -202,21 +206,19 @@ def set_kubeconfig_command(key: str) -> str:
     return f"pulumi config set --secret {NAMESPACE}:{key} < path/to/kubeconfig"
 
 
-def check_existing_secrets(fleet: Fleet, secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
-    issues = []
-    for ki, cluster in enumerate(fleet.clusters):
-        owner = cluster.owner_block
-        if owner is not None and owner.kubeconfig_key not in secrets:
-            key = owner.kubeconfig_key
-            issues.append(
-                ConfigIssue(
-                    file,
-                    f"clusters[{ki}].{cluster.cloud.key}.kubeconfigKey",
-                    f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{cluster.name}'",
-                    f"run: {set_kubeconfig_command(key)}",
-                )
-            )
-    return issues
+def check_existing_secrets(fleet_raw: Mapping[str, Any], secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
+    """Every owner-run cluster's kubeconfig key holds a secret; checked on the raw config, so a missing
+    kubeconfig is reported in the same run as any other mistake of the fleet."""
+    return [
+        ConfigIssue(
+            file,
+            f"clusters[{ki}].{block}.kubeconfigKey",
+            f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{name}'",
+            f"run: {set_kubeconfig_command(key)}",
+        )
+        for ki, name, block, key in owner_kubeconfigs(fleet_raw)
+        if key not in secrets
+    ]
 
 
 # Bounds on a stack file, far beyond any fleet, so a hostile or broken file cannot exhaust the
@@ -477,8 +479,12 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
                 )
             ]
         )
-    fleet = parse_fleet(fleet_raw, file)  # reads fleet_raw, never changes it
-    issues = check_existing_secrets(fleet, secrets, file)
-    if issues:
-        raise ConfigError(issues)
+    # Independent checks report together: a missing kubeconfig beside any mistake of the fleet.
+    missing = check_existing_secrets(fleet_raw, secrets, file)
+    try:
+        fleet = parse_fleet(fleet_raw, file)  # reads fleet_raw, never changes it
+    except ConfigError as err:
+        raise ConfigError([*err.issues, *missing]) from None
+    if missing:
+        raise ConfigError(missing)
     return StackConfig(file=file, stack=stack, fleet=fleet, secrets=secrets, plain=plain, written=fleet_raw)
