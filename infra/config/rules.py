@@ -255,6 +255,7 @@ def check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
 # default from 1.36 (KEP-5075; kubernetes-sigs/dra-driver-cpu docs/user/installation.md on main).
 # Managed clouds do not turn on alpha gates, so on an older cluster such a claim never schedules.
 MIN_KUBERNETES_CONSUMABLE_CAPACITY = (1, 36)
+CAPACITY_FLOOR = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
 
 
 def capacity_claiming_pools(fleet: Fleet, cluster: InferenceCluster) -> list[str]:
@@ -278,19 +279,15 @@ def check_owner_version(
     where the version decides whether the claim can ever schedule (`check_capacity_claims`)."""
     if version is not None:
         return check_version(file, path, version) or check_capacity_claims(fleet, cluster, file, path, version)
-    claiming = capacity_claiming_pools(fleet, cluster)
-    if not claiming:
-        return []
-    floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
-    return [
-        ConfigIssue(
-            file,
-            path,
-            f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, which schedules only from Kubernetes "
-            f"{floor} (the DRAConsumableCapacity gate), but the cluster does not say which version it runs",
-            f'set kubernetesVersion to the version the cluster runs (`kubectl version`), e.g. kubernetesVersion: "{floor}"',
-        )
-    ]
+    return _capacity_issue(
+        fleet,
+        cluster,
+        file,
+        path,
+        f"which schedules only from Kubernetes {CAPACITY_FLOOR} (the DRAConsumableCapacity gate), but the cluster "
+        "does not say which version it runs",
+        f'set kubernetesVersion to the version the cluster runs (`kubectl version`), e.g. kubernetesVersion: "{CAPACITY_FLOOR}"',
+    )
 
 
 def check_capacity_claims(
@@ -299,19 +296,25 @@ def check_capacity_claims(
     m = _VERSION_RE.match(version)
     if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
         return []
+    return _capacity_issue(
+        fleet,
+        cluster,
+        file,
+        path,
+        f"which needs the DRAConsumableCapacity feature gate: off before Kubernetes {CAPACITY_FLOOR}, so on {version} "
+        "the claim never schedules",
+        f"use Kubernetes {CAPACITY_FLOOR} or newer on this cluster, where the gate is on by default",
+    )
+
+
+def _capacity_issue(
+    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, why: str, fix: str
+) -> list[ConfigIssue]:
+    """One issue naming the cluster's pools that claim capacity, or none when no pool does."""
     claiming = capacity_claiming_pools(fleet, cluster)
     if not claiming:
         return []
-    floor = ".".join(map(str, MIN_KUBERNETES_CONSUMABLE_CAPACITY))
-    return [
-        ConfigIssue(
-            file,
-            path,
-            f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, which needs the DRAConsumableCapacity "
-            f"feature gate: off before Kubernetes {floor}, so on {version} the claim never schedules",
-            f"use Kubernetes {floor} or newer on this cluster, where the gate is on by default",
-        )
-    ]
+    return [ConfigIssue(file, path, f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, {why}", fix)]
 
 
 def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
