@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clouds import cloud
-from infra.config.issues import ConfigIssue
+from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, declared_zones, derive_fleet
@@ -95,3 +95,15 @@ def format_violations(violations: list[Violation]) -> str:
     lines = [f"{len(violations)} device rule violation(s); nothing was created, changed or deleted:"]
     lines += [f"  [{v.policy}] {v.message}" for v in violations]
     return "\n".join(lines)
+
+
+def guard_report(result: GuardResult) -> str:
+    """Everything that stops a run, in one message: the device rules' violations, then the other issues."""
+    parts = []
+    if result.stopping_violations:
+        parts.append(format_violations(result.stopping_violations))
+    if result.issues:
+        parts.append(
+            "invalid stack config; nothing was created, changed or deleted:\n" + str(ConfigError(result.issues))
+        )
+    return "\n".join(parts)

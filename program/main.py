@@ -38,7 +38,7 @@ from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, namespace_key_issues, parse_fleet
 from infra.cost import Budget
 from infra.facts import ClusterFacts
-from infra.guard import format_violations, guard
+from infra.guard import guard, guard_report
 
 
 def stack_file() -> str:
@@ -158,10 +158,8 @@ def run() -> None:
     try:
         fleet = read_fleet(file)
         checked = guard(fleet, file)
-        if checked.violations_stop:
-            raise pulumi.RunError(format_violations(checked.stopping_violations))
-        if checked.issues:
-            raise ConfigError(checked.issues)
+        if checked.stops:
+            raise pulumi.RunError(guard_report(checked))
         facts = checked.facts
         kubeconfigs = read_kubeconfigs(fleet, file)
     except ConfigError as err:

@@ -10,7 +10,7 @@ import pulumi
 import yaml
 
 from program.main import run
-from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class, run_fleet
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gke_fleet, gpu_class, run_fleet
 from tooling.mockrun import run_under_mocks
 from tooling.plan import plan_stack
 from tooling.stackconfig import runtime_config
@@ -184,3 +184,22 @@ def test_a_kubeconfig_stored_as_plain_text_stops_the_program() -> None:
     result = run_under_mocks(run, "test", config, [])
     assert isinstance(result.error, pulumi.RunError) and result.resources == []
     assert "config.modelplane:kubeconfig: the kubeconfig key 'kubeconfig' holds a plain value" in str(result.error)
+
+
+def test_a_device_rule_and_a_schedulability_issue_are_reported_in_one_run() -> None:
+    # Independent checks report together: the program's stop names both at once.
+    raw = gke_fleet()
+    del raw["classes"][0]["provisioning"]["gke"]["accelerator"]  # accelerator-driver-mismatch
+    raw["deployments"] = [
+        {
+            "name": "qwen",
+            "cluster": raw["clusters"][0]["name"],
+            "pool": "cpu",
+            "image": "vllm/vllm-openai-cpu:v0.23.0-x86_64",
+            "devices": [{"name": "cpu"}],
+            "memory": "64Gi",  # more than a c3-standard-8 node (32 GB) can give
+        }
+    ]
+    error = str(run_fleet(raw).error)
+    assert "[accelerator-driver-mismatch]" in error
+    assert "deployments[0].memory" in error

@@ -222,17 +222,17 @@ def plan_stack(
         return refused(doc, [too_big])
 
     # The guard's verdict stops the program before it registers anything, so the pack never runs
-    # and it is reported from here: mandatory violations with every other violation beside them,
-    # the clouds' own rules as errors where they are. Advisory violations of a fleet that runs come
+    # and it is reported from here, all of it at once: mandatory violations with every other
+    # violation beside them, and the clouds' own rules and schedulability as errors where they are. Advisory violations of a fleet that runs come
     # from the pack (below).
     checked = guard(stack.fleet, file)
     violations, facts = checked.stopping_violations, checked.facts
-    if checked.issues and not violations:
-        return refused(doc, checked.issues)
     doc["violations"] = [
         {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
         for v in (checked.violations if violations else [])
     ]
+    if checked.issues:
+        return refused(doc, checked.issues)
     config, secret_keys = config_of(stack)
     result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
     verdicts: list[PackViolation] = []
