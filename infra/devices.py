@@ -41,10 +41,6 @@ CPU_CLAIM_EXCEEDS_MACHINE = "cpu-claim-exceeds-machine"
 ZONE_OUTSIDE_REGION = "zone-outside-region"
 UNKNOWN_MACHINE_TYPE = "unknown-machine-type"
 
-# Rules that warn and never stop a run; every other rule is mandatory. None today: a machine the
-# catalog does not know stops the run unless its class takes it `uncatalogued`.
-ADVISORY_POLICIES: frozenset[str] = frozenset()
-
 
 @dataclass(frozen=True)
 class Violation:
@@ -67,7 +63,9 @@ class Violation:
 
     @property
     def enforcement(self) -> str:
-        return "advisory" if self.policy in ADVISORY_POLICIES else "mandatory"
+        # Every device and machine rule stops a run; a machine the catalog does not know does too,
+        # unless its class takes it `uncatalogued` (`check_machine`).
+        return "mandatory"
 
     @property
     def mandatory(self) -> bool:

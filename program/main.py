@@ -35,7 +35,7 @@ from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
-from infra.config.stackfile import check_existing_secrets, namespace_key_issues, parse_fleet
+from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_fleet
 from infra.cost import Budget
 from infra.facts import ClusterFacts
 from infra.guard import guard, guard_report
@@ -112,8 +112,7 @@ def read_fleet(file: str) -> Fleet:
     if issues:
         raise ConfigError(issues)
     fleet = parse_fleet(raw, file)
-    kube_keys = {c.owner_block.kubeconfig_key for c in fleet.clusters if c.owner_block is not None}
-    issues = namespace_key_issues(file, plain_keys, [], kube_keys)
+    issues = namespace_key_issues(file, plain_keys, [], kubeconfig_keys(raw))
     if issues:
         raise ConfigError(issues)
     return fleet

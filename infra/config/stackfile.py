@@ -129,7 +129,7 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         else:
             plain[f"{NAMESPACE}:{key}"] = value
     plain_keys = [full.partition(":")[2] for full in plain if full.partition(":")[0] == NAMESPACE]
-    issues += namespace_key_issues(file, plain_keys, list(secrets), _kubeconfig_keys(fleet_raw))
+    issues += namespace_key_issues(file, plain_keys, list(secrets), kubeconfig_keys(fleet_raw))
     if issues:
         raise ConfigError(issues)
     return fleet_raw, secrets, plain
@@ -193,7 +193,8 @@ def owner_kubeconfigs(fleet_raw: Mapping[str, Any]) -> list[tuple[int, str, str,
     return found
 
 
-def _kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
+def kubeconfig_keys(fleet_raw: Mapping[str, Any]) -> set[str]:
+    """The config keys that hold the owner-run clusters' kubeconfigs."""
     return {key for _, _, _, key in owner_kubeconfigs(fleet_raw)}
 
 
