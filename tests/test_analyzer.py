@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import cpu_class, run_fleet
-from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.analyzer import RESOURCES_PER_PROCESS, PackViolation, PolicyPackError, pack_processes, run_policy_pack
 from tooling.mockrun import Registration
 
 BYO = {
@@ -133,6 +134,43 @@ def test_unprotected_cluster_is_mandatory_when_the_pack_config_says_so() -> None
 
 def test_disabled_policy_reports_nothing() -> None:
     assert run_policy_pack([unprotected_cluster()], stack="byo", config={"all": "disabled"}) == []
+
+
+def test_resources_dealt_over_two_pack_processes_get_the_verdicts_of_one(
+    byo_resources: list[Registration], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Resource violations on both processes (the kmm value on one resource, unprotected clusters
+    # on others) and a stack violation (a release removed), in the order queued.
+    def kmm_on(release: dict[str, Any]) -> None:
+        release["values"]["kmm"] = {"enabled": True, "watch": False}
+
+    broken = with_inputs(byo_resources, "byo-lab-stack", planned("amd-gpu-operator", kmm_on))
+    broken = [r for r in broken if r.name != "byo-lab-stack-dra-driver-cpu"]
+    clusters = [dataclasses.replace(unprotected_cluster(), name=f"gke-{n}-cluster") for n in range(3)]
+    resources = [clusters[0], *broken, *clusters[1:]]
+    one = run_policy_pack(resources, stack="byo", processes=1)
+    assert {v.policy for v in one} == {"amd-operator-values", "device-stack-filtered", "protect-clusters"}
+    started: list[list[str]] = []
+    popen = subprocess.Popen
+
+    def counting(args: list[str], **kw: Any) -> subprocess.Popen[str]:
+        started.append(args)
+        return popen(args, **kw)
+
+    monkeypatch.setattr("tooling.analyzer.subprocess.Popen", counting)
+    assert run_policy_pack(resources, stack="byo", processes=2) == one
+    assert len(started) == 2
+
+
+@pytest.mark.parametrize(
+    ("resources", "cores", "processes"),
+    [(0, 2, 1), (RESOURCES_PER_PROCESS - 1, 2, 1), (2 * RESOURCES_PER_PROCESS, 2, 2), (10**5, 2, 2), (10**5, 1, 1)],
+)
+def test_a_pack_process_per_core_while_each_has_enough_resources(
+    monkeypatch: pytest.MonkeyPatch, resources: int, cores: int, processes: int
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    assert pack_processes(resources) == processes
 
 
 def test_unknown_policy_in_pack_config_is_refused() -> None:

@@ -21,9 +21,11 @@ version.)
 This module does the same with the resources a mock run recorded (`tooling.mockrun`), so
 the offline plan gets the pack's own verdicts, not a re-implementation of them. The pack's server
 answers on four worker threads (pulumi/pulumi-policy v1.21.0, sdk/python/lib/pulumi_policy/
-policy.py, `PolicyPack.__init__`); at most `MAX_IN_FLIGHT` resources are being analyzed at once,
-and a failed call fails the run: nothing is retried. What still differs from the engine is listed
-in docs/policies.md.
+policy.py, `PolicyPack.__init__`) in one Python process, so it uses one core; a large stack's
+resources are dealt over several pack processes (`pack_processes`), each configured as the engine
+configures its one, and `AnalyzeStack` goes to the first. At most `MAX_IN_FLIGHT` resources are
+being analyzed at once per process, and a failed call fails the run: nothing is retried. What
+still differs from the engine is listed in docs/policies.md.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ DEFAULT_TIMEOUT = 120.0
 # Resources analyzed at once: the pack's server has four worker threads. More calls in flight
 # only queue inside the server, where a large stack's calls were cancelled.
 MAX_IN_FLIGHT = 4
+# Resources per pack process: below this, another process costs more to start (about a second of
+# CPU to import the pack) than it saves (docs/benchmarks.md, "Plan cost as the fleet grows").
+RESOURCES_PER_PROCESS = 400
 # Each `ConfigureStack` needs an organization; a file backend has none and the engine sends this.
 ORGANIZATION = "organization"
 
@@ -87,13 +92,21 @@ class PolicyPackError(RuntimeError):
     """The pack could not be started, configured or asked; carries what the pack wrote to stderr."""
 
 
+def pack_processes(resources: int) -> int:
+    """How many pack processes a stack of `resources` is analyzed by: one per core, while each has
+    at least `RESOURCES_PER_PROCESS` resources to analyze. A resource policy sees one resource per
+    call, so where it runs does not change its verdict."""
+    return max(1, min(os.cpu_count() or 1, resources // RESOURCES_PER_PROCESS))
+
+
 class PackSession:
     """A started pack, configured for one stack, asked in the engine's order.
 
-    `analyze` queues one resource (`Remediate` when a policy remediates, then `Analyze`); at most `in_flight` are being
-    asked at once. `finish` collects the answers in the order queued, then calls `AnalyzeStack`
-    over the root stack and every resource. Use it as a context manager: the pack process is
-    always stopped.
+    `analyze` queues one resource (`Remediate` when a policy remediates, then `Analyze`) on the
+    next of `processes` pack processes in turn; at most `in_flight` are being asked at once per
+    process. `finish` collects the answers in the order queued, then calls `AnalyzeStack` over the
+    root stack and every resource. Use it as a context manager: the pack processes are always
+    stopped.
     """
 
     def __init__(
@@ -108,15 +121,19 @@ class PackSession:
         timeout: float = DEFAULT_TIMEOUT,
         pack_dir: Path = POLICY_PACK_DIR,
         in_flight: int = MAX_IN_FLIGHT,
+        processes: int = 1,
     ) -> None:
         self.stack, self.project, self.dry_run = stack, project, dry_run
+        self.processes = max(1, processes)
         self.config = dict(config or {})
         self.stack_config = dict(stack_config or {})
         self.secret_keys = list(secret_keys)
         self.timeout = timeout
         self.pack_dir = pack_dir
         self._stack = ExitStack()
-        self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight))
+        self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight) * self.processes)
+        self.stderr: list[str] = []
+        self.stubs: list[analyzer_pb2_grpc.AnalyzerStub] = []
         self._calls: list[tuple[str, futures.Future[list[PackViolation]]]] = []
         # Each provider as its resources carry it, by URN (a provider registers before its resources).
         self.providers: dict[str, analyzer_pb2.AnalyzerProviderResource] = {}
@@ -124,49 +141,54 @@ class PackSession:
     def __enter__(self) -> PackSession:
         try:
             engine_address = self._stack.enter_context(_engine())
-            port, self.stderr = self._stack.enter_context(
-                _pack_process(
-                    self.pack_dir,
-                    engine_address,
-                    self.stack,
-                    self.project,
-                    self.dry_run,
-                    self.stack_config,
-                    time.monotonic() + self.timeout,
+            deadline = time.monotonic() + self.timeout
+            started = [
+                self._stack.enter_context(
+                    _pack_process(
+                        self.pack_dir, engine_address, self.stack, self.project, self.dry_run, self.stack_config
+                    )
                 )
-            )
+                for _ in range(self.processes)
+            ]
             self._stack.callback(self._pool.shutdown, wait=True, cancel_futures=True)
-            channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-            self._stack.callback(channel.close)
-            with self._answers("start"):
-                grpc.channel_ready_future(channel).result(timeout=self.timeout)
-                self.stub = analyzer_pb2_grpc.AnalyzerStub(channel)
-                self.stub.ConfigureStack(
-                    analyzer_pb2.AnalyzerStackConfigureRequest(
-                        stack=self.stack,
-                        project=self.project,
-                        organization=ORGANIZATION,
-                        dry_run=self.dry_run,
-                        config=self.stack_config,
-                        config_secret_keys=self.secret_keys,
-                    ),
-                    timeout=self.timeout,
-                )
-                info = self.stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=self.timeout)
-                configured = _configure_request(info, self.config)
-                self.stub.Configure(configured, timeout=self.timeout)
-                # The engine asks `Remediate` of every resource, but the pack's server answers it
-                # only from policies configured at the `remediate` level and skips every other
-                # (pulumi-policy v1.21.0, sdk/python/lib/pulumi_policy/policy.py, `Remediate`),
-                # after parsing the resource's properties. With no such policy the answer is
-                # empty, so it is not asked: the verdicts are the same, at half the calls.
-                self.remediates = any(
-                    c.enforcementLevel == analyzer_pb2.REMEDIATE for c in configured.policyConfig.values()
-                )
+            for process in started:
+                port = process.port(deadline)
+                channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+                self._stack.callback(channel.close)
+                self.stderr = process.stderr
+                with self._answers("start"):
+                    grpc.channel_ready_future(channel).result(timeout=self.timeout)
+                    self.stubs.append(self._configured(analyzer_pb2_grpc.AnalyzerStub(channel)))
+            self.stub = self.stubs[0]
+            self.stderr = [line for process in started for line in process.stderr]
         except BaseException:
             self._stack.close()
             raise
         return self
+
+    def _configured(self, stub: analyzer_pb2_grpc.AnalyzerStub) -> analyzer_pb2_grpc.AnalyzerStub:
+        """`ConfigureStack`, `GetAnalyzerInfo` and `Configure`, as the engine calls them on its pack."""
+        stub.ConfigureStack(
+            analyzer_pb2.AnalyzerStackConfigureRequest(
+                stack=self.stack,
+                project=self.project,
+                organization=ORGANIZATION,
+                dry_run=self.dry_run,
+                config=self.stack_config,
+                config_secret_keys=self.secret_keys,
+            ),
+            timeout=self.timeout,
+        )
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=self.timeout)
+        configured = _configure_request(info, self.config)
+        stub.Configure(configured, timeout=self.timeout)
+        # The engine asks `Remediate` of every resource, but the pack's server answers it only from
+        # policies configured at the `remediate` level and skips every other (pulumi-policy
+        # v1.21.0, sdk/python/lib/pulumi_policy/policy.py, `Remediate`), after parsing the
+        # resource's properties. With no such policy the answer is empty, so it is not asked: the
+        # verdicts are the same, at half the calls.
+        self.remediates = any(c.enforcementLevel == analyzer_pb2.REMEDIATE for c in configured.policyConfig.values())
+        return stub
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -187,15 +209,16 @@ class PackSession:
         """Queue one resource: `Remediate`, then `Analyze` on what remediation left."""
         if r.type.startswith("pulumi:providers:"):
             self.providers[r.urn] = _provider_message(r)
-        self._calls.append((r.name, self._pool.submit(self._analyze_one, r)))
+        stub = self.stubs[len(self._calls) % len(self.stubs)]
+        self._calls.append((r.name, self._pool.submit(self._analyze_one, stub, r)))
 
-    def _analyze_one(self, r: Registration) -> list[PackViolation]:
+    def _analyze_one(self, stub: analyzer_pb2_grpc.AnalyzerStub, r: Registration) -> list[PackViolation]:
         found: list[PackViolation] = []
         props = wire_struct(r.inputs)
         remediations = []
         if self.remediates:
             with self._answers(f"Remediate({r.name})"):
-                remediations = self.stub.Remediate(
+                remediations = stub.Remediate(
                     _analyze_request(r, props, self.providers), timeout=self.timeout
                 ).remediations
         for remedy in remediations:
@@ -204,7 +227,7 @@ class PackSession:
             elif remedy.HasField("properties"):
                 props = remedy.properties
         with self._answers(f"Analyze({r.name})"):
-            response = self.stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
+            response = stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
         return found + _violations(response, {}, r.name)
 
     def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
@@ -247,6 +270,7 @@ def run_policy_pack(
     timeout: float = DEFAULT_TIMEOUT,
     pack_dir: Path = POLICY_PACK_DIR,
     in_flight: int = MAX_IN_FLIGHT,
+    processes: int | None = None,
 ) -> list[PackViolation]:
     """Every diagnostic the pack reports on `resources`, in the order the engine would show them.
 
@@ -254,6 +278,7 @@ def run_policy_pack(
     an enforcement level, or to `{"enforcementLevel": ..., <property>: ...}`. `root` is the root
     Stack resource, analyzed first as the engine registers it first; `stack_config` and
     `secret_keys` are the stack's config as the engine sends it (full keys, string values).
+    `processes` defaults to `pack_processes(len(resources))`.
     """
     with PackSession(
         stack,
@@ -265,6 +290,7 @@ def run_policy_pack(
         timeout=timeout,
         pack_dir=pack_dir,
         in_flight=in_flight,
+        processes=pack_processes(len(resources)) if processes is None else processes,
     ) as session:
         for r in [root] if root is not None else []:
             session.analyze(r)
@@ -406,6 +432,32 @@ def _engine() -> Iterator[str]:
         server.stop(0)
 
 
+@dataclass
+class _PackProcess:
+    """A started pack: its process, and what it has written to stderr so far."""
+
+    process: subprocess.Popen[str]
+    stderr: list[str]
+    drain: threading.Thread
+
+    def port(self, deadline: float) -> int:
+        """The port the pack prints once it serves; PolicyPackError when it exits or is late."""
+        stdout = self.process.stdout
+        assert stdout is not None, "started with stdout=PIPE"
+        port_line: list[str] = []
+        reader = threading.Thread(target=lambda: port_line.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(max(deadline - time.monotonic(), 0.1))
+        line = port_line[0].strip() if port_line else ""
+        if not line.isdigit():
+            exited = self.process.poll() is not None
+            self.process.kill()
+            self.drain.join(5)
+            why = "exited" if exited else "printed no port in time"
+            raise PolicyPackError(f"the policy pack {why}:\n{''.join(self.stderr)}")
+        return int(line)
+
+
 @contextmanager
 def _pack_process(
     pack_dir: Path,
@@ -414,9 +466,8 @@ def _pack_process(
     project: str,
     dry_run: bool,
     stack_config: Mapping[str, str],
-    deadline: float,
-) -> Iterator[tuple[int, list[str]]]:
-    """Start the pack as the engine does; yield the port it serves on and its stderr so far; always stop it."""
+) -> Iterator[_PackProcess]:
+    """Start the pack as the engine does, without waiting for its port; always stop it."""
     env = {
         **os.environ,
         "PULUMI_PROJECT": project,
@@ -446,19 +497,7 @@ def _pack_process(
     drain = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
     drain.start()
     try:
-        stdout = process.stdout
-        assert stdout is not None, "started with stdout=PIPE"
-        port_line: list[str] = []
-        reader = threading.Thread(target=lambda: port_line.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(max(deadline - time.monotonic(), 0.1))
-        line = port_line[0].strip() if port_line else ""
-        if not line.isdigit():
-            process.kill()
-            drain.join(5)
-            why = "exited" if process.poll() is not None else "printed no port in time"
-            raise PolicyPackError(f"the policy pack {why}:\n{''.join(stderr)}")
-        yield int(line), stderr
+        yield _PackProcess(process, stderr, drain)
     finally:
         _stop(process)
 
