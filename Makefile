@@ -1,7 +1,7 @@
 # Two commands for a fresh machine with Python 3.11+, Go 1.26.6+ and make:
 #   make plan   plans every example stack offline (no cloud account, no Pulumi CLI)
 #   make test   runs every test and check (pytest, ruff, mypy), the engine tier included: it builds
-#               the Pulumi CLI once per machine first (make engine)
+#               the Pulumi CLI, kube-apiserver, etcd and a collector once per machine first (make engine)
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
@@ -33,10 +33,16 @@ typecheck: sync
 pytest: sync
 	$(RUN) pytest -n 2
 
-# The Pulumi CLI the engine tier runs (tests/engine/), built from the Go module proxy into a cache
-# outside the repository, once per version per machine (engine/build.sh says where).
+# The outside tools the tests run: the Pulumi CLI, and the kube-apiserver and etcd the engine
+# tier's kubernetes test provider sends objects to (tests/engine/), and an OpenTelemetry collector
+# that validates the telemetry config (tests/test_telemetry.py). Built from the Go module proxy into
+# a cache outside the repository, once per version per machine (engine/build.sh says where and how
+# long: about 25 minutes on two idle cores for all four, nothing once built).
 engine:
-	bash engine/build.sh >/dev/null
+	bash engine/build.sh pulumi >/dev/null
+	bash engine/build.sh etcd >/dev/null
+	bash engine/build.sh kube-apiserver >/dev/null
+	bash engine/build.sh otelcol >/dev/null
 
 # Regenerate the golden plans and generated docs; review the diff before committing.
 golden: sync

@@ -1,22 +1,73 @@
 #!/usr/bin/env bash
-# The Pulumi CLI the engine tests run, built once per version per machine from the Go module proxy.
+# The outside tools the engine tier runs, built once per version per machine from the Go module proxy.
 #
-#   engine/build.sh           build it if missing; print the directory holding bin/pulumi
-#   engine/build.sh --locate  print that directory if a usable CLI exists, else print nothing
+#   engine/build.sh [TOOL]           build TOOL if missing; print the directory holding bin/TOOL
+#   engine/build.sh --locate [TOOL]  print that directory if a usable TOOL exists, else print nothing
 #
-# A `pulumi` already on the PATH is used when its version is at least PULUMI_VERSION. Otherwise
-# the CLI is built from engine/cli (a module of ours requiring pulumi/pulumi's pkg/v3 and sdk/v3
-# at PULUMI_VERSION; `go install pkg@version` is refused because pkg/go.mod has replace lines)
-# into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
-# ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra. The Python SDK pin (pyproject.toml) is older than
-# the CLI: the proxy serves pkg/v3 at v3.274.x but not at the SDK's 3.272.0, and a newer CLI with
-# an older SDK is what users run every day.
+# TOOL is one of:
+#   pulumi          the Pulumi CLI (the default): the engine, previews, updates, state, policy protocol
+#   kube-apiserver  the Kubernetes API server the kubernetes test provider sends objects to
+#   etcd            the store behind that API server
+#   otelcol         an OpenTelemetry collector of the components our collector config uses, which
+#                   tests/test_telemetry.py validates the rendered config with
+#
+# Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/) whose go.mod and go.sum
+# pin the release, into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
+# ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
+#
+# A `pulumi` already on the PATH is used when its version is at least PULUMI_VERSION. The Python
+# SDK pin (pyproject.toml) is older than the CLI: the proxy serves pkg/v3 at v3.274.x but not at the
+# SDK's 3.272.0, and a newer CLI with an older SDK is what users run every day. `go install
+# pkg@version` is refused for all three: pulumi's pkg/go.mod and k8s.io/kubernetes's go.mod have
+# replace lines, and etcd's server module has no main package.
 set -euo pipefail
 
 PULUMI_VERSION=3.274.1
+# engine/kube/go.mod: k8s.io/kubernetes v1.36.0, the release whose DRA API (resource.k8s.io/v1,
+# consumable capacity on by default) the program's capacity claims need.
+KUBE_VERSION=1.36.0
+# engine/etcd/go.mod: the etcd client version k8s.io/kubernetes v1.36.0 requires (its go.mod).
+ETCD_VERSION=3.6.8
+# engine/otelcol/go.mod: the collector release of the pinned opentelemetry-collector chart's image
+# (infra/serving/telemetry.py, IMAGE_TAG).
+OTELCOL_VERSION=0.161.0
+
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELPLANE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelplane-infra}
-root="$cache/pulumi-v$PULUMI_VERSION"
+
+locate=
+if [ "${1:-}" = "--locate" ]; then
+  locate=1
+  shift
+fi
+tool=${1:-pulumi}
+
+case "$tool" in
+  pulumi)
+    version=$PULUMI_VERSION module=cli package=github.com/pulumi/pulumi/pkg/v3/cmd/pulumi minutes=5
+    # Without the -X the CLI reports no version, and Automation API refuses it.
+    ldflags="-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION"
+    ;;
+  kube-apiserver)
+    version=$KUBE_VERSION module=kube package=k8s.io/kubernetes/cmd/kube-apiserver minutes=20
+    # What hack/lib/version.sh sets in a release build; the server reports it at /version.
+    ldflags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION"
+    ldflags+=" -X k8s.io/component-base/version.gitMajor=${KUBE_VERSION%%.*}"
+    minor=${KUBE_VERSION#*.}
+    ldflags+=" -X k8s.io/component-base/version.gitMinor=${minor%%.*}"
+    ;;
+  etcd)
+    version=$ETCD_VERSION module=etcd package=. minutes=4 ldflags=
+    ;;
+  otelcol)
+    version=$OTELCOL_VERSION module=otelcol package=. minutes=8 ldflags=
+    ;;
+  *)
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd or otelcol)" >&2
+    exit 2
+    ;;
+esac
+root="$cache/$tool-v$version"
 
 at_least() { # at_least HAVE WANT: HAVE >= WANT as dotted versions
   [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
@@ -24,6 +75,7 @@ at_least() { # at_least HAVE WANT: HAVE >= WANT as dotted versions
 
 on_path() {
   local cli have
+  [ "$tool" = pulumi ] || return 1
   cli=$(command -v pulumi 2>/dev/null) || return 1
   have=$("$cli" version 2>/dev/null | sed 's/^v//') || return 1
   [ -n "$have" ] && at_least "$have" "$PULUMI_VERSION" || return 1
@@ -31,7 +83,16 @@ on_path() {
 }
 
 built() {
-  [ -x "$root/bin/pulumi" ] && [ "$("$root/bin/pulumi" version 2>/dev/null)" = "v$PULUMI_VERSION" ]
+  local bin="$root/bin/$tool" said
+  [ -x "$bin" ] || return 1
+  # The whole answer first: `| grep -q` would stop reading early, and under pipefail the tool's
+  # SIGPIPE would fail the check at random.
+  case "$tool" in
+    pulumi) said=$("$bin" version 2>/dev/null) && [ "$said" = "v$PULUMI_VERSION" ] ;;
+    kube-apiserver) said=$("$bin" --version 2>/dev/null) && [ "$said" = "Kubernetes v$KUBE_VERSION" ] ;;
+    etcd) said=$("$bin" --version 2>/dev/null) && [ "$(head -n 1 <<<"$said")" = "etcd Version: $ETCD_VERSION" ] ;;
+    otelcol) said=$("$bin" --version 2>/dev/null) && [ "$said" = "otelcol version $OTELCOL_VERSION" ] ;;
+  esac
 }
 
 if dir=$(on_path); then
@@ -42,21 +103,18 @@ if built; then
   echo "$root"
   exit 0
 fi
-[ "${1:-}" = "--locate" ] && exit 0
+[ -n "$locate" ] && exit 0
 
-command -v go >/dev/null || { echo "engine/build.sh: building the Pulumi CLI needs Go 1.26.6 or newer (pulumi pkg/v3 v3.274.1 says so in its go.mod)" >&2; exit 1; }
+command -v go >/dev/null || { echo "engine/build.sh: building $tool needs Go 1.26.6 or newer (pulumi pkg/v3 v3.274.1 says so in its go.mod)" >&2; exit 1; }
 mkdir -p "$root/bin"
-echo "engine/build.sh: building the Pulumi CLI v$PULUMI_VERSION into $root (about 5 minutes on two idle cores, once)" >&2
+echo "engine/build.sh: building $tool v$version into $root (about $minutes minutes on two idle cores, once)" >&2
 start=$SECONDS
 (
-  cd "$here/cli"
+  cd "$here/$module"
   # -mod=readonly: the module graph is the committed go.mod/go.sum, never re-resolved here.
-  # Without the -X the CLI reports no version, and Automation API refuses it.
-  go build -mod=readonly -trimpath \
-    -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION" \
-    -o "$root/bin/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+  go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$root/bin/$tool.tmp" "$package"
 )
-mv "$root/bin/pulumi.tmp" "$root/bin/pulumi"
-echo "engine/build.sh: built in $((SECONDS - start)) s" >&2
-built || { echo "engine/build.sh: the built CLI does not report v$PULUMI_VERSION" >&2; exit 1; }
+mv "$root/bin/$tool.tmp" "$root/bin/$tool"
+echo "engine/build.sh: built $tool in $((SECONDS - start)) s" >&2
+built || { echo "engine/build.sh: the built $tool does not report v$version" >&2; exit 1; }
 echo "$root"

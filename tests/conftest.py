@@ -39,12 +39,17 @@ CPU_BLOCKS: dict[str, dict[str, Any]] = {
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say it last, where it is read, when the engine tier was skipped (tests/engine/conftest.py)."""
-    from tests.engine.conftest import NOT_RUN
+    """Say it last, where it is read, when a tier was skipped for a missing tool (tests/tools.py)."""
+    from tests.tools import NOT_RUN
 
-    skipped = terminalreporter.stats.get("skipped", [])
-    if any(NOT_RUN in str(getattr(report, "longrepr", "")) for report in skipped):
-        terminalreporter.write_sep("!", NOT_RUN, red=True, bold=True)
+    said = set()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        message = longrepr[-1] if isinstance(longrepr, tuple) else str(longrepr or "")
+        if NOT_RUN in message:
+            said.add(message.removeprefix("Skipped: "))
+    for message in sorted(said):
+        terminalreporter.write_sep("!", message, red=True, bold=True)
 
 
 def run_fleet(

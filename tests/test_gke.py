@@ -257,7 +257,7 @@ def test_kubeconfig_is_secret_and_authenticates_with_the_gke_auth_plugin(plan: M
     assert is_secret(kubeconfig)
     config = json.loads(kubeconfig["value"])
     (cluster,) = config["clusters"]
-    assert cluster["cluster"]["server"] == "https://203.0.113.10"
+    assert cluster["cluster"]["server"] == "https://gke-central-cluster.gke.invalid"
     assert cluster["cluster"]["certificate-authority-data"]
     (user,) = config["users"]
     assert user["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from infra.serving.telemetry import (
     render_telemetry_doc,
 )
 from tests.conftest import cpu_class, named, of_type, run_fleet
+from tests.tools import require
 
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "run `make docs` (modelplane docs), or `python -m infra.serving.telemetry`, and commit the result"
@@ -496,7 +496,7 @@ def test_main_writes_the_doc_under_the_given_root(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The real collector, where one is installed (no registry this project reaches ships it)
+# A real collector of the components the config names, built by `engine/build.sh otelcol`
 
 
 def chart_merged_config() -> dict[str, Any]:
@@ -510,14 +510,12 @@ def chart_merged_config() -> dict[str, Any]:
     return config
 
 
-@pytest.mark.skipif(shutil.which("otelcol-contrib") is None, reason="otelcol-contrib is not installed")
 def test_real_collector_accepts_the_rendered_config(tmp_path: Path) -> None:
+    binary = require("otelcol", "the collector test")
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(chart_merged_config()), encoding="utf-8")
-    binary = shutil.which("otelcol-contrib")
-    assert binary is not None
     done = subprocess.run(
-        [binary, "validate", f"--config={path}"],
+        [str(binary), "validate", f"--config={path}"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -525,3 +523,25 @@ def test_real_collector_accepts_the_rendered_config(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_real_collector_refuses_a_statement_it_cannot_parse(tmp_path: Path) -> None:
+    # The same check on a config whose GPU transform has one OTTL statement broken: the collector
+    # parses the statements when it validates, so the test above judges them too.
+    binary = require("otelcol", "the collector test")
+    config = chart_merged_config()
+    transform = config["processors"]["transform/modelplane-gpu"]
+    statements = transform["metric_statements"][0]["statements"]
+    statements[0] = statements[0] + ")"
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run(
+        [str(binary), "validate", f"--config={path}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MY_POD_IP": "127.0.0.1"},
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "transform/modelplane-gpu" in done.stderr

@@ -26,7 +26,9 @@ GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 
 
 def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {"endpoint": "203.0.113.10", "masterAuth": {"clusterCaCertificate": FAKE_CA}, "selfLink": name}
+    # GKE answers with the control plane's IP; an `.invalid` name per cluster (clouds/mock.py)
+    # reaches nothing either, and keeps two clusters' kubeconfigs apart.
+    return {"endpoint": f"{name}.gke.invalid", "masterAuth": {"clusterCaCertificate": FAKE_CA}, "selfLink": name}
 
 
 def _service_account_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,31 +1,47 @@
-"""The engine tier: fixtures that run stacks under the real Pulumi CLI (see harness.py).
+"""The engine tier: fixtures that run stacks under the real Pulumi CLI (see harness.py), with a
+real kube-apiserver per cluster behind the kubernetes test provider (see kube.py).
 
-`make test` builds the CLI first (`make engine`). Where none can be found the tier fails under CI
-(`CI=true`), and elsewhere is skipped with a message saying that it did not run.
+`make test` builds the CLI, kube-apiserver and etcd first (`make engine`). Where one cannot be
+found the tier fails under CI (`CI=true`), and elsewhere is skipped with a message saying that it
+did not run (tests/tools.py).
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.engine.harness import Engine, cli_root
-
-NOT_RUN = "THE ENGINE TIER DID NOT RUN: no Pulumi CLI (build it with `make engine`)"
+from tests.engine.harness import Engine
+from tests.engine.kube import Etcd, ServerPool
+from tests.tools import require
 
 
 @pytest.fixture(scope="session")
 def cli() -> Path:
-    root = cli_root()
-    if root is None:
-        if os.environ.get("CI"):
-            pytest.fail(NOT_RUN)
-        pytest.skip(NOT_RUN)
-    return root
+    """The directory holding bin/pulumi; kube-apiserver and etcd must be there too."""
+    for name in ("kube-apiserver", "etcd"):
+        require(name, "the engine tier")
+    return require("pulumi", "the engine tier").parent.parent
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory: pytest.TempPathFactory, cli: Path) -> Iterator[Etcd]:
+    """One etcd per test process; each test's API servers keep their objects under a prefix of their own."""
+    store = Etcd.start(tmp_path_factory.mktemp("etcd"))
+    yield store
+    store.stop()
 
 
 @pytest.fixture
-def engine(tmp_path: Path, cli: Path) -> Engine:
-    return Engine(tmp_path, cli)
+def kube(tmp_path: Path, etcd: Etcd) -> Iterator[ServerPool]:
+    """The API servers of this test's clusters, started as the kubernetes test provider needs them."""
+    pool = ServerPool(tmp_path / "kube", etcd.url)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def engine(tmp_path: Path, cli: Path, kube: ServerPool) -> Engine:
+    return Engine(tmp_path, cli, kube)

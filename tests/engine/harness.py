@@ -7,7 +7,8 @@ inline program; the CLI attaches with `--client`), and the policy pack (`policie
 an executable analyzer plugin.
 
 What stands in: the providers (`tests/engine/provider.py`, installed as plugins in a private
-`PULUMI_HOME`), and the language host binary `pulumi-language-python`, which no registry serves:
+`PULUMI_HOME`; the kubernetes one sends its objects to a real kube-apiserver per cluster,
+`tests/engine/kube.py`), and the language host binary `pulumi-language-python`, which no registry serves:
 the pack launcher below runs the command its `RunPlugin` would run for a Python pack.
 """
 
@@ -29,6 +30,7 @@ import yaml
 from pulumi import automation as auto
 
 from program.main import run as program
+from tests.engine.kube import ServerPool
 from tests.engine.schema import SDK_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,6 +114,7 @@ class Engine:
 
     base: Path
     cli: Path
+    kube: ServerPool | None = None
     project: Path = field(init=False)
     home: Path = field(init=False)
     providers: Path = field(init=False)
@@ -136,6 +139,7 @@ class Engine:
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "MODELPLANE_TEST_PROVIDER_DIR": str(self.providers),
+            **(self.kube.env() if self.kube else {}),
         }
 
     def stack_file(self, stack: str) -> Path:
@@ -196,8 +200,16 @@ class Engine:
             return Ops()
         return Ops([json.loads(line) for line in log.read_text().splitlines() if line.strip()])
 
+    def kube_applied(self) -> list[dict[str, Any]]:
+        """What the kubernetes test provider applied to an API server: each object as sent and as
+        the server stored it (`kube.jsonl`), in order."""
+        log = self.providers / "kube.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
     def reset_ops(self) -> None:
-        for name in ("ops.jsonl", "changes.count"):
+        for name in ("ops.jsonl", "changes.count", "kube.jsonl"):
             (self.providers / name).unlink(missing_ok=True)
 
     def export(self, stack: auto.Stack) -> dict[str, Any]:

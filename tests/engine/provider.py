@@ -15,6 +15,11 @@ What it does at the boundary, as the real providers do:
 - `Read` returns the state, changed by any drift planted in `drift.json` (for `refresh`).
 - `Construct` registers a multi-language component (`kubernetes:yaml/v2:ConfigFile`) with no
   children: the real one fetches its manifest, which no test can.
+- Every Kubernetes object that is not a Helm release goes to a real kube-apiserver standing for
+  its cluster (`tests/engine/kube.py`), as pulumi-kubernetes sends it: a server-side dry run in a
+  preview, a server-side apply on `up` (read back and recorded in `kube.jsonl`), a delete on
+  delete. The server's refusal (a CEL rule, an immutable field, a missing namespace or CRD) fails
+  the step with the server's message. Helm releases are echoed: charts cannot be fetched in CI.
 
 Every process start, create, update, delete and construct is appended to `ops.jsonl` in the directory named by
 `MODELPLANE_TEST_PROVIDER_DIR`, and `MODELPLANE_TEST_FAIL_AT=N` makes the Nth create or update of a
@@ -33,11 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 from pulumi.provider.experimental import provider as p
 from pulumi.provider.experimental.property_value import Computed, PropertyValue, ResourceReference
 from pulumi.provider.experimental.server import main
 
 from tests.engine import schema
+from tests.engine.kube import ApiError, ApiServer, ServerPool
 from tooling.mockrun import computed_outputs, invoke_result
 
 # The engine's unknown sentinel (sdk/go/common/resource/plugin/rpc.go, `UnknownStringValue`).
@@ -108,29 +115,48 @@ def next_change() -> int:
         return n
 
 
-# Fields a Kubernetes API server refuses to change in place, which pulumi-kubernetes updates rather
-# than replaces (its `forceNewProperties` has no `resource.k8s.io` entry): the server answers 422,
-# in a server-side dry run (preview) and on apply alike. A ResourceClaimTemplate's spec is immutable
-# (k8s.io/kubernetes v1.36.0 pkg/apis/resource/validation/validation.go,
-# `ValidateResourceClaimTemplateUpdate`: `apimachineryvalidation.ValidateImmutableField`).
-IMMUTABLE_IN_PLACE: dict[str, tuple[str, ...]] = {
-    "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate": ("spec",),
-}
-
-
 def urn_type(urn: str) -> str:
     """The resource type of a URN (its last type segment)."""
     return urn.split("::")[2].split("$")[-1]
 
 
-def immutable_change(typ: str, olds: dict[str, PropertyValue], news: dict[str, PropertyValue]) -> str | None:
-    """The API server's refusal of an in-place update that changes an immutable field, or None."""
-    for field in IMMUTABLE_IN_PLACE.get(typ, ()):
-        before, after = olds.get(field), news.get(field)
-        if before is not None and after is not None and plain(before) != plain(after):
-            kind = typ.rsplit(":", 1)[-1]
-            return f"{kind} is invalid (422): {field}: Invalid value: field is immutable"
-    return None
+# Kubernetes types that never reach the API server here: a Helm release is installed by the
+# provider's Helm client from a chart repository, which CI cannot reach.
+ECHOED_KUBERNETES = ("kubernetes:helm.sh/v3:Release",)
+
+
+class UnreachableError(Exception):
+    """A kubeconfig that names no cluster: pulumi-kubernetes marks the cluster unreachable, previews
+    without it and fails any change (provider/pkg/provider/provider.go, `unreachableCluster`)."""
+
+
+def kubeconfig_server(kubeconfig: Any) -> str | None:
+    """The server of a kubeconfig's current context; None while the kubeconfig is unknown."""
+    if kubeconfig is None or kubeconfig is schema.UNKNOWN:
+        return None
+    config = yaml.safe_load(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
+    try:
+        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+        return str(cluster["server"])
+    except (KeyError, TypeError, StopIteration):
+        raise UnreachableError("the kubeconfig names no current context and cluster") from None
+
+
+def has_unknown(value: Any) -> bool:
+    if value is schema.UNKNOWN:
+        return True
+    if isinstance(value, Mapping):
+        return any(has_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_unknown(v) for v in value)
+    return False
+
+
+def namespace_missing(err: ApiError) -> bool:
+    """pulumi-kubernetes's `IsNamespaceNotFoundErr`: a create in a namespace not created yet."""
+    details = err.status.get("details") or {}
+    return err.code == 404 and details.get("kind") == "namespaces"
 
 
 def fault(op: str, urn: str) -> None:
@@ -213,6 +239,9 @@ def _secret_output(key: str) -> bool:
 class TestProvider(p.Provider):
     def __init__(self, package: str) -> None:
         self.package = package
+        self.pool = ServerPool.from_env() if package == "kubernetes" else None
+        self.cluster: str | None = None  # the kubeconfig's server, once known
+        self.unreachable: str | None = None  # why the kubeconfig reaches no cluster
 
     async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
         return self._check(request)
@@ -228,6 +257,11 @@ class TestProvider(p.Provider):
         return p.DiffResponse(changes=bool(diffs), replaces=replaces, diffs=diffs)
 
     async def configure(self, request: p.ConfigureRequest) -> p.ConfigureResponse:
+        if self.pool is not None:
+            try:
+                self.cluster = kubeconfig_server(plain_map(request.args).get("kubeconfig"))
+            except UnreachableError as why:
+                self.unreachable = str(why)
         return p.ConfigureResponse(
             accept_secrets=True, supports_preview=True, accept_resources=True, accept_outputs=False
         )
@@ -276,25 +310,85 @@ class TestProvider(p.Provider):
             outputs[key] = wrap(schema.UNKNOWN if preview else value, secret=_secret_output(key))
         return outputs
 
+    def _server(self, urn: str, values: Mapping[str, PropertyValue]) -> tuple[ApiServer, dict[str, Any]] | None:
+        """The API server and object a Kubernetes step goes to; None where pulumi-kubernetes would
+        not reach a server: a Helm release, a cluster whose kubeconfig is not known yet (a first
+        preview), or an object with values not known yet (pulumi-kubernetes previews those
+        client-side)."""
+        typ = urn_type(urn)
+        if self.pool is None or self.cluster is None or typ in ECHOED_KUBERNETES:
+            return None
+        obj = plain_map(values)
+        if has_unknown(obj):
+            return None
+        return self.pool.server(self.cluster), obj
+
+    def _release(self, urn: str, values: Mapping[str, PropertyValue]) -> None:
+        """What an echoed Helm release leaves on the server that other objects need: the namespace
+        Helm creates for it (`createNamespace`, `helm install --create-namespace`). The Gateway API
+        CRDs Envoy Gateway's chart installs are on every server from its start (`kube.py`)."""
+        if self.pool is None or self.cluster is None:
+            return
+        release = plain_map(values)
+        if release.get("createNamespace") and isinstance(release.get("namespace"), str):
+            server = self.pool.server(self.cluster)
+            server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release["namespace"]}})
+
+    def _apply(self, op: str, urn: str, values: Mapping[str, PropertyValue], preview: bool) -> None:
+        """Send an object to its cluster's API server, as pulumi-kubernetes does for `op`."""
+        if self.unreachable and not preview:
+            raise RuntimeError(f"configured Kubernetes cluster is unreachable: {self.unreachable}")
+        if urn_type(urn) in ECHOED_KUBERNETES:
+            if not preview:
+                self._release(urn, values)
+            return
+        target = self._server(urn, values)
+        if target is None:
+            return
+        server, obj = target
+        try:
+            if op == "create" and not preview and server.get(obj) is not None:
+                # provider/pkg/await/await.go, `Creation`: an existing object is not adopted.
+                raise ApiError(409, {"message": f"{obj['kind']} {obj['metadata']['name']!r} already exists"})
+            server.apply(obj, dry_run=preview)
+        except ApiError as err:
+            if preview and op == "create" and namespace_missing(err):
+                return  # await.go: "If the namespace hasn't been created yet, the preview will always fail."
+            record(f"refused-{op}", urn, reason=err.reason, message=str(err))
+            raise RuntimeError(f"the API server refused the {op}: {err}") from None
+        if not preview:
+            line = json.dumps({"op": op, "urn": urn, "sent": obj, "stored": server.get(obj)}) + "\n"
+            with open(state_dir() / "kube.jsonl", "a") as log:
+                log.write(line)
+
     async def create(self, request: p.CreateRequest) -> p.CreateResponse:
         if request.preview:
+            self._apply("create", request.urn, request.properties, True)
             return p.CreateResponse(resource_id="", properties=self._outputs(request.urn, request.properties, True))
         fault("create", request.urn)
+        self._apply("create", request.urn, request.properties, False)
         rid = resource_id(request.urn)
         record("create", request.urn, id=rid)
         return p.CreateResponse(resource_id=rid, properties=self._outputs(request.urn, request.properties, False))
 
     async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
-        refused = immutable_change(urn_type(request.urn), request.olds, request.news)
-        if refused is not None:
-            record("refused-update", request.urn)
-            raise RuntimeError(refused)
         if not request.preview:
             fault("update", request.urn)
+        self._apply("update", request.urn, request.news, request.preview)
+        if not request.preview:
             record("update", request.urn, id=request.resource_id)
         return p.UpdateResponse(properties=self._outputs(request.urn, request.news, request.preview))
 
     async def delete(self, request: p.DeleteRequest) -> None:
+        target = self._server(request.urn, request.properties)
+        if target is not None:
+            server, obj = target
+            server.delete(obj)
+            # With no controller manager, an object with a finalizer (a namespace, a claimed volume)
+            # stays, marked for deletion; anything else must be gone.
+            stored = server.get(obj)
+            if stored is not None and not stored["metadata"].get("deletionTimestamp"):
+                raise RuntimeError(f"{obj['kind']} {obj['metadata']['name']!r} is still on the API server")
         record("delete", request.urn, id=request.resource_id)
 
     async def read(self, request: p.ReadRequest) -> p.ReadResponse:

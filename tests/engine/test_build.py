@@ -33,3 +33,24 @@ def locate(tmp_path: Path, on_path_version: str) -> str:
 def test_a_pulumi_on_the_path_is_used_only_from_the_pinned_version_on(tmp_path: Path, version: str, used: bool) -> None:
     found = locate(tmp_path, version).strip()
     assert (found == str(tmp_path / "somewhere")) is used, found
+
+
+def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> None:
+    script = ROOT / "engine" / "build.sh"
+    done = subprocess.run(["bash", str(script), "--locate", "kubectl"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd or otelcol)" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["kube-apiserver", "etcd", "otelcol"])
+def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
+    # A binary that answers with another version, where the pinned one would be: not located.
+    script = ROOT / "engine" / "build.sh"
+    versions = {"kube-apiserver": "v1.36.0", "etcd": "v3.6.8", "otelcol": "v0.161.0"}
+    folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
+    folder.mkdir(parents=True)
+    (folder / name).write_text("#!/bin/sh\necho 'version 0.0.1'\n")
+    (folder / name).chmod(0o755)
+    env = {**os.environ, "MODELPLANE_TOOLS_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(["bash", str(script), "--locate", name], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == ""

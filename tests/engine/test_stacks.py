@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pulumi import automation as auto
@@ -16,6 +17,7 @@ from pulumi import automation as auto
 from infra.config.stackfile import load_stack_file
 from program.main import run
 from tests.engine.harness import ROOT, Engine, resources, urns, walk_secrets
+from tests.engine.provider import ECHOED_KUBERNETES
 from tooling.mockrun import run_under_mocks
 from tooling.stackconfig import config_of
 
@@ -30,6 +32,20 @@ def mock_urns(stack_file: Path) -> set[str]:
     assert result.error is None, result.error
     assert result.stack is not None
     return {r.urn for r in result.resources} | {result.stack.urn}
+
+
+def not_as_sent(sent: Any, stored: Any, path: str = "") -> list[str]:
+    """Where the server stored something other than what was sent: every value sent must come
+    back; what the server adds (defaults, status, metadata it keeps) is not compared."""
+    if isinstance(sent, dict):
+        if not isinstance(stored, dict):
+            return [f"{path}: sent a map, stored {stored!r}"]
+        return [d for k, v in sent.items() for d in not_as_sent(v, stored.get(k), f"{path}.{k}")]
+    if isinstance(sent, list):
+        if not isinstance(stored, list) or len(stored) != len(sent):
+            return [f"{path}: sent {sent!r}, stored {stored!r}"]
+        return [d for i, (a, b) in enumerate(zip(sent, stored, strict=True)) for d in not_as_sent(a, b, f"{path}[{i}]")]
+    return [] if sent == stored else [f"{path}: sent {sent!r}, stored {stored!r}"]
 
 
 def policy_events(events: list[auto.EngineEvent]) -> list[auto.PolicyEvent]:
@@ -53,6 +69,18 @@ def test_committed_stack_previews_with_the_pack_updates_and_settles(engine: Engi
     created = engine.ops().of("create")
     assert len(created) == len(set(created)), "a resource was created twice"
     assert engine.ops().of("delete") == []
+
+    # Every Kubernetes object that is not a Helm release went to the cluster's API server, which
+    # accepted it and stored it as sent, apart from what it fills in.
+    applied = {a["urn"]: a for a in engine.kube_applied()}
+    sent_to_server = {
+        r["urn"]
+        for r in resources(state)
+        if r["type"].startswith("kubernetes:") and r.get("custom") and r["type"] not in ECHOED_KUBERNETES
+    }
+    assert set(applied) == sent_to_server
+    for urn, record in applied.items():
+        assert not_as_sent(record["sent"], record["stored"]) == [], urn
 
     again = stack.preview(policy_packs=[str(engine.pack)])
     assert set(again.change_summary) == {"same"}, again.change_summary

@@ -138,8 +138,9 @@ def test_an_aks_stack_created_with_the_sdks_api_version_aliases_updates_without_
 
 
 def test_a_changed_claim_replaces_its_template_and_the_deployment_moves_to_it(engine: Engine) -> None:
-    # The API server refuses to change a ResourceClaimTemplate's spec (the test provider answers as
-    # it does, 422); the template named after its claim is replaced instead, created first.
+    # The API server refuses to change a ResourceClaimTemplate's spec (422, `field is immutable`:
+    # tests/engine/test_kube.py); the template named after its claim is replaced instead, created
+    # first, on the cluster's real API server.
     # A protected stack refuses every replacement until protection is lifted (README, "protect");
     # this one runs unprotected.
     name = "recipe-qwen-cpu-civo"
@@ -162,3 +163,15 @@ def test_a_changed_claim_replaces_its_template_and_the_deployment_moves_to_it(en
     order = [change for change in changes if change[1] in (template, "civo-cpu-qwen-deployment")]
     assert order == [("create", template), ("update", "civo-cpu-qwen-deployment"), ("delete", template)]
     assert set(stack.preview().change_summary) == {"same"}
+
+    # On the server: the Deployment claims from the new template, and the old one is gone.
+    [server] = (engine.kube.servers() if engine.kube else {}).values()
+    applied = [a for a in engine.kube_applied() if a["urn"].endswith(f"::{template}")]
+    new_name = applied[-1]["sent"]["metadata"]["name"]
+    deployment = next(a["stored"] for a in engine.kube_applied() if a["urn"].endswith("::civo-cpu-qwen-deployment"))
+    [claim] = deployment["spec"]["template"]["spec"]["resourceClaims"]
+    assert claim["resourceClaimTemplateName"] == new_name
+    kinds = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"}
+    namespace = applied[-1]["sent"]["metadata"]["namespace"]
+    assert server.get({**kinds, "metadata": {"name": new_name, "namespace": namespace}}) is not None
+    assert [r["metadata"]["name"] for r in server.list(kinds, namespace)] == [new_name]

@@ -1,0 +1,407 @@
+"""A real Kubernetes API server for the engine tier: etcd and kube-apiserver v1.36.0 on loopback.
+
+`engine/build.sh etcd` and `engine/build.sh kube-apiserver` build the two binaries from the Go
+module proxy once per machine (`make engine`). `Etcd` starts one store per test session; each
+`ApiServer` keeps its objects under its own etcd prefix, so every cluster of every test starts
+empty. The kubernetes test provider (`tests/engine/provider.py`) sends every Kubernetes object
+that is not a Helm release to the server standing for its cluster (`ServerPool`), as
+pulumi-kubernetes sends it to the cluster's.
+
+The flags below are those a trial ran a v1.36.0 server with: loopback only, a service-account key
+pair made here, a static token, and no authorization (the tier checks objects, not permissions).
+Everything the server stores is what a cluster's API server would: defaulting, validation (CEL
+rules, immutable fields), admission (a namespace must exist), feature gates and emulated versions.
+There is no controller manager and no scheduler: nothing runs, and a deleted namespace stays
+terminating.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.tools import ROOT, tool
+
+FIELD_MANAGER = "pulumi-kubernetes"  # what pulumi-kubernetes applies as (provider/pkg/await/await.go)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop(pid: int) -> None:
+    """Stop a process started here, and wait for it when it is our child."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        try:
+            if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                return
+        except ChildProcessError:  # not our child: poll until it is gone
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.05)
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+@dataclass
+class Etcd:
+    """One etcd on loopback with a fresh data directory."""
+
+    url: str
+    pid: int
+
+    @classmethod
+    def start(cls, folder: Path) -> Etcd:
+        folder.mkdir(parents=True, exist_ok=True)
+        client, peer = free_port(), free_port()
+        url = f"http://127.0.0.1:{client}"
+        log = open(folder / "etcd.log", "w")  # noqa: SIM115 (the process writes to it after we return)
+        proc = subprocess.Popen(
+            [
+                str(tool("etcd")),
+                "--name=default",
+                f"--data-dir={folder / 'data'}",
+                f"--listen-client-urls={url}",
+                f"--advertise-client-urls={url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                "--log-level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        etcd = cls(url, proc.pid)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"etcd exited with {proc.returncode}: {(folder / 'etcd.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if json.loads(r.read()).get("health") == "true":
+                        return etcd
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        etcd.stop()
+        raise RuntimeError("etcd did not become healthy in 30 s")
+
+    def stop(self) -> None:
+        stop(self.pid)
+
+
+class ApiError(RuntimeError):
+    """The API server's refusal, with its status code and message."""
+
+    def __init__(self, code: int, status: Mapping[str, Any]) -> None:
+        self.code = code
+        self.status = dict(status)
+        self.reason = str(status.get("reason", ""))
+        super().__init__(f"{status.get('message', status)} ({code})")
+
+
+@dataclass
+class ApiServer:
+    """A kube-apiserver: where it listens, how to authenticate, and its process."""
+
+    url: str
+    token: str
+    ca_file: str
+    pid: int
+
+    # ---------------------------------------------------------------------------------------
+    # Start and stop
+
+    @classmethod
+    def start(cls, folder: Path, etcd_url: str, prefix: str, extra_flags: tuple[str, ...] = ()) -> ApiServer:
+        """Start a server whose objects live under `prefix` in etcd, wait until ready, install CRDs."""
+        folder.mkdir(parents=True, exist_ok=True)
+        key = folder / "sa.key"
+        if not key.exists():
+            subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+            subprocess.run(
+                ["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(folder / "sa.pub")],
+                check=True,
+                capture_output=True,
+            )
+        token = secrets.token_hex(16)
+        (folder / "tokens.csv").write_text(f'{token},admin,admin,"system:masters"\n')
+        port = free_port()
+        log = open(folder / "kube-apiserver.log", "w")  # noqa: SIM115 (the process writes to it after we return)
+        proc = subprocess.Popen(
+            [
+                str(tool("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                f"--etcd-prefix={prefix}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={folder / 'certs'}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={folder / 'sa.pub'}",
+                f"--service-account-signing-key-file={key}",
+                f"--token-auth-file={folder / 'tokens.csv'}",
+                "--authorization-mode=AlwaysAllow",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--profiling=false",
+                *extra_flags,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        server = cls(f"https://127.0.0.1:{port}", token, str(folder / "certs" / "apiserver.crt"), proc.pid)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                tail = (folder / "kube-apiserver.log").read_text()[-3000:]
+                raise RuntimeError(f"kube-apiserver exited with {proc.returncode}: {tail}")
+            try:
+                if server._request("GET", "/readyz", raw=True) == b"ok":
+                    break
+            except (OSError, ApiError, ssl.SSLError):
+                pass
+            time.sleep(0.2)
+        else:
+            server.stop()
+            raise RuntimeError("kube-apiserver was not ready in 90 s")
+        server.install_crds()
+        return server
+
+    def stop(self) -> None:
+        stop(self.pid)
+
+    # ---------------------------------------------------------------------------------------
+    # HTTP
+
+    def _context(self) -> ssl.SSLContext:
+        # The server's self-signed certificate (written to --cert-dir) is its own authority.
+        context = ssl.create_default_context(cafile=self.ca_file)
+        context.check_hostname = False  # issued to the host name and 127.0.0.1 only as IP SAN
+        return context
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        raw: bool = False,
+    ) -> Any:
+        request = urllib.request.Request(self.url + path, data=body, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if body is not None:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, context=self._context(), timeout=30) as response:
+                data = response.read()
+        except urllib.error.HTTPError as err:
+            text = err.read()
+            try:
+                status = json.loads(text)
+            except ValueError:
+                status = {"message": text.decode(errors="replace")}
+            raise ApiError(err.code, status) from None
+        if raw:
+            return data
+        return json.loads(data) if data else {}
+
+    # ---------------------------------------------------------------------------------------
+    # Discovery and CRDs
+
+    def resource(self, api_version: str, kind: str) -> tuple[str, bool]:
+        """The plural resource name of a kind and whether it is namespaced (the server's discovery)."""
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        try:
+            listing = self._request("GET", base)
+        except ApiError as err:
+            if err.code == 404:
+                raise ApiError(404, {"message": f"no matches for kind {kind!r} in version {api_version!r}"}) from None
+            raise
+        for entry in listing.get("resources", []):
+            if entry.get("kind") == kind and "/" not in entry["name"]:
+                return str(entry["name"]), bool(entry["namespaced"])
+        raise ApiError(404, {"message": f"no matches for kind {kind!r} in version {api_version!r}"})
+
+    def path(self, obj: Mapping[str, Any]) -> str:
+        api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+        plural, namespaced = self.resource(api_version, kind)
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        meta = obj.get("metadata") or {}
+        name = urllib.parse.quote(str(meta["name"]))
+        if namespaced:
+            return f"{base}/namespaces/{meta.get('namespace') or 'default'}/{plural}/{name}"
+        return f"{base}/{plural}/{name}"
+
+    def install_crds(self) -> None:
+        """The Gateway API CRDs the serving stack's Envoy Gateway chart installs (engine/crds)."""
+        crds = gateway_api_crds()
+        for crd in crds:
+            self.apply(crd)
+        deadline = time.monotonic() + 60
+        pending = {c["spec"]["group"] + "/" + v["name"] for c in crds for v in c["spec"]["versions"] if v["served"]}
+        while pending and time.monotonic() < deadline:
+            for group_version in sorted(pending):
+                try:
+                    self._request("GET", f"/apis/{group_version}")
+                    pending.discard(group_version)
+                except ApiError:
+                    pass
+            time.sleep(0.1)
+        if pending:
+            raise RuntimeError(f"CRDs not served in 60 s: {sorted(pending)}")
+
+    # ---------------------------------------------------------------------------------------
+    # Objects
+
+    def apply(self, obj: Mapping[str, Any], dry_run: bool = False, force: bool = True) -> dict[str, Any]:
+        """Server-side apply, as pulumi-kubernetes does (PATCH application/apply-patch+yaml)."""
+        query = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
+        if dry_run:
+            query["dryRun"] = "All"
+        body = json.dumps(obj).encode()
+        return dict(
+            self._request(
+                "PATCH", f"{self.path(obj)}?{urllib.parse.urlencode(query)}", body, "application/apply-patch+yaml"
+            )
+        )
+
+    def get(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        try:
+            return dict(self._request("GET", self.path(obj)))
+        except ApiError as err:
+            if err.code == 404:
+                return None
+            raise
+
+    def list(self, kind: Mapping[str, Any], namespace: str) -> list[dict[str, Any]]:
+        """Every object of `kind` (its apiVersion and kind) in a namespace."""
+        api_version = str(kind["apiVersion"])
+        plural, _ = self.resource(api_version, str(kind["kind"]))
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        return list(self._request("GET", f"{base}/namespaces/{namespace}/{plural}")["items"])
+
+    def delete(self, obj: Mapping[str, Any]) -> None:
+        try:
+            self._request("DELETE", self.path(obj))
+        except ApiError as err:
+            if err.code != 404:
+                raise
+
+    def version(self) -> dict[str, Any]:
+        return dict(self._request("GET", "/version"))
+
+
+# The Gateway API kinds the program creates (components/model_service.py); their CRDs are installed.
+GATEWAY_API_KINDS = ("gatewayclasses", "gateways", "httproutes")
+
+
+@functools.cache
+def gateway_api_crds() -> list[dict[str, Any]]:
+    """The CRDs of `GATEWAY_API_KINDS` from the Gateway API release engine/crds pins, experimental
+    channel, as Envoy Gateway's chart carries them."""
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", "sigs.k8s.io/gateway-api"],
+        cwd=ROOT / "engine" / "crds",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    folder = Path(json.loads(out)["Dir"]) / "config" / "crd" / "experimental"
+    crds = []
+    for kind in GATEWAY_API_KINDS:
+        for doc in yaml.load_all(
+            (folder / f"gateway.networking.k8s.io_{kind}.yaml").read_text(), Loader=yaml.CSafeLoader
+        ):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                crds.append(doc)
+    return crds
+
+
+# ---------------------------------------------------------------------------------------------
+# One server per cluster, started when a provider first needs it
+
+
+@dataclass
+class ServerPool:
+    """The API servers of one test, one per cluster, keyed by the server URL of its kubeconfig.
+
+    The kubernetes test provider runs in a process of its own per cluster (the engine starts one
+    plugin per provider), so a server is started by whichever provider process first needs it,
+    under a lock, and stays up until the test ends (`close`). `servers.json` in `folder` maps each
+    cluster's kubeconfig server to the real one.
+    """
+
+    folder: Path
+    etcd_url: str
+    extra_flags: tuple[str, ...] = ()
+
+    ENV = "MODELPLANE_TEST_KUBE_POOL"
+
+    def env(self) -> dict[str, str]:
+        return {self.ENV: json.dumps({"folder": str(self.folder), "etcd": self.etcd_url, "flags": self.extra_flags})}
+
+    @classmethod
+    def from_env(cls) -> ServerPool | None:
+        raw = os.environ.get(cls.ENV)
+        if not raw:
+            return None
+        spec = json.loads(raw)
+        return cls(Path(spec["folder"]), spec["etcd"], tuple(spec["flags"]))
+
+    @contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / "servers.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self.folder / "servers.json"
+            servers = json.loads(index.read_text()) if index.exists() else {}
+            yield servers
+            index.write_text(json.dumps(servers))
+
+    def server(self, cluster_url: str) -> ApiServer:
+        with self._locked() as servers:
+            if cluster_url not in servers:
+                n = len(servers)
+                # A prefix of its own in the shared etcd: the server starts empty.
+                started = ApiServer.start(
+                    self.folder / f"server-{n}", self.etcd_url, f"/{secrets.token_hex(8)}", self.extra_flags
+                )
+                servers[cluster_url] = started.__dict__
+            return ApiServer(**servers[cluster_url])
+
+    def servers(self) -> dict[str, ApiServer]:
+        with self._locked() as servers:
+            return {url: ApiServer(**spec) for url, spec in servers.items()}
+
+    def close(self) -> None:
+        for server in self.servers().values():
+            server.stop()

@@ -1,0 +1,118 @@
+"""What a real kube-apiserver v1.36.0 says of our objects that no schema can (tests/engine/kube.py).
+
+The OpenAPI and CRD schemas the unit tests check against know nothing of immutable fields, feature
+gates or emulated versions. The server does: a ResourceClaimTemplate's spec cannot change in place,
+and a server emulating 1.35 (or with `DRAConsumableCapacity` off) drops a capacity request without
+a word, so the claim then asks for a whole device.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from clouds.mock import fake_kubeconfig
+from tests.engine.harness import Engine
+from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool
+from tests.test_analyzer import BYO
+
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}
+
+
+def template(cpus: str) -> dict[str, Any]:
+    """A claim template as components/model_deployment.py writes one for a dra.cpu claim."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "qwen-claims", "namespace": "serving"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "cpu",
+                            "exactly": {
+                                "deviceClassName": "dra.cpu",
+                                "allocationMode": "ExactCount",
+                                "count": 1,
+                                "capacity": {"requests": {"dra.cpu/cpu": cpus}},
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def capacity(stored: dict[str, Any]) -> Any:
+    return stored["spec"]["spec"]["devices"]["requests"][0]["exactly"].get("capacity")
+
+
+@pytest.fixture
+def server(kube: ServerPool) -> ApiServer:
+    return kube.server("https://direct.invalid")
+
+
+def test_a_claim_templates_spec_cannot_change_in_place(server: ApiServer) -> None:
+    assert server.version()["gitVersion"] == "v1.36.0"
+    server.apply(NAMESPACE)
+    server.apply(template("6"))
+    stored = server.get(template("6"))
+    assert stored is not None and capacity(stored) == {"requests": {"dra.cpu/cpu": "6"}}
+
+    relabelled = copy.deepcopy(template("6"))
+    relabelled["metadata"]["labels"] = {"modelplane.ai/deployment": "qwen"}
+    server.apply(relabelled)  # metadata may change
+
+    for dry_run in (True, False):  # a preview's dry run is refused as the update is
+        with pytest.raises(ApiError) as refused:
+            server.apply(template("8"), dry_run=dry_run)
+        assert refused.value.code == 422
+        assert "field is immutable" in str(refused.value)
+
+
+def test_a_server_emulating_1_35_drops_a_capacity_request(tmp_path: Path, etcd: Etcd) -> None:
+    pool = ServerPool(tmp_path / "kube-1.35", etcd.url, ("--emulated-version=kube=1.35",))
+    try:
+        server = pool.server("https://old.invalid")
+        server.apply(NAMESPACE)
+        server.apply(template("6"))  # accepted, with no warning
+        stored = server.get(template("6"))
+        assert stored is not None
+        assert capacity(stored) is None, "the 1.35 server kept the capacity request"
+        assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1  # a whole device
+    finally:
+        pool.close()
+
+
+def byo(version: str) -> dict[str, Any]:
+    fleet = copy.deepcopy(BYO)
+    fleet["clusters"][0]["existing"]["kubernetesVersion"] = version
+    return fleet
+
+
+def test_the_program_refuses_capacity_claims_on_a_1_35_cluster_before_anything_is_sent(engine: Engine) -> None:
+    kubeconfig = auto.ConfigValue(value=fake_kubeconfig("byo-lab"), secret=True)
+    engine.write_fleet("byo", byo("1.35"))
+    stack = engine.stack("byo")
+    stack.set_config("modelplane:kubeconfig", kubeconfig)
+    for action in (stack.preview, stack.up):
+        with pytest.raises(auto.CommandError) as refused:
+            action()
+        assert "clusters[0].existing.kubernetesVersion" in str(refused.value)
+        assert "1.36" in str(refused.value)
+    assert [e for e in engine.ops().entries if e["op"] != "start"] == []
+    assert engine.kube is not None and engine.kube.servers() == {}, "an object reached an API server"
+
+    # The same cluster at 1.36: its objects reach the server, which keeps them.
+    engine.write_fleet("byo", byo("1.36"))
+    stack.set_config("modelplane:kubeconfig", kubeconfig)
+    assert stack.up().summary.result == "succeeded"
+    [server] = engine.kube.servers().values()
+    amd = server.get({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.amd.com"}})
+    assert amd is not None
