@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clouds import profile
-from infra.config.base import Accelerator
+from infra.config.base import Accelerator, MachineBlock
 from infra.config.model import Device, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
@@ -73,6 +73,9 @@ class PoolFacts:
     claimed_drivers: tuple[str, ...] = ()
     machine: str | None = None
     disk_size_gb: int | None = None
+    # The pool's class's own block for the cluster's cloud (`provisioning.<key>`), for the settings
+    # only that cloud's component reads; None for the system pool and on Existing.
+    machine_block: MachineBlock | None = None
     # What the cloud multiplies `node_count` by: the pool's zones where the cloud counts nodes per
     # zone (GKE regional clusters), else 1.
     zone_count: int = 1
@@ -272,6 +275,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         vendors = sorted({GPU_VENDORS[d] for d in drivers if d in GPU_VENDORS})
         vendor = vendors[0] if role == "GPU" and len(vendors) == 1 else None
         prov = cls.provisioning if cluster.provisioned else None
+        own = prov.machine if prov is not None and prov.provider == source else None
         accel = (
             pool_accelerator(source, declared_accelerator(cls, cluster.provisioned), vendor, gpu_device_count(cls))
             if role == "GPU"
@@ -304,8 +308,9 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 zones=tuple(pool.zones),
                 devices=tuple(cls.devices),
                 claimed_drivers=tuple(drivers),
-                machine=prov.machine_name if prov is not None and prov.provider == source else None,
-                disk_size_gb=prov.machine.boot_disk_gb if prov is not None and prov.provider == source else None,
+                machine=own.machine_name if own is not None else None,
+                disk_size_gb=own.boot_disk_gb if own is not None else None,
+                machine_block=own,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
             )
         )

@@ -21,6 +21,7 @@ CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
     "AKS": {"location": "eastus", "kubernetesVersion": "1.36"},
     "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
     "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
+    "Nebius": {"projectId": "project-e00test", "region": "eu-north1", "kubernetesVersion": "1.36"},
 }
 GPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
@@ -28,6 +29,11 @@ GPU_BLOCKS: dict[str, dict[str, Any]] = {
     "AKS": {"vmSize": "Standard_NC24ads_A100_v4", "accelerator": {"type": "nvidia-a100", "count": 1}},
     "Civo": {"size": "an.g1.l40s.kube.x1", "accelerator": {"type": "nvidia-l40s", "count": 1}},
     "Vultr": {"plan": "vcg-l40s-16c-180g-48vram", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+    "Nebius": {
+        "platform": "gpu-h100-sxm",
+        "preset": "1gpu-16vcpu-200gb",
+        "accelerator": {"type": "nvidia-h100-80gb", "count": 1},
+    },
 }
 CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "c3-standard-8"},
@@ -35,6 +41,7 @@ CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "AKS": {"vmSize": "Standard_D8s_v5"},
     "Civo": {"size": "g4p.kube.medium"},
     "Vultr": {"plan": "vc2-8c-32gb"},
+    "Nebius": {"platform": "cpu-d3", "preset": "8vcpu-32gb"},
 }
 
 

@@ -27,6 +27,7 @@ EXPECTED_SUPPORTED = {
     "AKS": ["dra.cpu", "gpu.nvidia.com"],
     "Civo": ["dra.cpu", "gpu.nvidia.com"],
     "Vultr": ["dra.cpu", "gpu.nvidia.com"],
+    "Nebius": ["dra.cpu", "gpu.nvidia.com"],
     "EKS": ["dra.cpu", "dra.net", "gpu.nvidia.com"],
     "Existing": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
 }
@@ -366,7 +367,7 @@ def test_two_rows_with_one_release_name_fail_to_load() -> None:
 
 
 def test_unknown_cloud_has_no_catalog() -> None:
-    with pytest.raises(KeyError, match="unknown cloud 'OCI'; known: GKE, EKS, AKS, Civo, Vultr, Existing"):
+    with pytest.raises(KeyError, match="unknown cloud 'OCI'; known: GKE, EKS, AKS, Civo, Vultr, Nebius, Existing"):
         catalog_for("OCI")
 
 
@@ -464,7 +465,7 @@ def test_a_catalog_serving_other_drivers_than_its_profile_fails_to_load() -> Non
 
 def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
     loaded = load_catalog()
-    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Existing"]
+    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "Existing"]
     assert {cloud: [r.key for r in rows] for cloud, rows in loaded.items()} == {
         cloud: [r.key for r in catalog_for(cloud)] for cloud in SOURCES
     }

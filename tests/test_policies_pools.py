@@ -126,6 +126,50 @@ def test_program_gke_pools_pass_role_marking() -> None:
         assert run(pool_role_marking, resource_args(r.type, r.inputs, name=r.name)) == [], r.name
 
 
+NEBIUS_POOL = "nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup"
+
+
+def nebius_group(labels: dict[str, str], taints: list[dict[str, str]], drivers: str | None = None) -> dict[str, Any]:
+    template: dict[str, Any] = {
+        "resources": {"platform": "gpu-h100-sxm" if drivers else "cpu-d3", "preset": "x"},
+        "metadata": {"labels": labels},
+        "taints": taints,
+    }
+    if drivers is not None:
+        template["gpuSettings"] = {"driversPreset": drivers, "dra": True}
+    return {"parentId": "c", "fixedNodeCount": 1, "template": template}
+
+
+def test_nebius_node_groups_are_read_from_their_template_with_upper_case_effects() -> None:
+    upper_gpu = {**NVIDIA_TAINT, "effect": "NO_SCHEDULE"}
+    upper_cpu = {**CPU_TAINT, "effect": "NO_SCHEDULE"}
+    assert violations(NEBIUS_POOL, nebius_group(GPU_LABELS, [upper_gpu], drivers="cuda13.0")) == []
+    assert violations(NEBIUS_POOL, nebius_group(CPU_LABELS, [upper_cpu])) == []
+    found = violations(NEBIUS_POOL, nebius_group(GPU_LABELS, [], drivers="cuda13.0"))
+    assert len(found) == 1 and "lacks the taint nvidia.com/gpu=true:NoSchedule" in found[0]
+
+
+def test_a_nebius_node_group_is_accelerated_exactly_when_it_names_a_cuda_drivers_preset() -> None:
+    upper_gpu = {**NVIDIA_TAINT, "effect": "NO_SCHEDULE"}
+    upper_cpu = {**CPU_TAINT, "effect": "NO_SCHEDULE"}
+    # A GPU label on a group without GPU settings: its nodes would have no driver.
+    assert any("no accelerator" in m for m in violations(NEBIUS_POOL, nebius_group(GPU_LABELS, [upper_gpu])))
+    # A CPU group with a drivers preset runs a GPU image.
+    found = violations(NEBIUS_POOL, nebius_group(CPU_LABELS, [upper_cpu], drivers="cuda12.8"))
+    assert any("CPU pool has accelerators" in m for m in found)
+
+
+def test_program_nebius_node_groups_pass_role_marking() -> None:
+    from tests.test_nebius import nebius_fleet
+
+    result = run_fleet(nebius_fleet())
+    assert result.error is None
+    groups = [r for r in result.resources if r.type == NEBIUS_POOL]
+    assert {r.name for r in groups} == {"nb-eu-system", "nb-eu-h100", "nb-eu-h100-single", "nb-eu-cpu"}
+    for r in groups:
+        assert run(pool_role_marking, resource_args(r.type, r.inputs, name=r.name)) == [], r.name
+
+
 # protect-clusters
 
 

@@ -27,6 +27,7 @@ CASES = [
     ("AKS", "azure-native", "subscriptionId", "subscriptionId"),
     ("Civo", "civo", "token", "token"),
     ("Vultr", "vultr", "apiKey", "apiKey"),
+    ("Nebius", "nebius", "token", "token"),
 ]
 
 

@@ -12,10 +12,10 @@ from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 from infra.serving import values as v
 from infra.serving.catalog import CATALOG, Component, catalog_for
 
-PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr")
+PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius")
 # Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but Vultr, whose VKE
 # runs its own.
-OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Existing")
+OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Nebius", "Existing")
 
 
 def row(cloud: str, key: str) -> Component:
@@ -147,6 +147,8 @@ def test_dra_driver_sets_no_controller_values_while_compute_domains_are_off(clou
         ("EKS", "/"),
         ("AKS", "/"),
         ("Vultr", "/"),
+        # Nebius's drivers preset puts the driver in the node image at the default root.
+        ("Nebius", "/"),
         ("Existing", "/"),
     ],
 )
@@ -161,6 +163,8 @@ def test_dra_driver_root_follows_where_each_cloud_puts_the_driver(cloud: str, ro
         ("EKS", False, False),
         ("AKS", False, False),
         ("Civo", True, False),
+        # The drivers preset's image carries driver and toolkit (clouds/nebius/__init__.py).
+        ("Nebius", False, False),
         ("Existing", False, False),
     ],
 )
@@ -189,7 +193,7 @@ def test_gke_operator_uses_googles_driver_directory_and_cdi() -> None:
     assert values["cdi"] == {"enabled": True}
 
 
-@pytest.mark.parametrize("cloud", ["GKE", "EKS", "AKS", "Civo", "Existing"])  # VKE runs its own operator
+@pytest.mark.parametrize("cloud", ["GKE", "EKS", "AKS", "Civo", "Nebius", "Existing"])  # VKE runs its own operator
 def test_gpu_operator_sets_no_value_v26_3_3_ignores(cloud: str) -> None:
     # At v26.3.3 no template reads `operator.defaultRuntime`, and ClusterPolicy's `cdi.default` is
     # deprecated and unused: setting either would only suggest a control we do not have.
@@ -215,7 +219,7 @@ def test_civo_driver_upgrades_evict_the_dra_kubelet_plugin() -> None:
     assert manager == {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]}
     plugin = row("Civo", "dra-driver-nvidia-gpu").values["kubeletPlugin"]
     assert plugin["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true"}
-    for cloud in ("GKE", "EKS", "AKS", "Vultr", "Existing"):
+    for cloud in ("GKE", "EKS", "AKS", "Vultr", "Nebius", "Existing"):
         assert "nodeSelector" not in row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"], cloud
 
 
@@ -225,7 +229,7 @@ def test_vultr_installs_only_the_dra_driver_next_to_vkes_gpu_operator() -> None:
     assert row("Vultr", "dra-driver-nvidia-gpu").depends_on == ()
 
 
-@pytest.mark.parametrize("cloud", ("GKE", "EKS", "AKS", "Civo"))
+@pytest.mark.parametrize("cloud", ("GKE", "EKS", "AKS", "Civo", "Nebius"))
 def test_nfd_worker_reaches_nvidia_nodes_only_on_provisioned_clouds(cloud: str) -> None:
     keys = {t["key"] for _, t in tolerations_in(row(cloud, "node-feature-discovery").values)}
     assert keys == {"nvidia.com/gpu"}
@@ -345,6 +349,7 @@ NVIDIA_TOLERATION_BY_CLOUD = {
     "EKS": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Civo": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Vultr": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "Nebius": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Existing": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
 }
 

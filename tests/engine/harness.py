@@ -47,29 +47,35 @@ def cli_root() -> Path | None:
     return Path(out) if out else None
 
 
-def sdk_version(package: str) -> str:
-    """The plugin version the program's SDK asks the engine for (the package's pulumi-plugin.json,
-    or its distribution version when the file names none, as ediri-vultr's does)."""
+def sdk_plugin(package: str) -> tuple[str, str]:
+    """(plugin name, plugin version) the program's SDK asks the engine for: its pulumi-plugin.json's
+    `name` and `version`, else the package and its distribution version (ediri-vultr's file names
+    neither).
+
+    A parameterized SDK names the plugin it parameterizes, not itself: pulumi-nebius 0.6.73 names
+    `terraform-provider` 1.5.0 with the parameterization `nebius` 0.6.73, and the engine loads that
+    plugin and calls its `Parameterize` (pkg/resource/deploy/providers/registry.go at v3.274.1,
+    `loadParameterizedProvider`; the plugin's name and version sit in the provider's `__internal`).
+    """
     module = SDK_PACKAGES[package]
     spec = __import__("importlib.util").util.find_spec(module)
     plugin = json.loads((Path(spec.origin).parent / "pulumi-plugin.json").read_text())
+    name = str(plugin.get("name") or package)
     if plugin.get("version"):
-        return str(plugin["version"])
+        return name, str(plugin["version"])
     dist = {"ediri_vultr": "ediri-vultr"}.get(module, module.replace("_", "-"))
-    return metadata.version(dist)
+    return name, metadata.version(dist)
 
 
 def install_plugins(home: Path) -> None:
-    """One launcher per provider package, where the engine looks for `pulumi-resource-<name>`
+    """One launcher per provider plugin, where the engine looks for `pulumi-resource-<name>`
     (sdk/go/common/workspace/plugins.go, `PluginDescriptor.Dir`/`File`)."""
-    for package in SDK_PACKAGES:
-        version = sdk_version(package)
-        folder = home / "plugins" / f"resource-{package}-v{version}"
+    for name, version in sorted({sdk_plugin(package) for package in SDK_PACKAGES}):
+        folder = home / "plugins" / f"resource-{name}-v{version}"
         folder.mkdir(parents=True, exist_ok=True)
-        launcher = folder / f"pulumi-resource-{package}"
+        launcher = folder / f"pulumi-resource-{name}"
         launcher.write_text(
-            "#!/bin/sh\n"
-            f'PYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.engine.provider {package} {version} "$@"\n'
+            f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.engine.provider {name} {version} "$@"\n'
         )
         launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         # The engine trusts a plugin folder only once its install has finished (`.lock` gone,

@@ -20,6 +20,9 @@ What it does at the boundary, as the real providers do:
   preview, a server-side apply on `up` (read back and recorded in `kube.jsonl`), a delete on
   delete. The server's refusal (a CEL rule, an immutable field, a missing namespace or CRD) fails
   the step with the server's message. Helm releases are echoed: charts cannot be fetched in CI.
+- `Parameterize`, for the plugin of the dynamically bridged Terraform providers only
+  (`terraform-provider`, which pulumi-nebius parameterizes), answers as that bridge does: with the
+  package named by the value its SDK embeds, once per process (`bridged_package`).
 
 Every process start, create, update, delete and construct is appended to `ops.jsonl` in the directory named by
 `MODELPLANE_TEST_PROVIDER_DIR`, and `MODELPLANE_TEST_FAIL_AT=N` makes the Nth create or update of a
@@ -51,6 +54,38 @@ from tooling.mockrun import computed_outputs, invoke_result
 # `PropertyValue.computed()` does not marshal in SDK 3.272.0, so an unknown is sent as this string.
 UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
+# The plugin of the dynamically bridged Terraform providers, parameterized per package at run time
+# (pulumi/pulumi-terraform-bridge dynamic/main.go, `baseProviderName`); an SDK generated from it
+# names this plugin in its pulumi-plugin.json with the parameterization (pulumi-nebius 0.6.73:
+# `terraform-provider` 1.5.0, parameterized as `nebius` 0.6.73).
+DYNAMIC_BRIDGE = "terraform-provider"
+
+
+def bridged_package(value: bytes) -> tuple[str, str]:
+    """(package name, version) the dynamic bridge answers `Parameterize` with, for the value an SDK embeds.
+
+    The value is JSON: `{"remote": {"url": "[host/]namespace/type", "version": "x.y.z"}}` or
+    `{"local": {"path": ...}}`, exactly one of them (dynamic/parameterize/value.go, `Unmarshal`).
+    The bridge answers with the Terraform provider's name, the type at the end of its registry
+    address, and its version (dynamic/main.go, `XParamaterize`: `p.Name()`, `p.Version()` of the
+    provider it fetched for `remote.url`/`remote.version`). A local provider is a binary on disk,
+    which no test provides.
+    """
+    try:
+        parsed = json.loads(value)
+    except ValueError as e:
+        raise ValueError(f"failed to parse parameterized value: {e}") from None
+    remote = parsed.get("remote") if isinstance(parsed, dict) else None
+    if not isinstance(remote, dict) or "local" in parsed:
+        raise ValueError('test provider: only a "remote" parameter value is served (a local provider is a binary)')
+    url, version = str(remote.get("url") or ""), str(remote.get("version") or "")
+    if not url:
+        raise ValueError("remote.url cannot be empty")
+    if not version:
+        raise ValueError("remote.version cannot be empty")
+    return url.rstrip("/").rsplit("/", 1)[-1], version
+
+
 # Properties whose change makes the real provider replace the resource, not update it in place.
 REPLACE_ON: dict[str, tuple[str, ...]] = {
     # terraform-provider-google, google/services/container/resource_container_node_pool.go:
@@ -81,6 +116,11 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
     # terraform-provider-vultr, vultr/resource_vultr_kubernetes_node_pools.go: cluster_id, plan ForceNew.
     "vultr:index/kubernetesNodePools:KubernetesNodePools": ("clusterId", "plan"),
     "vultr:index/kubernetes:Kubernetes": ("region",),
+    # nebius/api at 51010021ae6bb0f46356745e1dbde2bd38f1d9cf, fields marked IMMUTABLE: mk8s/v1
+    # cluster.proto `ControlPlaneSpec.subnet_id` and `KubeNetworkSpec.service_cidrs`;
+    # compute/v1 gpu_cluster.proto `GpuClusterSpec.infiniband_fabric`.
+    "nebius:index/mk8sV1Cluster:Mk8sV1Cluster": ("controlPlane.subnetId", "kubeNetwork"),
+    "nebius:index/computeV1GpuCluster:ComputeV1GpuCluster": ("infinibandFabric",),
 }
 # pulumi-kubernetes replaces any object whose name or namespace changes
 # (provider/pkg/provider/provider.go, `Diff`: `metadata.name`/`metadata.namespace`), and the kinds
@@ -242,6 +282,29 @@ class TestProvider(p.Provider):
         self.pool = ServerPool.from_env() if package == "kubernetes" else None
         self.cluster: str | None = None  # the kubeconfig's server, once known
         self.unreachable: str | None = None  # why the kubeconfig reaches no cluster
+        # The package this process serves after `Parameterize` (the dynamic bridge only).
+        self.parameterized: tuple[str, str] | None = None
+
+    async def parameterize(self, request: p.ParameterizeRequest) -> p.ParameterizeResponse:
+        if self.package != DYNAMIC_BRIDGE:
+            # A provider that is not parameterized answers Parameterize as unimplemented, as the
+            # SDK's own base provider does.
+            return await super().parameterize(request)
+        if self.parameterized is not None:
+            # dynamic/main.go, `newDoubleParameterizeErr`: one process serves one package.
+            name, version = self.parameterized
+            raise RuntimeError(f"provider is already parameterized to ({name}, {version})")
+        params = request.parameters
+        if not isinstance(params, p.ParametersValue):
+            # The engine sends the value form when it runs a program (registry.go,
+            # `loadParameterizedProvider`); the args form is `pulumi package add`'s, for SDK generation.
+            raise ValueError("test provider: only the value form of Parameterize is served")
+        name, version = bridged_package(params.value)
+        if name not in schema.SDK_PACKAGES:
+            raise ValueError(f"test provider: no SDK of package {name!r} to check its resources with")
+        self.parameterized = (name, version)
+        record("parameterize", f"{self.package}@{name}@{version}")
+        return p.ParameterizeResponse(name=name, version=version)
 
     async def check_config(self, request: p.CheckRequest) -> p.CheckResponse:
         return self._check(request)

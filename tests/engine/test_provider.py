@@ -6,12 +6,20 @@ must ask for the replacement the real provider would make.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
+from pathlib import Path
+
 import pulumi
 import pytest
 from pulumi import automation as auto
+from pulumi.provider.experimental import provider as p
 
+from tests.engine import provider as test_provider
 from tests.engine import schema
 from tests.engine.harness import Engine
+from tests.engine.provider import DYNAMIC_BRIDGE, bridged_package
 
 # The CLI enforces the keys Pulumi.yaml declares without a default, whatever the program does.
 NO_FLEET = {"modelplane:classes": [], "modelplane:clusters": []}
@@ -98,3 +106,60 @@ def test_moving_a_resource_to_another_provider_replaces_it_only_when_the_provide
     which.update(provider="b", region=region)
     preview = stack.preview()
     assert ("replace" in preview.change_summary) is replaced, preview.change_summary
+
+
+def nebius_parameter() -> p.ParametersValue:
+    """The parameterization pulumi-nebius embeds (its pulumi-plugin.json), as the engine sends it."""
+    import pulumi_nebius
+
+    plugin = json.loads((Path(pulumi_nebius.__file__).parent / "pulumi-plugin.json").read_text())
+    param = plugin["parameterization"]
+    return p.ParametersValue(param["name"], param["version"], base64.b64decode(param["value"]))
+
+
+@pytest.fixture
+def ops_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MODELPLANE_TEST_PROVIDER_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_the_bridge_answers_parameterize_with_the_terraform_providers_name_and_version(ops_dir: Path) -> None:
+    assert bridged_package(nebius_parameter().value) == ("nebius", "0.6.73")
+    provider = test_provider.TestProvider(DYNAMIC_BRIDGE)
+    response = asyncio.run(provider.parameterize(p.ParameterizeRequest(nebius_parameter())))
+    assert (response.name, response.version) == ("nebius", "0.6.73")
+
+
+def test_the_bridge_refuses_a_second_parameterization_and_a_local_provider(ops_dir: Path) -> None:
+    provider = test_provider.TestProvider(DYNAMIC_BRIDGE)
+    asyncio.run(provider.parameterize(p.ParameterizeRequest(nebius_parameter())))
+    with pytest.raises(RuntimeError, match=r"already parameterized to \(nebius, 0.6.73\)"):
+        asyncio.run(provider.parameterize(p.ParameterizeRequest(nebius_parameter())))
+    with pytest.raises(ValueError, match="remote"):
+        bridged_package(b'{"local": {"path": "/x/terraform-provider-nebius"}}')
+
+
+def test_a_provider_that_is_not_the_bridge_does_not_parameterize() -> None:
+    with pytest.raises(NotImplementedError):
+        asyncio.run(test_provider.TestProvider("gcp").parameterize(p.ParameterizeRequest(nebius_parameter())))
+
+
+def test_the_engine_loads_the_bridge_plugin_parameterized_and_checks_the_packages_schema(engine: Engine) -> None:
+    import pulumi_nebius as nebius
+
+    def program() -> None:
+        provider = nebius.Provider("nb", parent_id="project-e00test")
+        nebius.VpcV1Network("net", name="net", opts=pulumi.ResourceOptions(provider=provider))
+        pulumi.CustomResource(
+            "nebius:index/vpcV1Network:VpcV1Network",
+            "typo",
+            {"nmae": "net"},
+            opts=pulumi.ResourceOptions(provider=provider),
+        )
+
+    engine.write_config("bridge", NO_FLEET)
+    stack = engine.stack("bridge", program)
+    with pytest.raises(auto.CommandError) as err:
+        stack.preview()
+    assert "nmae" in str(err.value) and "declares no property" in str(err.value)
+    assert "terraform-provider@nebius@0.6.73" in engine.ops().of("parameterize")

@@ -52,6 +52,36 @@ def policy_events(events: list[auto.EngineEvent]) -> list[auto.PolicyEvent]:
     return [e.policy_event for e in events if e.policy_event is not None]
 
 
+def settle_parameterized_providers(engine: Engine, stack: auto.Stack, events: list[auto.EngineEvent]) -> dict[str, Any]:
+    """The one change the engine makes on the update after a parameterized provider was created.
+
+    On the first update of a stack holding an explicit provider of a parameterized package
+    (pulumi-nebius: `terraform-provider` 1.5.0 parameterized as `nebius` 0.6.73), the CLI at
+    v3.274.1 registers the provider with its `version` input set to the plugin's version, where its
+    creation recorded the package's: the engine alone decides this (the test provider is asked only
+    to diff it), and the real bridge diffs `version` as any other input (pulumi-terraform-bridge
+    pkg/tfbridge/provider.go, `configDiffer.DiffConfig`). Anything else that changes fails here;
+    this one must be that provider's `version` alone, once, and the stack settles after it.
+    """
+    changed = [e.resource_pre_event.metadata for e in events if e.resource_pre_event is not None]
+    changed = [m for m in changed if m.op != auto.OpType.SAME]
+    assert changed
+    before = {r["urn"]: r for r in resources(engine.export(stack))}
+    for m in changed:
+        internal = before[m.urn]["inputs"].get("__internal", {})
+        assert m.op == auto.OpType.UPDATE and "parameterization" in internal, (m.op, m.urn)
+    stack.up(policy_packs=[str(engine.pack)])
+    after = {r["urn"]: r for r in resources(engine.export(stack))}
+    for m in changed:
+        old, new = before[m.urn]["inputs"], after[m.urn]["inputs"]
+        assert {k: v for k, v in old.items() if k != "version"} == {k: v for k, v in new.items() if k != "version"}
+        assert new["version"] == old["__internal"]["version"], (m.urn, old["version"], new["version"])
+    settled = stack.preview(policy_packs=[str(engine.pack)])
+    assert set(settled.change_summary) == {"same"}, settled.change_summary
+    assert engine.ops().of("delete") == []
+    return engine.export(stack)
+
+
 @pytest.mark.parametrize("name", STACKS)
 def test_committed_stack_previews_with_the_pack_updates_and_settles(engine: Engine, name: str) -> None:
     stack = engine.stack(name)
@@ -82,8 +112,11 @@ def test_committed_stack_previews_with_the_pack_updates_and_settles(engine: Engi
     for urn, record in applied.items():
         assert not_as_sent(record["sent"], record["stored"]) == [], urn
 
-    again = stack.preview(policy_packs=[str(engine.pack)])
-    assert set(again.change_summary) == {"same"}, again.change_summary
+    again_events: list[auto.EngineEvent] = []
+    again = stack.preview(policy_packs=[str(engine.pack)], on_event=again_events.append)
+    if set(again.change_summary) != {"same"}:
+        # The one change the engine itself makes (settle_parameterized_providers); anything else fails.
+        state = settle_parameterized_providers(engine, stack, again_events)
 
     # Secrets: every kubeconfig a provider takes, and every `secure:` value of the stack file.
     text = json.dumps(state)

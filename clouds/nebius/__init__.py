@@ -1,0 +1,125 @@
+"""Nebius: Managed Kubernetes (mk8s) clusters in their own VPC network, with driver-preinstalled GPU node groups.
+
+The record the registry lists (`clouds/__init__.py`); the component is `clouds.nebius.component`.
+
+Sources named below:
+- PULUMI_NEBIUS: the pulumi-nebius 0.6.73 SDK, generated from the schema of Nebius's Terraform
+  provider 0.6.73 (its `pulumi-plugin.json` parameterizes the `terraform-provider` bridge with
+  `registry.terraform.io/nebius/nebius` 0.6.73); its argument docs are the provider's.
+- NEBIUS_API: nebius/api at 51010021ae6bb0f46356745e1dbde2bd38f1d9cf, the API the provider calls
+  (`nebius/mk8s/v1/cluster.proto`, `node_group.proto`).
+- MODELPLANE: modelplaneai/modelplane at 90ba117d, `functions/compose-nebius-cluster/function/fn.py`
+  and `functions/compose-serving-stack/function/stacks/clouds/nebius.py`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from clouds.mock import FAKE_CA
+from clouds.nebius import machines
+from clouds.nebius.config import KEYS, NebiusCluster, NebiusMachine, machine_name
+from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from infra import vocabulary as vocab
+from infra.machines import ControlPlaneFee, priced
+from infra.profiles import CloudProfile
+
+SOURCE = "Nebius"
+CLUSTER = "nebius:index/mk8sV1Cluster:Mk8sV1Cluster"
+NODE_GROUP = "nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup"
+# The control plane's CA certificate comes back as PEM text, not base64 (the Kubernetes provider
+# takes the attribute as is in nebius/nebius-solutions-library k8s-training/provider.tf).
+FAKE_CA_PEM = base64.b64decode(FAKE_CA).decode()
+
+
+def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # What the component reads back: the public endpoint and the CA certificate (PEM) of the
+    # control plane (PULUMI_NEBIUS `Mk8sV1ClusterStatusControlPlane{Endpoints,Auth}`).
+    return {
+        "status": {
+            "controlPlane": {
+                "endpoints": {"publicEndpoint": f"https://{name}.nebius.invalid:443"},
+                "auth": {"clusterCaCertificate": FAKE_CA_PEM},
+            }
+        }
+    }
+
+
+CLOUD = Cloud(
+    profile=CloudProfile(
+        name=SOURCE,
+        provisioned=True,
+        gpu_vendors=(vocab.NVIDIA,),
+        # MODELPLANE fn.py: the system node group is platform cpu-d3, preset 4vcpu-16gb, 1 to 2 nodes.
+        system_machine=machine_name("cpu-d3", "4vcpu-16gb"),
+        # Drivers, toolkit and device plugin. A GPU node group with a drivers preset runs an image
+        # with the NVIDIA driver "included in the ComputeImage" (PULUMI_NEBIUS
+        # `gpu_settings.drivers_preset`; the console's "Install NVIDIA GPU drivers and other
+        # components", https://docs.nebius.com/kubernetes/gpu/set-up), at the default root:
+        # MODELPLANE's Nebius stack leaves the DRA driver's `nvidiaDriverRoot` at `/` ("the node
+        # image puts the driver at the default root"), so `nvidia_driver_root` stays `/` and the
+        # stack's GPU Operator installs no driver. The image carries the container toolkit too:
+        # Nebius's own recipe runs no GPU Operator at all on such images, only a device plugin
+        # (nebius/nebius-solutions-library k8s-training/helm.tf, `gpu_nodes_driverfull_image`),
+        # so `nvidia_toolkit_dir` stays unset and the operator's toolkit is off, as on EKS. The
+        # image also starts a legacy NVIDIA device plugin, which `gpu_settings.dra = true` turns
+        # off ("For nodes whose image contains preinstalled NVIDIA drivers, disables the legacy
+        # NVIDIA device plugin", PULUMI_NEBIUS); GPU pools set it (clouds/nebius/component.py),
+        # so the DRA driver alone advertises their GPUs. Nebius runs no GPU Operator or NFD of its
+        # own there, so `managed_gpu_operator` stays false: the stack's operator (device plugin,
+        # driver and toolkit off) brings NFD, GPU feature discovery and dcgm-exporter, which the
+        # telemetry reads; MODELPLANE's Nebius stack installed only NFD and the DRA driver.
+        # Nebius also runs a managed DRANet on DRA pools in a GPU cluster (PULUMI_NEBIUS
+        # `gpu_settings.dra`); nothing here offers its `dra.net` devices to classes, so the cloud
+        # serves gpu.nvidia.com and dra.cpu only.
+        # Pools scale: mk8s node groups autoscale between `min_node_count` and `max_node_count`
+        # (PULUMI_NEBIUS `Mk8sV1NodeGroupAutoscalingArgs`; MODELPLANE: "Node group autoscaling is
+        # served by mk8s itself"), so `autoscaler` stays true.
+        # The model cache uses the cluster's default StorageClass (`cache_storage_class` ""):
+        # mk8s clusters come with one for Compute disks (nebius/nebius-solutions-library
+        # k8s-training/README.md names it `compute-csi-default-sc`).
+        # NEBIUS_API cluster.proto: the control plane takes `<major>.<minor>` ("1.31"); node
+        # groups take the same form.
+        version_pattern=re.compile(r"^\d\.\d\d$"),
+        version_form="`<major>.<minor>`",
+        version_example='"1.34"',
+        # A node group has no zone setting (NEBIUS_API node_group.proto): the region places nodes.
+    ),
+    key="nebius",
+    cluster_block=NebiusCluster,
+    machine_block=NebiusMachine,
+    machines=priced(machines.rows(), machines.PRICES),
+    price_region="eu-north1",
+    control_plane_fee=ControlPlaneFee(
+        SOURCE,
+        None,
+        "no control plane price could be read; Nebius bills Managed Kubernetes at Compute prices",
+        "https://docs.nebius.com/signup-billing/billing-models/payg",
+    ),
+    component="clouds.nebius.component:NebiusCluster",
+    component_token="modelplane:nebius:NebiusCluster",
+    resources=ResourceTypes(
+        cluster=CLUSTER,
+        pool=NODE_GROUP,
+        spelling=PoolSpelling(
+            labels="template.metadata.labels",
+            taints="template.taints",
+            # A GPU node group names its driver preset (`cuda12`, `cuda12.8`, `cuda13.0`: NEBIUS_API
+            # node_group.proto `GpuSettings`; MODELPLANE's default); a CPU node group has none.
+            image="template.gpuSettings.driversPreset",
+            accelerated_images=("cuda",),
+        ),
+    ),
+    provider_package="nebius",
+    sdk="pulumi_nebius",
+    # The provider's IAM-token setting (PULUMI_NEBIUS `Provider(token=...)`, "authenticate using
+    # this IAM token"; stack config `nebius:token`, pulumi_nebius/config/vars.py). Its other
+    # credential settings (`serviceAccount`, `profile`) are objects, not secrets to pass on.
+    credentials={"token": "token"},
+    mock_outputs={CLUSTER: _cluster_outputs},
+    keys=KEYS,
+    examples={"projectId": "project-e00example", "region": "eu-north1", "kubernetesVersion": '"1.34"'},
+)
