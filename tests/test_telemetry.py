@@ -510,11 +510,12 @@ def chart_merged_config() -> dict[str, Any]:
     return config
 
 
-def test_real_collector_accepts_the_rendered_config(tmp_path: Path) -> None:
+def collector_validate(config: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`otelcol validate` on a config, as the chart's container runs the collector."""
     binary = require("otelcol", "the collector test")
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(chart_merged_config()), encoding="utf-8")
-    done = subprocess.run(
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return subprocess.run(
         [str(binary), "validate", f"--config={path}"],
         capture_output=True,
         text=True,
@@ -522,26 +523,19 @@ def test_real_collector_accepts_the_rendered_config(tmp_path: Path) -> None:
         env={**os.environ, "MY_POD_IP": "127.0.0.1"},
         check=False,
     )
+
+
+def test_real_collector_accepts_the_rendered_config(tmp_path: Path) -> None:
+    done = collector_validate(chart_merged_config(), tmp_path)
     assert done.returncode == 0, done.stderr
 
 
 def test_real_collector_refuses_a_statement_it_cannot_parse(tmp_path: Path) -> None:
     # The same check on a config whose GPU transform has one OTTL statement broken: the collector
     # parses the statements when it validates, so the test above judges them too.
-    binary = require("otelcol", "the collector test")
     config = chart_merged_config()
-    transform = config["processors"]["transform/modelplane-gpu"]
-    statements = transform["metric_statements"][0]["statements"]
+    statements = config["processors"]["transform/modelplane-gpu"]["metric_statements"][0]["statements"]
     statements[0] = statements[0] + ")"
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    done = subprocess.run(
-        [str(binary), "validate", f"--config={path}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "MY_POD_IP": "127.0.0.1"},
-        check=False,
-    )
+    done = collector_validate(config, tmp_path)
     assert done.returncode != 0
     assert "transform/modelplane-gpu" in done.stderr
