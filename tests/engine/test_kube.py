@@ -76,15 +76,20 @@ def test_a_claim_templates_spec_cannot_change_in_place(server: ApiServer) -> Non
         assert "field is immutable" in str(refused.value)
 
 
-def test_a_server_emulating_1_35_drops_a_capacity_request(tmp_path: Path, etcd: Etcd) -> None:
-    pool = ServerPool(tmp_path / "kube-1.35", etcd.url, ("--emulated-version=kube=1.35",))
+@pytest.mark.parametrize(
+    "flag", ["--emulated-version=kube=1.35", "--feature-gates=DRAConsumableCapacity=false"], ids=["1.35", "gate-off"]
+)
+def test_a_server_emulating_1_35_or_without_the_gate_drops_a_capacity_request(
+    tmp_path: Path, etcd: Etcd, flag: str
+) -> None:
+    pool = ServerPool(tmp_path / "kube-old", etcd.url, (flag,))
     try:
         server = pool.server("https://old.invalid")
         server.apply(NAMESPACE)
         server.apply(template("6"))  # accepted, with no warning
         stored = server.get(template("6"))
         assert stored is not None
-        assert capacity(stored) is None, "the 1.35 server kept the capacity request"
+        assert capacity(stored) is None, f"the server started with {flag} kept the capacity request"
         assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1  # a whole device
     finally:
         pool.close()
