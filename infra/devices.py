@@ -213,6 +213,15 @@ def reserved_cpus() -> int:
     return cpuset_size(CPU_DRIVER_RESERVED_CPUS)
 
 
+def claimable_cpus(row: MachineType) -> int:
+    """The most CPUs a dra.cpu claim may take on one node of `row`: its vCPUs less the reserved ones.
+
+    `cpu-claim-exceeds-machine` rejects a claim above it, and a CPU class that leaves out its
+    devices claims exactly it (`infra.supply`).
+    """
+    return row.vcpus - reserved_cpus()
+
+
 def cpuset_size(cpuset: str) -> int:
     """How many CPUs a Linux cpuset list names (`0-1` -> 2, `0,2,4-5` -> 4, `` -> 0)."""
     count = 0
@@ -394,7 +403,7 @@ def _check_cpu_machine(
             path=machine_at,
         )
     claim = class_cpu_claim(cls)
-    usable = row.vcpus - reserved_cpus()
+    usable = claimable_cpus(row)
     if claim > usable:
         reject(
             CPU_CLAIM_EXCEEDS_MACHINE,

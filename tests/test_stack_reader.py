@@ -596,8 +596,8 @@ def test_the_valid_fleet_parses() -> None:
         (
             ("classes", 0),
             "l4",
-            "classes[0]: each item of 'classes' is a mapping with keys {name, devices} (got 'l4'). "
-            "Fix: write item 0 as - {name, devices}",
+            "classes[0]: each item of 'classes' is a mapping with keys {name} (got 'l4'). "
+            "Fix: write item 0 as - {name}",
         ),
         (
             POOL,
