@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,8 @@ from infra.devices import (
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
 from tooling.cli import derived_text
-from tooling.plan import resources_json
+from tooling.plan import plan_stack, resources_json
+from tooling.reference import THREE_MODELS
 
 FILE = "Pulumi.test.yaml"
 SOURCES = [c.source for c in PROVISIONED]
@@ -251,3 +253,16 @@ def test_an_empty_device_list_is_still_refused() -> None:
     raw = copy.deepcopy(short_fleet("GKE"))
     raw["classes"][0]["devices"] = []
     assert any("classes[0].devices" in i for i in issues_of(raw))
+
+
+def test_a_fleet_of_three_models_on_gke_aks_and_existing_plans_clean_in_under_45_lines(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.three-models.yaml"
+    stack.write_text(THREE_MODELS, encoding="utf-8")
+    assert len(THREE_MODELS.splitlines()) < 45
+    doc = plan_stack(stack)
+    assert doc["ok"], doc["errors"] or doc["violations"]
+    pools = {(c["name"], p["name"]): p for c in doc["clusters"] for p in c["pools"]}
+    assert pools[("gke", "l4")]["accelerator"] == {"type": "nvidia-l4", "count": 1}
+    assert pools[("aks", "cpu")]["derived"]["values"]["devices"][0]["capacity"] == {"dra.cpu/cpu": {"value": "6"}}
+    assert pools[("lab", "mi300x")]["labels"]["modelplane.ai/gpu"] == "amd-mi300x"
+    assert [c["draDrivers"] for c in doc["clusters"]] == [["gpu.nvidia.com"], ["dra.cpu"], ["gpu.amd.com"]]

@@ -34,6 +34,43 @@ SCHEMA_PATH = "docs/stack.schema.json"
 # The schema
 
 
+# A whole fleet in the short form (docs/configuration.md); a test plans it and keeps it short.
+THREE_MODELS = """\
+config:
+  modelplane:protect: true
+  modelplane:classes:
+    - name: l4
+      provisioning: {provider: GKE, gke: {machineType: g2-standard-8}}
+    - name: cpu
+      provisioning: {provider: AKS, aks: {vmSize: Standard_D8s_v5}}
+    - name: mi300x
+      accelerator: {type: amd-mi300x, count: 1}
+  modelplane:clusters:
+    - name: gke
+      source: GKE
+      gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}
+      nodePools: [{name: l4, className: l4, zones: [us-central1-a]}]
+    - name: aks
+      source: AKS
+      aks: {location: westeurope, kubernetesVersion: "1.36"}
+      nodePools: [{name: cpu, className: cpu}]
+    - name: lab
+      source: Existing
+      existing: {kubernetesVersion: "1.36"}
+      nodePools: [{name: mi300x, className: mi300x}]
+  modelplane:deployments:
+    - {name: llama, cluster: gke, pool: l4, devices: [{name: gpu}], memory: 16Gi, cache: {size: 20Gi},
+       image: vllm/vllm-openai:v0.23.0, args: [--model, meta-llama/Llama-3.2-3B-Instruct]}
+    - {name: qwen, cluster: aks, pool: cpu, devices: [{name: cpu}], memory: 16Gi, cache: {size: 20Gi},
+       image: vllm/vllm-openai-cpu:v0.23.0-x86_64, args: [--model, Qwen/Qwen2.5-0.5B-Instruct]}
+    - {name: mistral, cluster: lab, pool: mi300x, devices: [{name: gpu}], memory: 32Gi, cache: {volume: NodeLocal},
+       image: vllm/vllm-openai-rocm:v0.23.0, args: [--model, mistralai/Mistral-7B-Instruct-v0.3]}
+  # The kubeconfig of `lab`: pulumi config set --secret modelplane:kubeconfig < kubeconfig
+  modelplane:kubeconfig:
+    secure: v1:placeholder
+"""
+
+
 def _kubernetes_version_pattern() -> str:
     """major.minor at or above MIN_KUBERNETES, then anything the cloud appends (`.1-k3s1`, `+3`)."""
     major, minor = MIN_KUBERNETES
@@ -313,6 +350,16 @@ def configuration_markdown() -> str:
         "```",
         "",
         "`modelplane plan` shows, per pool, what was supplied and from which catalog row.",
+        "",
+        "## A fleet of three models",
+        "",
+        "An NVIDIA L4 pool on GKE, a CPU pool on AKS and the MI300X nodes of a cluster you run, each",
+        "serving a model. The GKE and AKS classes name their machines; the Existing class declares its",
+        "nodes' GPUs (`accelerator`), which gives it one `gpu.amd.com` device per GPU.",
+        "",
+        "```yaml",
+        *THREE_MODELS.splitlines(),
+        "```",
         "",
         "`stacks/` holds one example per cloud and the recipes (`docs/recipes/`).",
         "",
