@@ -184,12 +184,20 @@ def supplied_json(pool: PoolFacts) -> dict[str, Any] | None:
     supplied = pool.supplied
     if supplied is None:
         return None
-    values = {key: POOL_JSON["accelerator" if key.endswith("accelerator") else key](pool) for key in supplied.keys}
+    # A key is the class's devices, its block's accelerator, or its block's machine (a chosen one).
+    fact = {"devices": "devices", "accelerator": "accelerator"}
+    values = {key: POOL_JSON[fact.get(key.rsplit(".", 1)[-1], "machine")](pool) for key in supplied.keys}
     return {
         "keys": list(supplied.keys),
         "values": values,
         "catalogRow": machine_row_json(supplied.row) if supplied.row else None,
         "accelerator": supplied.accelerator,
+        # The class named no machine: the cheapest that fitted was chosen from these (cheapest first).
+        "chosenFrom": [
+            {"machineType": m.name, "priceUsdHour": str(m.price_usd_hour) if m.price_usd_hour is not None else None}
+            for m in supplied.chosen_from
+        ]
+        or None,
     }
 
 

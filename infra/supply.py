@@ -8,6 +8,13 @@ class on a machine without GPUs claims dra.cpu with every CPU a claim may take o
 machine (an Existing cluster's nodes) that declares its `accelerator` gets that many GPU devices
 of its vendor.
 
+A provisioned class may name no machine and say what it needs instead (`accelerator`, and or
+`minGpuMemoryGib`): the cheapest priced machine of its provider's catalog that fits is chosen
+(`fitting_machines`), written into its block as if the stack file named it, and the plan shows the
+choice and the machines it was chosen from. The plan's JSON carries the chosen machine and its
+row, so a catalog change that moves the choice shows as a change of the plan (the golden plans
+fail on it); to hold a pool on its machine whatever the catalog says, name the machine.
+
 What is written stays as written, and is never overwritten: the device and machine rules
 (`infra.devices`) check it against the row and name both values when they disagree. An accelerator
 is supplied only where the written devices agree with the row; where they do not, the machine rules
@@ -19,7 +26,7 @@ Not here: the rules themselves (`infra.devices`) and the rows (`clouds/<cloud>/m
 
 from __future__ import annotations
 
-from clouds import cloud, machine
+from clouds import cloud, machine, profile
 from infra.config.base import Accelerator
 from infra.config.issues import ConfigIssue
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
@@ -80,7 +87,9 @@ def supply_class(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClas
     key = cloud(prov.provider).key
     block = getattr(prov, key)
     if block is None:
-        return cls, []  # `check_references` reports the missing block
+        if cls.accelerator is None and cls.min_gpu_memory_gib is None:
+            return cls, []  # `check_references` reports the missing block
+        return _choose_machine(cls, file, at)
     row = machine(prov.provider, block.machine_name)
     if row is None:
         if cls.devices:
@@ -121,6 +130,71 @@ def supply_class(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClas
         return cls, []
     provisioning = prov.model_copy(update={key: block.model_copy(update={"accelerator": accelerator})})
     return cls.with_supplied(Supplied(tuple(keys), row=row), devices=devices, provisioning=provisioning), []
+
+
+def fitting_machines(source: str, accelerator: Accelerator | None, min_gpu_memory_gib: int | None) -> list[MachineType]:
+    """The priced GPU machines of `source` that fit a need, cheapest first (then by name, so the choice is stable).
+
+    A machine fits when it carries `accelerator` (a type it accepts, exactly `count` GPUs; without
+    an accelerator, one GPU), each GPU with at least `min_gpu_memory_gib`, of a vendor whose driver
+    the cloud serves. An unpriced machine is never chosen: the choice is by price.
+    """
+    served = profile(source).supported_drivers
+    count = accelerator.count if accelerator is not None else 1
+    fits = [
+        m
+        for m in cloud(source).machines
+        if m.gpu is not None
+        and m.price_usd_hour is not None
+        and m.gpu.count == count
+        and (accelerator is None or accelerator.type in m.accelerator_types)
+        and (min_gpu_memory_gib is None or m.gpu.memory_gib >= min_gpu_memory_gib)
+        and VENDOR_DRIVER.get(m.gpu.vendor) in served
+    ]
+    return sorted(fits, key=lambda m: (m.price_usd_hour, m.name))
+
+
+def need_text(accelerator: Accelerator | None, min_gpu_memory_gib: int | None) -> str:
+    """`1x nvidia-l4`, `1 GPU of at least 80 GiB`: what a class that names no machine needs."""
+    said = f"{accelerator.count}x {accelerator.type}" if accelerator is not None else "1 GPU"
+    return said + (f" of at least {min_gpu_memory_gib} GiB" if min_gpu_memory_gib is not None else "")
+
+
+def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
+    """A class that names its provider and what it needs: the cheapest fitting machine, written into its block."""
+    prov = cls.provisioning
+    assert prov is not None
+    owner = cloud(prov.provider)
+    assert owner.machine_block is not None, "a provider has a machine block"
+    key, block_type = owner.key, owner.machine_block
+    need = need_text(cls.accelerator, cls.min_gpu_memory_gib)
+    fits = fitting_machines(prov.provider, cls.accelerator, cls.min_gpu_memory_gib)
+    if not fits:
+        at_need = f"{at}.accelerator" if cls.accelerator is not None else f"{at}.minGpuMemoryGib"
+        return cls, [
+            ConfigIssue(
+                file,
+                at_need,
+                f"no priced {prov.provider} machine in the machine catalog carries {need}",
+                f"ask for another accelerator or count (docs/machines.md lists the catalog), or name the machine in "
+                f"{at}.provisioning.{key}.{block_type.machine_key()}",
+            )
+        ]
+    row = fits[0]
+    assert row.gpu is not None
+    accelerator = Accelerator(
+        type=cls.accelerator.type if cls.accelerator is not None else row.accelerator_types[0], count=row.gpu.count
+    )
+    keys = [f"provisioning.{key}.{block_type.machine_key()}", f"provisioning.{key}.accelerator"]
+    devices = cls.devices
+    if not devices:
+        devices = gpu_devices(row.gpu.vendor, row.gpu.count)
+        keys.append("devices")
+    provisioning = prov.model_copy(update={key: block_type.for_machine(row.name, accelerator)})
+    supplied = Supplied(tuple(keys), row=row, chosen_from=tuple(fits))
+    # The need is met by the block now; a class-level accelerator describes only an owner's nodes.
+    update = {"devices": devices, "provisioning": provisioning, "accelerator": None, "min_gpu_memory_gib": None}
+    return cls.with_supplied(supplied, **update), []
 
 
 def _supply_from_accelerator(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import clouds
 from clouds import PROVISIONED, machine
 from infra.config.issues import ConfigError
 from infra.devices import (
@@ -266,3 +267,97 @@ def test_a_fleet_of_three_models_on_gke_aks_and_existing_plans_clean_in_under_45
     assert pools[("aks", "cpu")]["derived"]["values"]["devices"][0]["capacity"] == {"dra.cpu/cpu": {"value": "6"}}
     assert pools[("lab", "mi300x")]["labels"]["modelplane.ai/gpu"] == "amd-mi300x"
     assert [c["draDrivers"] for c in doc["clusters"]] == [["gpu.nvidia.com"], ["dra.cpu"], ["gpu.amd.com"]]
+
+
+# A class that names its provider and what it needs: the plan chooses the machine.
+
+
+def needing(source: str, **need: Any) -> dict[str, Any]:
+    raw = short_fleet(source)
+    raw["classes"][0] = {"name": "gpu", "provisioning": {"provider": source}, **need}
+    return raw
+
+
+def test_a_class_that_names_its_accelerator_gets_the_cheapest_priced_machine_that_carries_it() -> None:
+    fleet = fleet_of(needing("GKE", accelerator={"type": "nvidia-l4"}))
+    gpu = fleet.classes[0]
+    # g2-standard-4 carries one L4 too, but has no price in the catalog: the choice is by price.
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-8"
+    assert gpu.provisioning.accelerator is not None
+    assert (gpu.provisioning.accelerator.type, gpu.provisioning.accelerator.count) == ("nvidia-l4", 1)
+    assert gpu.accelerator is None  # met by the block now
+    assert [(d.driver, d.count) for d in gpu.devices] == [("gpu.nvidia.com", 1)]
+    assert gpu.supplied is not None and [m.name for m in gpu.supplied.chosen_from] == ["g2-standard-8"]
+    assert fleet_violations(fleet, FILE) == []
+    derived = derive_fleet(fleet)[0].pool("gpu").as_json(PLAN_POOL_KEYS)["derived"]
+    assert derived["keys"][0] == "provisioning.gke.machineType"
+    assert derived["values"]["provisioning.gke.machineType"] == "g2-standard-8"
+    assert derived["chosenFrom"] == [{"machineType": "g2-standard-8", "priceUsdHour": "0.85362"}]
+    assert "chose g2-standard-8 ($0.85362/h), the cheapest that fits" in derived_text(derived)
+
+
+def test_a_class_that_names_a_minimum_gpu_memory_gets_the_cheapest_machine_with_that_much() -> None:
+    fleet = fleet_of(needing("GKE", minGpuMemoryGib=40))
+    gpu = fleet.classes[0]
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "a2-highgpu-1g"
+    assert gpu.provisioning.accelerator is not None and gpu.provisioning.accelerator.type == "nvidia-tesla-a100"
+    assert fleet_violations(fleet, FILE) == []
+
+
+def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    import infra.supply
+
+    raw = needing("GKE", accelerator={"type": "nvidia-l4"})
+    raw["classes"].append(
+        {"name": "pinned", "provisioning": {"provider": "GKE", "gke": {"machineType": "g2-standard-8"}}}
+    )
+    raw["clusters"][0]["nodePools"].append({"name": "pinned", "className": "pinned"})
+
+    def plan_of_pools() -> dict[str, Any]:
+        facts = derive_fleet(fleet_of(raw))[0]
+        return {p.name: (p.machine, p.as_json(PLAN_POOL_KEYS)["derived"]) for p in facts.pools}
+
+    before = plan_of_pools()
+    row = machine("GKE", "g2-standard-8")
+    assert row is not None
+    cheaper = dataclasses.replace(row, name="g2-cheaper-8", price_usd_hour=row.price_usd_hour / 2)  # type: ignore[operator]
+    gke = clouds.cloud("GKE")
+    moved = dataclasses.replace(gke, machines=(*gke.machines, cheaper))
+    monkeypatch.setattr(infra.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
+    monkeypatch.setattr(
+        infra.supply, "machine", lambda source, name: cheaper if name == cheaper.name else machine(source, name)
+    )
+    after = plan_of_pools()
+    # The class that named what it needs moves, and its plan says so; the class that named its machine stays.
+    assert (before["gpu"][0], after["gpu"][0]) == ("g2-standard-8", "g2-cheaper-8")
+    assert before["gpu"][1]["values"] != after["gpu"][1]["values"]
+    assert [c["machineType"] for c in after["gpu"][1]["chosenFrom"]] == ["g2-cheaper-8", "g2-standard-8"]
+    assert before["pinned"] == after["pinned"] and after["pinned"][0] == "g2-standard-8"
+
+
+def test_a_need_no_catalog_machine_meets_is_refused_naming_the_need_and_the_fix() -> None:
+    found = issues_of(needing("GKE", accelerator={"type": "nvidia-h200-141gb", "count": 1}))
+    assert found == [
+        f"{FILE}: classes[0].accelerator: no priced GKE machine in the machine catalog carries 1x nvidia-h200-141gb. "
+        "Fix: ask for another accelerator or count (docs/machines.md lists the catalog), or name the machine in "
+        "classes[0].provisioning.gke.machineType"
+    ]
+
+
+def test_a_minimum_gpu_memory_on_a_class_that_names_its_machine_is_refused() -> None:
+    raw = short_fleet("GKE")
+    raw["classes"][0]["minGpuMemoryGib"] = 40
+    [issue] = issues_of(raw)
+    assert issue.startswith(f"{FILE}: classes[0].minGpuMemoryGib: minGpuMemoryGib chooses a machine")
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_catalogued_gpu_machine_can_be_written_into_its_clouds_block(source: str) -> None:
+    block = clouds.cloud(source).machine_block
+    assert block is not None
+    for row in clouds.cloud(source).machines:
+        assert block.for_machine(row.name, None).machine_name == row.name

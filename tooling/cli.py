@@ -157,7 +157,17 @@ def derived_text(derived: dict[str, Any]) -> str:
             said.append("devices " + "; ".join(device_text(d) for d in value))
         elif isinstance(value, dict):
             said.append(f"{key} {value['count']}x {value['type']}")
-    return f"derived: {', '.join(said)} from {origin}"
+        else:
+            said.append(f"{key} {value}")
+    text = f"derived: {', '.join(said)} from {origin}"
+    chosen = derived.get("chosenFrom")
+    if chosen:
+        others = ", ".join(f"{c['machineType']} ${c['priceUsdHour']}/h" for c in chosen[1:]) or "no other"
+        text += (
+            f"; chose {chosen[0]['machineType']} (${chosen[0]['priceUsdHour']}/h), the cheapest that fits (others: "
+            f"{others}); name it in the class to keep it whatever the catalog says"
+        )
+    return text
 
 
 def device_text(device: dict[str, Any]) -> str:

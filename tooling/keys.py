@@ -139,9 +139,18 @@ KEYS: dict[tuple[str, str], Key] = {
         "the device rules hold the class to them (a GPU driver of the type's vendor, one device per GPU) and the "
         "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A class that "
         "leaves out `devices` gets one `gpu` device of `count` GPUs of the type's vendor. A provisioned "
-        "class names its accelerator in its provisioning block instead.",
-        "`accelerator-driver-mismatch`; the pool's GPU label",
+        "class names its accelerator in its provisioning block instead, or, naming its provider and no machine, "
+        "says here what it needs: the plan chooses the cheapest priced catalog machine that carries it and "
+        "shows the choice (name the machine to keep it whatever the catalog says).",
+        "`accelerator-driver-mismatch`; the pool's GPU label; the machine choice (`infra/supply.py`)",
         "accelerator: {type: amd-mi300x, count: 8}",
+    ),
+    ("InferenceClass", "minGpuMemoryGib"): Key(
+        "For a class that names its provider and no machine: the least memory per GPU it needs (with "
+        "`accelerator`, or alone for one GPU of any type). The plan chooses the cheapest priced catalog machine "
+        "that has it.",
+        "the machine choice (`infra/supply.py`)",
+        "minGpuMemoryGib: 40",
     ),
     ("InferenceClass", "provisioning"): Key(
         "The machine for one provider. Omit it for a class used only on Existing clusters.",
@@ -199,7 +208,9 @@ KEYS: dict[tuple[str, str], Key] = {
         "type: nvidia-l4",
     ),
     ("Accelerator", "count"): Key(
-        "Accelerators per machine.", "`accelerator-driver-mismatch` (equals the GPU device count)", "count: 1"
+        "Accelerators per machine (default 1).",
+        "`accelerator-driver-mismatch` (equals the GPU device count)",
+        "count: 1",
     ),
     # Clusters
     ("InferenceCluster", "name"): Key(

@@ -95,8 +95,8 @@ def _strip_titles(node: Any) -> Any:
     return node
 
 
-def _one_block(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
-    """`<discriminator>: X` requires the block `x` and forbids the others."""
+def _one_block(discriminator: str, choices: list[str], *, required: bool = True) -> list[dict[str, Any]]:
+    """`<discriminator>: X` forbids every block but `x`, and requires `x` unless `required` is False."""
     rules = []
     for choice in choices:
         block = choice.lower()
@@ -105,10 +105,21 @@ def _one_block(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
         rules.append(
             {
                 "if": {"properties": {discriminator: {"const": choice}}, "required": [discriminator]},
-                "then": {"required": [block], "properties": others},
+                "then": {"required": [block], "properties": others} if required else {"properties": others},
             }
         )
     return rules
+
+
+def _block_required(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
+    """`<discriminator>: X` requires the block `x`."""
+    return [
+        {
+            "if": {"properties": {discriminator: {"const": c}}, "required": [discriminator]},
+            "then": {"required": [c.lower()]},
+        }
+        for c in choices
+    ]
 
 
 def fleet_defs() -> dict[str, Any]:
@@ -123,7 +134,12 @@ def fleet_defs() -> dict[str, Any]:
                 prop["markdownDescription"] = f"{doc.meaning}\n\nUsed by: {doc.used_by}.\n\n`{doc.example}`"
     # Cross-key shape the model checks in code, written the way a schema can say it.
     defs["InferenceCluster"]["allOf"] = _one_block("source", [c.source for c in CLOUDS])
-    defs["Provisioning"]["allOf"] = _one_block("provider", [c.source for c in PROVISIONED])
+    providers = [c.source for c in PROVISIONED]
+    defs["Provisioning"]["allOf"] = _one_block("provider", providers, required=False)
+    # A class that says what it needs (`accelerator`, `minGpuMemoryGib`) may leave the machine to the
+    # plan (`infra.supply`); any other names its machine in the provider's block.
+    defs["InferenceClass"]["if"] = {"anyOf": [{"required": ["accelerator"]}, {"required": ["minGpuMemoryGib"]}]}
+    defs["InferenceClass"]["else"] = {"properties": {"provisioning": {"allOf": _block_required("provider", providers)}}}
     defs["Device"]["if"] = {"properties": {"claim": {"const": "Synthetic"}}, "required": ["claim"]}
     defs["Device"]["else"] = {"required": ["deviceClassName"]}
     defs["AttributeValue"]["minProperties"] = 1

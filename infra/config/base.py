@@ -58,7 +58,7 @@ class Accelerator(Model):
     # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
     type: Annotated[str, StringConstraints(min_length=1)]
     # The same bound as a device's count: on Existing the accelerator is derived from that count.
-    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
 
     @field_validator("type")
     @classmethod
@@ -99,6 +99,11 @@ class MachineBlock(Model):
         """The boot disk size, on clouds whose block takes one (they all call it `diskSizeGb`)."""
         size = getattr(self, "disk_size_gb", None)
         return size if isinstance(size, int) else None
+
+    @classmethod
+    def for_machine(cls, name: str, accelerator: Accelerator | None) -> MachineBlock:
+        """The block for the catalog's machine `name` (the plan chose it: `infra.supply`), defaults elsewhere."""
+        return cls.model_validate({cls.MACHINE_FIELD: name, "accelerator": accelerator})
 
     @classmethod
     def machine_key(cls) -> str:

@@ -172,8 +172,11 @@ class InferenceClass(Model):
     devices: Annotated[list[Device], Field(min_length=1, max_length=16)] = Field(default_factory=list)
     provisioning: Provisioning | None = None
     # The GPUs of an owner's nodes, for a class that backs pools of Existing clusters; a provisioned
-    # class names its accelerator in its provisioning block (`check_references` says so).
+    # class names its accelerator in its provisioning block (`check_references` says so), unless it
+    # names no machine: then it is what the class needs, and the plan chooses the machine.
     accelerator: Accelerator | None = None
+    # The least memory per GPU a class that names no machine needs (the plan chooses the machine).
+    min_gpu_memory_gib: Annotated[StrictInt, Field(ge=1)] | None = None
     _supplied: Supplied | None = PrivateAttr(default=None)
 
     @property
