@@ -564,9 +564,9 @@ def test_the_valid_fleet_parses() -> None:
         # A mapping given as something else names its keys, never the class behind it.
         (
             ("classes", 0, "provisioning", "gke", "accelerator"),
-            "nvidia-l4",
+            4,
             "classes[0].provisioning.gke.accelerator: 'accelerator' is a mapping with keys {type} "
-            "(got 'nvidia-l4'). Fix: write it as accelerator: {type}",
+            "(got 4). Fix: write it as accelerator: {type}",
         ),
         (
             ("clusters", 0, "gke"),

@@ -279,7 +279,7 @@ def needing(source: str, **need: Any) -> dict[str, Any]:
 
 
 def test_a_class_that_names_its_accelerator_gets_the_cheapest_priced_machine_that_carries_it() -> None:
-    fleet = fleet_of(needing("GKE", accelerator={"type": "nvidia-l4"}))
+    fleet = fleet_of(needing("GKE", accelerator="nvidia-l4"))  # one GPU of that type
     gpu = fleet.classes[0]
     # g2-standard-4 carries one L4 too, but has no price in the catalog: the choice is by price.
     assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-8"

@@ -140,7 +140,7 @@ KEYS: dict[tuple[str, str], Key] = {
         "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A class that "
         "leaves out `devices` gets one `gpu` device of `count` GPUs of the type's vendor. A provisioned "
         "class names its accelerator in its provisioning block instead, or, naming its provider and no machine, "
-        "says here what it needs: the plan chooses the cheapest priced catalog machine that carries it and "
+        "says here what it needs (`accelerator: nvidia-l4` is one GPU of that type): the plan chooses the cheapest priced catalog machine that carries it and "
         "shows the choice (name the machine to keep it whatever the catalog says).",
         "`accelerator-driver-mismatch`; the pool's GPU label; the machine choice (`infra/supply.py`)",
         "accelerator: {type: amd-mi300x, count: 8}",

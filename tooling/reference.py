@@ -134,6 +134,11 @@ def fleet_defs() -> dict[str, Any]:
                 prop["markdownDescription"] = f"{doc.meaning}\n\nUsed by: {doc.used_by}.\n\n`{doc.example}`"
     # Cross-key shape the model checks in code, written the way a schema can say it.
     defs["InferenceCluster"]["allOf"] = _one_block("source", [c.source for c in CLOUDS])
+    # `accelerator: nvidia-l4` is one GPU of that type (`infra.config.base.Accelerator`).
+    for node in defs.values():
+        for prop in node.get("properties", {}).values():
+            if {"$ref": "#/$defs/Accelerator"} in prop.get("anyOf", []):
+                prop["anyOf"].insert(0, {"type": "string", "minLength": 1})
     providers = [c.source for c in PROVISIONED]
     defs["Provisioning"]["allOf"] = _one_block("provider", providers, required=False)
     # A class that says what it needs (`accelerator`, `minGpuMemoryGib`) may leave the machine to the
