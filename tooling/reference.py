@@ -44,7 +44,7 @@ config:
     - name: cpu
       provisioning: {provider: AKS, aks: {vmSize: Standard_D8s_v5}}
     - name: mi300x
-      accelerator: {type: amd-mi300x, count: 1}
+      accelerator: amd-mi300x
   modelplane:clusters:
     - name: gke
       source: GKE
