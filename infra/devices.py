@@ -122,7 +122,13 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
         )
     if prov is not None:
         _check_class_accelerator(
-            cls, f"its {prov.provider} block", f"provisioning.{cloud(prov.provider).key}", accel, drivers, reject
+            cls,
+            f"its {prov.provider} block",
+            f"provisioning.{cloud(prov.provider).key}",
+            accel,
+            drivers,
+            reject,
+            row=machine(source, prov.machine_name),
         )
     elif not provisioned and cls.accelerator is not None:
         # An Existing class that declares its nodes' GPUs is held to them as a provisioned one is.
@@ -149,13 +155,23 @@ def _check_class_accelerator(
     accel: Accelerator | None,
     drivers: list[str],
     reject: Callable[..., None],
+    row: MachineType | None = None,
 ) -> None:
     """`accelerator-driver-mismatch` within the class: the accelerator it declares (in `block`, said as
     `owner`: its cloud block, or the class itself on Existing) against the GPUs it claims."""
     vendors = gpu_vendors(drivers)
     role = role_of(drivers)
     gpu_drivers = [d for d in drivers if d in GPU_VENDORS]
-    if role == "GPU" and vendors and accel is None:
+    # On a catalogued GPU machine an accelerator left out is supplied (`infra.supply`), unless the
+    # class's GPUs are of another vendor or count than the machine's: the machine rules report that,
+    # with both values, and a missing accelerator is no second problem.
+    disagrees = (
+        row is not None
+        and row.gpu is not None
+        and len(vendors) == 1
+        and (vendors[0] != row.gpu.vendor or gpu_device_count(cls) != row.gpu.count)
+    )
+    if role == "GPU" and vendors and accel is None and not disagrees:
         reject(
             ACCELERATOR_DRIVER_MISMATCH,
             f"the class claims {', '.join(gpu_drivers)} but {owner} sets no accelerator, so its nodes would get no GPU",
@@ -211,6 +227,15 @@ CPU_DRIVER_RESERVED_CPUS = "0-1"
 def reserved_cpus() -> int:
     """How many CPUs `CPU_DRIVER_RESERVED_CPUS` names: a CPU claim must fit in what is left."""
     return cpuset_size(CPU_DRIVER_RESERVED_CPUS)
+
+
+def claimable_cpus(row: MachineType) -> int:
+    """The most CPUs a dra.cpu claim may take on one node of `row`: its vCPUs less the reserved ones.
+
+    `cpu-claim-exceeds-machine` rejects a claim above it, and a CPU class that leaves out its
+    devices claims exactly it (`infra.supply`).
+    """
+    return row.vcpus - reserved_cpus()
 
 
 def cpuset_size(cpuset: str) -> int:
@@ -394,7 +419,7 @@ def _check_cpu_machine(
             path=machine_at,
         )
     claim = class_cpu_claim(cls)
-    usable = row.vcpus - reserved_cpus()
+    usable = claimable_cpus(row)
     if claim > usable:
         reject(
             CPU_CLAIM_EXCEEDS_MACHINE,

@@ -25,9 +25,10 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
-from infra.config.model import Device, Fleet, InferenceClass, InferenceCluster
+from infra.config.model import Device, Fleet, InferenceClass, InferenceCluster, Supplied
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
+from infra.machines import MachineType
 from infra.profiles import CloudProfile
 from infra.vocabulary import (
     CPU_LABEL,
@@ -79,6 +80,8 @@ class PoolFacts:
     # What the cloud multiplies `node_count` by: the pool's zones where the cloud counts nodes per
     # zone (GKE regional clusters), else 1.
     zone_count: int = 1
+    # What the pool's class left out and what supplied it (`infra.supply`); None when written in full.
+    supplied: Supplied | None = None
 
     @property
     def autoscaled(self) -> bool:
@@ -122,6 +125,7 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "nodes": lambda p: p.nodes,
     "createdNodes": lambda p: p.created_nodes,
     "devices": lambda p: [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in p.devices],
+    "derived": lambda p: supplied_json(p),
 }
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
 PLAN_POOL_KEYS = (
@@ -138,6 +142,7 @@ PLAN_POOL_KEYS = (
     "nodes",
     "machine",
     "zones",
+    "derived",
 )
 REGISTERED_POOL_KEYS = (
     "name",
@@ -153,6 +158,47 @@ REGISTERED_POOL_KEYS = (
     "maxNodeCount",
 )
 SCHEDULABLE_POOL_KEYS = ("name", "nodes", "role", "devices")
+
+
+def machine_row_json(row: MachineType) -> dict[str, Any]:
+    """A catalog row as the plan shows it: the machine's shape, price and the page it was read from."""
+    gpu = row.gpu
+    return {
+        "cloud": row.cloud,
+        "machineType": row.name,
+        "vcpus": row.vcpus,
+        "memoryGib": row.memory_gib,
+        "gpu": {"vendor": gpu.vendor, "model": gpu.model, "count": gpu.count, "memoryGib": gpu.memory_gib}
+        if gpu
+        else None,
+        "acceleratorTypes": list(row.accelerator_types),
+        "priceUsdHour": str(row.price_usd_hour) if row.price_usd_hour is not None else None,
+        "source": row.source,
+        "readOn": row.read_on,
+    }
+
+
+def supplied_json(pool: PoolFacts) -> dict[str, Any] | None:
+    """The plan's `derived` of a pool: the keys its class left out, the values they took, and the
+    catalog row (or the class's accelerator) they came from; None for a class written in full."""
+    supplied = pool.supplied
+    if supplied is None:
+        return None
+    # A key is the class's devices, its block's accelerator, or its block's machine (a chosen one).
+    fact = {"devices": "devices", "accelerator": "accelerator"}
+    values = {key: POOL_JSON[fact.get(key.rsplit(".", 1)[-1], "machine")](pool) for key in supplied.keys}
+    return {
+        "keys": list(supplied.keys),
+        "values": values,
+        "catalogRow": machine_row_json(supplied.row) if supplied.row else None,
+        "accelerator": supplied.accelerator,
+        # The class named no machine: the cheapest that fitted was chosen from these (cheapest first).
+        "chosenFrom": [
+            {"machineType": m.name, "priceUsdHour": str(m.price_usd_hour) if m.price_usd_hour is not None else None}
+            for m in supplied.chosen_from
+        ]
+        or None,
+    }
 
 
 @dataclass(frozen=True)
@@ -312,6 +358,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 disk_size_gb=own.boot_disk_gb if own is not None else None,
                 machine_block=own,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
+                supplied=cls.supplied,
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

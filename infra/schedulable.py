@@ -33,7 +33,7 @@ from clouds import cloud, machine
 from infra.config.issues import ConfigIssue
 from infra.config.model import ClaimMode, Device, Fleet, InferenceCluster, ModelDeploymentSpec
 from infra.config.roles import CPU_CLAIM_DRIVER, Role, claimed_cpus
-from infra.devices import CPU_DRIVER_RESERVED_CPUS, reserved_cpus
+from infra.devices import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpus
 from infra.facts import ClusterFacts, PoolFacts
 from infra.formats import parse_quantity
 from infra.machines import MachineType
@@ -251,7 +251,7 @@ def cpu_capacity(cf: ClusterFacts, pool: PoolFacts) -> Capacity | None:
     row = machine(cf.source, pool.machine)
     if row is None:
         return None
-    usable = max(row.vcpus - reserved_cpus(), 0)
+    usable = max(claimable_cpus(row), 0)
     return Capacity(
         "dra.cpu CPUs",
         usable,

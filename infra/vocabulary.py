@@ -21,6 +21,15 @@ GPU_VENDORS: Mapping[str, str] = {NVIDIA_GPU_DRIVER: "nvidia", AMD_GPU_DRIVER: "
 NVIDIA = "nvidia"
 AMD = "amd"
 VENDOR_DRIVER: Mapping[str, str] = {vendor: driver for driver, vendor in GPU_VENDORS.items()}
+# The DeviceClass each driver's chart creates for its whole devices, which a class that leaves out
+# its devices claims: `gpu.nvidia.com` (dra-driver-nvidia-gpu 0.4.1, templates/deviceclass-gpu.yaml),
+# `gpu.amd.com` (AMD gpu-operator-charts v1.5.1, `draDriver.deviceClass.create`, templates/
+# dra-driver-deviceclass.yaml), `dra.cpu` (dra-driver-cpu 0.3.0, templates/deviceclass.yaml).
+DEVICE_CLASS: Mapping[str, str] = {
+    NVIDIA_GPU_DRIVER: "gpu.nvidia.com",
+    AMD_GPU_DRIVER: "gpu.amd.com",
+    CPU_DRIVER: "dra.cpu",
+}
 
 # Node labels every pool carries (whoever sets them: the pool resource, or an Existing owner).
 POOL_LABEL = "modelplane.ai/pool"

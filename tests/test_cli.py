@@ -53,6 +53,7 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "nodes",
                 "machineType",
                 "zones",
+                "derived",
             }
             assert p["machineType"] is None or isinstance(p["machineType"], str)
             assert all(isinstance(z, str) for z in p["zones"])

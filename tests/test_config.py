@@ -332,12 +332,12 @@ def test_quoted_whole_number_is_rejected_like_the_schema_does(tmp_path: Path) ->
 
 def test_mapping_given_as_a_scalar_names_the_keys_it_needs(tmp_path: Path) -> None:
     config = copy.deepcopy(good_fleet())  # L4 is shared between fleets
-    config["modelplane:classes"][0]["provisioning"]["gke"]["accelerator"] = "nvidia-l4"
+    config["modelplane:classes"][0]["provisioning"]["gke"]["accelerator"] = 4
     with pytest.raises(ConfigError) as err:
         load_stack_file(write(tmp_path, config))
     [issue] = err.value.issues
     assert issue.path == "classes[0].provisioning.gke.accelerator"
-    assert issue.problem == "'accelerator' is a mapping with keys {type, count} (got 'nvidia-l4')"
+    assert issue.problem == "'accelerator' is a mapping with keys {type} (got 4)"
     assert "Accelerator" not in issue.problem + issue.fix
 
 

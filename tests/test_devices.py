@@ -97,7 +97,8 @@ def test_role_follows_claimed_drivers(drivers: list[str], role: str | None) -> N
 
 
 def test_gpu_class_that_forgot_accelerator_is_rejected_not_made_cpu() -> None:
-    c = nvidia("GKE", count=8, accel=None)
+    # Registered so (the loader supplies the accelerator of a catalogued machine), the class is rejected.
+    c = nvidia("GKE", count=1, accel=None)
     [v] = check_pool("k", "GKE", "gpus", c)
     assert v.policy == ACCELERATOR_DRIVER_MISMATCH
     assert (v.cluster, v.pool, v.class_name, v.driver) == ("k", "gpus", "gpu-class", "gpu.nvidia.com")
@@ -332,7 +333,7 @@ def _found(source: str, c: InferenceClass) -> list[tuple[str, str | None, str, s
 
 
 def test_every_rule_states_its_problem_and_fix() -> None:
-    assert _found("GKE", nvidia("GKE", count=8, accel=None)) == [
+    assert _found("GKE", nvidia("GKE", count=1, accel=None)) == [
         (
             ACCELERATOR_DRIVER_MISMATCH,
             "gpu.nvidia.com",

@@ -189,7 +189,7 @@ def test_a_kubeconfig_stored_as_plain_text_stops_the_program() -> None:
 def test_a_device_rule_and_a_schedulability_issue_are_reported_in_one_run() -> None:
     # Independent checks report together: the program's stop names both at once.
     raw = gke_fleet()
-    del raw["classes"][0]["provisioning"]["gke"]["accelerator"]  # accelerator-driver-mismatch
+    raw["classes"][0]["provisioning"]["gke"]["accelerator"] = {"type": "amd-mi300x", "count": 1}
     raw["deployments"] = [
         {
             "name": "qwen",

@@ -60,13 +60,14 @@ def edit_shared_class(raw: dict[str, Any], change: str) -> dict[str, Any]:
         shared["devices"][0].update(driver="gpu.amd.com", deviceClassName="gpu.amd.com")
         shared["provisioning"]["gke"]["accelerator"] = {"type": "amd-mi300x", "count": 1}
     else:
-        del shared["provisioning"]["gke"]["accelerator"]
+        # An accelerator left out is supplied by the machine; one of another vendor breaks the rule.
+        shared["provisioning"]["gke"]["accelerator"] = {"type": "amd-mi300x", "count": 1}
     return edited
 
 
 @pytest.mark.parametrize(
     ("change", "policy"),
-    [("unsupported-driver", "unsupported-devices"), ("drop-accelerator", "accelerator-driver-mismatch")],
+    [("unsupported-driver", "unsupported-devices"), ("amd-accelerator-on-nvidia", "accelerator-driver-mismatch")],
 )
 def test_editing_a_shared_class_stops_the_run_before_anything_is_registered(change: str, policy: str) -> None:
     before = run_fleet(deployed_fleet())

@@ -70,8 +70,9 @@ def guard_verdict(raw: dict[str, Any], mandatory_only: bool = False) -> set[tupl
 
 
 BAD_FLEETS = {
+    # A machine the catalog does not know supplies no accelerator.
     "gpu class without accelerator": {
-        "classes": [gpu_class("l4-bare", "GKE", {"machineType": "g2-standard-8"})],
+        "classes": [gpu_class("l4-bare", "GKE", {"machineType": "g2-custom-8", "uncatalogued": True})],
         "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4-bare")])],
     },
     "accelerator count differs from devices": {
@@ -175,7 +176,7 @@ def test_other_resource_types_are_ignored() -> None:
 
 TWO_RULES_BROKEN = {
     "classes": [
-        gpu_class("l4-bare", "GKE", {"machineType": "g2-standard-8"}),
+        gpu_class("l4-bare", "GKE", {"machineType": "g2-custom-8", "uncatalogued": True}),
         cpu_class("civo-cpu", "Civo", {"size": "g4p.kube.medium"}),
     ],
     "clusters": [cluster("gke-a", "GKE", GKE, [("gpu", "l4-bare"), ("cpu", "civo-cpu")])],

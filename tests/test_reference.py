@@ -135,8 +135,8 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], list[str]]] = {
     ),
     "kubernetes-before-dra": (_set([K, 0, "gke", "kubernetesVersion"], "1.31"), ["clusters[0].gke.kubernetesVersion"]),
     "version-as-a-number": (_set([K, 0, "gke", "kubernetesVersion"], 1.35), ["clusters[0].gke.kubernetesVersion"]),
-    "accelerator-as-a-string": (
-        _set([C, 0, "provisioning", "gke", "accelerator"], "nvidia-l4"),
+    "accelerator-as-a-number": (
+        _set([C, 0, "provisioning", "gke", "accelerator"], 4),
         ["classes[0].provisioning.gke.accelerator"],
     ),
     "plain-kubeconfig": (_set(["modelplane:kubeconfig"], "apiVersion: v1"), ["config.modelplane:kubeconfig"]),

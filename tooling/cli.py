@@ -112,6 +112,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}"
                 f"{esc(pool_cost_text(cluster, p['name']))}"
             )
+            if p.get("derived"):
+                pool.add(esc(derived_text(p["derived"])))
             if p.get("zones"):
                 pool.add("zones: " + listed(p["zones"]))
             pool.add(esc("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items())))
@@ -135,6 +137,43 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
+
+
+def derived_text(derived: dict[str, Any]) -> str:
+    """What a pool's class left out, the values it took, and the catalog row (or accelerator) they came from."""
+    row = derived.get("catalogRow")
+    if row is None:
+        origin = f"the class's accelerator {derived.get('accelerator')}"
+    else:
+        gpu = row.get("gpu")
+        shape = f"{gpu['count']}x {gpu['vendor']} {gpu['model']}, " if gpu else ""
+        origin = (
+            f"catalog row {row['cloud']} {row['machineType']} ({shape}{row['vcpus']} vCPUs, "
+            f"{row['memoryGib']} GiB; read {row['readOn']} from {row['source']})"
+        )
+    said = []
+    for key, value in derived["values"].items():
+        if key == "devices":
+            said.append("devices " + "; ".join(device_text(d) for d in value))
+        elif isinstance(value, dict):
+            said.append(f"{key} {value['count']}x {value['type']}")
+        else:
+            said.append(f"{key} {value}")
+    text = f"derived: {', '.join(said)} from {origin}"
+    chosen = derived.get("chosenFrom")
+    if chosen:
+        others = ", ".join(f"{c['machineType']} ${c['priceUsdHour']}/h" for c in chosen[1:]) or "no other"
+        text += (
+            f"; chose {chosen[0]['machineType']} (${chosen[0]['priceUsdHour']}/h), the cheapest that fits (others: "
+            f"{others}); name it in the class to keep it whatever the catalog says"
+        )
+    return text
+
+
+def device_text(device: dict[str, Any]) -> str:
+    """`gpu: 1x gpu.nvidia.com` or `cpu: dra.cpu, dra.cpu/cpu 6` (a device as the tree names it)."""
+    capacity = "".join(f", {k} {v['value']}" for k, v in (device.get("capacity") or {}).items())
+    return f"{device['name']}: {device['count']}x {device['deviceClassName']}{capacity}"
 
 
 def render_verdicts(doc: dict[str, Any], err: Console) -> None:

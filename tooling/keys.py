@@ -49,8 +49,11 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
                 f"{c.key}: {{...}}",
             )
             keys[(machine, "accelerator")] = Key(
-                "The GPU on the machine. Omit it for a CPU pool: standard image, `modelplane.ai/cpu` label and taint.",
-                "`accelerator-driver-mismatch`; the pool's GPU label and vendor taint",
+                "The GPU on the machine. Leave it out to take it from the machine catalog (the machine's GPU type "
+                "and count); a machine without GPUs gets none: standard image, `modelplane.ai/cpu` label and taint. "
+                "Written, it must match the machine's row.",
+                "`accelerator-driver-mismatch`, `machine-accelerator-mismatch`, `accelerator-type-unknown`; the "
+                "pool's GPU label and vendor taint (`infra/supply.py` supplies it)",
                 "accelerator: {type: nvidia-l4, count: 1}",
             )
             keys[(machine, "uncatalogued")] = Key(
@@ -122,17 +125,32 @@ KEYS: dict[tuple[str, str], Key] = {
         "Free text for readers.", "not read by any rule", "description: One L4 per node."
     ),
     ("InferenceClass", "devices"): Key(
-        "What one node of the class offers, as DRA devices (claimed) or Synthetic ones (described only).",
-        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`)",
+        "What one node of the class offers, as DRA devices (claimed) or Synthetic ones (described only). Leave "
+        "it out to take it from the machine: a GPU machine's GPUs (`gpu`, its vendor's driver and DeviceClass, "
+        "one per GPU), or on a machine without GPUs a `cpu` device of `dra.cpu` claiming the vCPUs less the 2 "
+        "dra-driver-cpu reserves; without a machine, from `accelerator`. Written devices are checked against "
+        "the machine.",
+        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`); "
+        "what is left out: `infra/supply.py`",
         "devices: [{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com}]",
     ),
     ("InferenceClass", "accelerator"): Key(
         "The GPUs of an Existing cluster's nodes (`type`, `count`), for a class that backs its pools. When set, "
         "the device rules hold the class to them (a GPU driver of the type's vendor, one device per GPU) and the "
-        "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A provisioned "
-        "class names its accelerator in its provisioning block instead.",
-        "`accelerator-driver-mismatch`; the pool's GPU label",
+        "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A class that "
+        "leaves out `devices` gets one `gpu` device of `count` GPUs of the type's vendor. A provisioned "
+        "class names its accelerator in its provisioning block instead, or, naming its provider and no machine, "
+        "says here what it needs (`accelerator: nvidia-l4` is one GPU of that type): the plan chooses the cheapest priced catalog machine that carries it and "
+        "shows the choice (name the machine to keep it whatever the catalog says).",
+        "`accelerator-driver-mismatch`; the pool's GPU label; the machine choice (`infra/supply.py`)",
         "accelerator: {type: amd-mi300x, count: 8}",
+    ),
+    ("InferenceClass", "minGpuMemoryGib"): Key(
+        "For a class that names its provider and no machine: the least memory per GPU it needs (with "
+        "`accelerator`, or alone for one GPU of any type). The plan chooses the cheapest priced catalog machine "
+        "that has it.",
+        "the machine choice (`infra/supply.py`)",
+        "minGpuMemoryGib: 40",
     ),
     ("InferenceClass", "provisioning"): Key(
         "The machine for one provider. Omit it for a class used only on Existing clusters.",
@@ -190,7 +208,9 @@ KEYS: dict[tuple[str, str], Key] = {
         "type: nvidia-l4",
     ),
     ("Accelerator", "count"): Key(
-        "Accelerators per machine.", "`accelerator-driver-mismatch` (equals the GPU device count)", "count: 1"
+        "Accelerators per machine (default 1).",
+        "`accelerator-driver-mismatch` (equals the GPU device count)",
+        "count: 1",
     ),
     # Clusters
     ("InferenceCluster", "name"): Key(

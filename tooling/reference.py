@@ -34,6 +34,43 @@ SCHEMA_PATH = "docs/stack.schema.json"
 # The schema
 
 
+# A whole fleet in the short form (docs/configuration.md); a test plans it and keeps it short.
+THREE_MODELS = """\
+config:
+  modelplane:protect: true
+  modelplane:classes:
+    - name: l4
+      provisioning: {provider: GKE, gke: {machineType: g2-standard-8}}
+    - name: cpu
+      provisioning: {provider: AKS, aks: {vmSize: Standard_D8s_v5}}
+    - name: mi300x
+      accelerator: amd-mi300x
+  modelplane:clusters:
+    - name: gke
+      source: GKE
+      gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}
+      nodePools: [{name: l4, className: l4, zones: [us-central1-a]}]
+    - name: aks
+      source: AKS
+      aks: {location: westeurope, kubernetesVersion: "1.36"}
+      nodePools: [{name: cpu, className: cpu}]
+    - name: lab
+      source: Existing
+      existing: {kubernetesVersion: "1.36"}
+      nodePools: [{name: mi300x, className: mi300x}]
+  modelplane:deployments:
+    - {name: llama, cluster: gke, pool: l4, devices: [{name: gpu}], memory: 16Gi, cache: {size: 20Gi},
+       image: vllm/vllm-openai:v0.23.0, args: [--model, meta-llama/Llama-3.2-3B-Instruct]}
+    - {name: qwen, cluster: aks, pool: cpu, devices: [{name: cpu}], memory: 16Gi, cache: {size: 20Gi},
+       image: vllm/vllm-openai-cpu:v0.23.0-x86_64, args: [--model, Qwen/Qwen2.5-0.5B-Instruct]}
+    - {name: mistral, cluster: lab, pool: mi300x, devices: [{name: gpu}], memory: 32Gi, cache: {volume: NodeLocal},
+       image: vllm/vllm-openai-rocm:v0.23.0, args: [--model, mistralai/Mistral-7B-Instruct-v0.3]}
+  # The kubeconfig of `lab`: pulumi config set --secret modelplane:kubeconfig < kubeconfig
+  modelplane:kubeconfig:
+    secure: v1:placeholder
+"""
+
+
 def _kubernetes_version_pattern() -> str:
     """major.minor at or above MIN_KUBERNETES, then anything the cloud appends (`.1-k3s1`, `+3`)."""
     major, minor = MIN_KUBERNETES
@@ -58,8 +95,8 @@ def _strip_titles(node: Any) -> Any:
     return node
 
 
-def _one_block(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
-    """`<discriminator>: X` requires the block `x` and forbids the others."""
+def _one_block(discriminator: str, choices: list[str], *, required: bool = True) -> list[dict[str, Any]]:
+    """`<discriminator>: X` forbids every block but `x`, and requires `x` unless `required` is False."""
     rules = []
     for choice in choices:
         block = choice.lower()
@@ -68,10 +105,21 @@ def _one_block(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
         rules.append(
             {
                 "if": {"properties": {discriminator: {"const": choice}}, "required": [discriminator]},
-                "then": {"required": [block], "properties": others},
+                "then": {"required": [block], "properties": others} if required else {"properties": others},
             }
         )
     return rules
+
+
+def _block_required(discriminator: str, choices: list[str]) -> list[dict[str, Any]]:
+    """`<discriminator>: X` requires the block `x`."""
+    return [
+        {
+            "if": {"properties": {discriminator: {"const": c}}, "required": [discriminator]},
+            "then": {"required": [c.lower()]},
+        }
+        for c in choices
+    ]
 
 
 def fleet_defs() -> dict[str, Any]:
@@ -86,7 +134,17 @@ def fleet_defs() -> dict[str, Any]:
                 prop["markdownDescription"] = f"{doc.meaning}\n\nUsed by: {doc.used_by}.\n\n`{doc.example}`"
     # Cross-key shape the model checks in code, written the way a schema can say it.
     defs["InferenceCluster"]["allOf"] = _one_block("source", [c.source for c in CLOUDS])
-    defs["Provisioning"]["allOf"] = _one_block("provider", [c.source for c in PROVISIONED])
+    # `accelerator: nvidia-l4` is one GPU of that type (`infra.config.base.Accelerator`).
+    for node in defs.values():
+        for prop in node.get("properties", {}).values():
+            if {"$ref": "#/$defs/Accelerator"} in prop.get("anyOf", []):
+                prop["anyOf"].insert(0, {"type": "string", "minLength": 1})
+    providers = [c.source for c in PROVISIONED]
+    defs["Provisioning"]["allOf"] = _one_block("provider", providers, required=False)
+    # A class that says what it needs (`accelerator`, `minGpuMemoryGib`) may leave the machine to the
+    # plan (`infra.supply`); any other names its machine in the provider's block.
+    defs["InferenceClass"]["if"] = {"anyOf": [{"required": ["accelerator"]}, {"required": ["minGpuMemoryGib"]}]}
+    defs["InferenceClass"]["else"] = {"properties": {"provisioning": {"allOf": _block_required("provider", providers)}}}
     defs["Device"]["if"] = {"properties": {"claim": {"const": "Synthetic"}}, "required": ["claim"]}
     defs["Device"]["else"] = {"required": ["deviceClassName"]}
     defs["AttributeValue"]["minProperties"] = 1
@@ -287,17 +345,41 @@ def configuration_markdown() -> str:
         "config:",
         "  modelplane:classes:",
         "    - name: l4-gke",
-        "      devices:",
-        "        - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 1}",
-        "      provisioning:",
-        "        provider: GKE",
-        "        gke: {machineType: g2-standard-8, accelerator: {type: nvidia-l4, count: 1}}",
+        "      provisioning: {provider: GKE, gke: {machineType: g2-standard-8}}",
         "  modelplane:clusters:",
         "    - name: gke-dev",
         "      source: GKE",
         '      gke: {project: my-project, region: us-central1, kubernetesVersion: "1.35"}',
         "      nodePools:",
         "        - {name: gpu, className: l4-gke, nodeCount: 1, zones: [us-central1-a]}",
+        "```",
+        "",
+        "The class names only its machine: the machine catalog (`docs/machines.md`) says a g2-standard-8",
+        "carries one NVIDIA L4, so the class claims one `gpu` device of `gpu.nvidia.com` (DeviceClass",
+        "`gpu.nvidia.com`) and its block takes `accelerator: {type: nvidia-l4, count: 1}`; a machine without",
+        "GPUs gets a `cpu` device of `dra.cpu` claiming its vCPUs less the 2 dra-driver-cpu reserves",
+        "(`infra/supply.py`). This is the long form of the same class, which stays valid; what you write",
+        "must agree with the machine, or the plan names both values:",
+        "",
+        "```yaml",
+        "    - name: l4-gke",
+        "      devices:",
+        "        - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 1}",
+        "      provisioning:",
+        "        provider: GKE",
+        "        gke: {machineType: g2-standard-8, accelerator: {type: nvidia-l4, count: 1}}",
+        "```",
+        "",
+        "`modelplane plan` shows, per pool, what was supplied and from which catalog row.",
+        "",
+        "## A fleet of three models",
+        "",
+        "An NVIDIA L4 pool on GKE, a CPU pool on AKS and the MI300X nodes of a cluster you run, each",
+        "serving a model. The GKE and AKS classes name their machines; the Existing class declares its",
+        "nodes' GPUs (`accelerator`), which gives it one `gpu.amd.com` device per GPU.",
+        "",
+        "```yaml",
+        *THREE_MODELS.splitlines(),
         "```",
         "",
         "`stacks/` holds one example per cloud and the recipes (`docs/recipes/`).",

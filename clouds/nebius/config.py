@@ -53,6 +53,11 @@ class NebiusMachine(MachineBlock):
     def machine_name(self) -> str:
         return machine_name(self.platform, self.preset)
 
+    @classmethod
+    def for_machine(cls, name: str, accelerator: Accelerator | None) -> MachineBlock:
+        platform, preset = machine_parts(name)
+        return cls.model_validate({"platform": platform, "preset": preset, "accelerator": accelerator})
+
     @field_validator("infiniband_fabric")
     @classmethod
     def _fabric_needs_eight_gpus(cls, v: str | None, info: ValidationInfo) -> str | None:

@@ -15,6 +15,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -55,10 +56,17 @@ def _whole_number(annotation: Any) -> bool:
 
 
 class Accelerator(Model):
+    """`{type, count}`; `nvidia-l4` alone is one GPU of that type."""
+
     # The type becomes the value of the pool's `modelplane.ai/gpu` label, so it follows the label-value rule.
     type: Annotated[str, StringConstraints(min_length=1)]
     # The same bound as a device's count: on Existing the accelerator is derived from that count.
-    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)]
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_alone(cls, v: Any) -> Any:
+        return {"type": v} if isinstance(v, str) else v
 
     @field_validator("type")
     @classmethod
@@ -99,6 +107,11 @@ class MachineBlock(Model):
         """The boot disk size, on clouds whose block takes one (they all call it `diskSizeGb`)."""
         size = getattr(self, "disk_size_gb", None)
         return size if isinstance(size, int) else None
+
+    @classmethod
+    def for_machine(cls, name: str, accelerator: Accelerator | None) -> MachineBlock:
+        """The block for the catalog's machine `name` (the plan chose it: `infra.supply`), defaults elsewhere."""
+        return cls.model_validate({cls.MACHINE_FIELD: name, "accelerator": accelerator})
 
     @classmethod
     def machine_key(cls) -> str:

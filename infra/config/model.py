@@ -6,6 +6,7 @@ and `infra.config.rules`; reading a stack file is `infra.config.stackfile`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import (
     Discriminator,
     Field,
+    PrivateAttr,
     StrictInt,
     StringConstraints,
     Tag,
@@ -40,6 +42,7 @@ from infra.config.names import (
     shown,
 )
 from infra.formats import parse_quantity
+from infra.machines import MachineType
 
 
 class ClaimMode(StrEnum):
@@ -145,14 +148,47 @@ else:
     )
 
 
+@dataclass(frozen=True)
+class Supplied:
+    """What a class left out and what supplied it (`infra.supply`); the plan shows it per pool.
+
+    `keys` are the paths under the class that were filled in (`devices`,
+    `provisioning.gke.accelerator`); they came from the catalog row `row`, or (a class without a
+    machine) from the accelerator the class declares. `chosen_from` lists the machines that fitted,
+    cheapest first, when the class named none and the first was chosen.
+    """
+
+    keys: tuple[str, ...]
+    row: MachineType | None = None
+    accelerator: str | None = None
+    chosen_from: tuple[MachineType, ...] = ()
+
+
 class InferenceClass(Model):
     name: DnsLabel
     description: str = ""
-    devices: Annotated[list[Device], Field(min_length=1, max_length=16)]
+    # Left out, they are taken from the machine's catalog row or from `accelerator` (`infra.supply`);
+    # pydantic never validates a default, so an empty list written out is still refused.
+    devices: Annotated[list[Device], Field(min_length=1, max_length=16)] = Field(default_factory=list)
     provisioning: Provisioning | None = None
     # The GPUs of an owner's nodes, for a class that backs pools of Existing clusters; a provisioned
-    # class names its accelerator in its provisioning block (`check_references` says so).
+    # class names its accelerator in its provisioning block (`check_references` says so), unless it
+    # names no machine: then it is what the class needs, and the plan chooses the machine.
     accelerator: Accelerator | None = None
+    # The least memory per GPU a class that names no machine needs (the plan chooses the machine).
+    min_gpu_memory_gib: Annotated[StrictInt, Field(ge=1)] | None = None
+    _supplied: Supplied | None = PrivateAttr(default=None)
+
+    @property
+    def supplied(self) -> Supplied | None:
+        """What `infra.supply` filled in, or None for a class written out in full."""
+        return self._supplied
+
+    def with_supplied(self, supplied: Supplied, **update: Any) -> InferenceClass:
+        """A copy of the class with `update` applied and `supplied` recorded."""
+        copy = self.model_copy(update=update)
+        copy._supplied = supplied
+        return copy
 
 
 class Taint(Model):

@@ -39,9 +39,23 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     """One block, the provider's, under `provisioning`; unique device names."""
     issues = unique_names(file, [d.name for d in cls.devices], f"classes[{ci}].devices[{{i}}].name", "device")
     prov = cls.provisioning
+    # What a class needs chooses a machine only where it names none (`infra.supply`).
+    names_machine = prov is not None and getattr(prov, cloud(prov.provider).key) is not None
+    if cls.min_gpu_memory_gib is not None and (prov is None or names_machine):
+        issues.append(
+            ConfigIssue(
+                file,
+                f"classes[{ci}].minGpuMemoryGib",
+                "minGpuMemoryGib chooses a machine for a class that names a provider and no machine, but this "
+                + ("class has no provisioning" if prov is None else "class names its machine"),
+                "remove minGpuMemoryGib, or remove the machine block to let the plan choose the machine",
+            )
+        )
     if prov is None:
         return issues
     wanted = cloud(prov.provider).key
+    if getattr(prov, wanted) is None and (cls.accelerator is not None or cls.min_gpu_memory_gib is not None):
+        return issues  # the class says what it needs, and no machine fitted it (`infra.supply` says so)
     if cls.accelerator is not None:
         issues.append(
             ConfigIssue(

@@ -20,6 +20,7 @@ from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, Written
 from infra.config.references import check_references
 from infra.config.roles import pools_without_role
 from infra.config.rules import check_rules
+from infra.supply import supply_fleet
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,13 @@ def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
         fleet = Fleet.model_validate(dict(raw))
     except ValidationError as err:
         raise ConfigError(issues_from_validation(file, err)) from None
-    issues = check_references(fleet, file) + check_rules(fleet, file)
+    # What classes leave out is supplied before any rule reads them (`infra.supply`).
+    fleet, issues = supply_fleet(fleet, file)
+    issues += check_references(fleet, file) + check_rules(fleet, file)
+    unsupplied = {c.name for c in fleet.classes if not c.devices}  # said above: no devices to take
     for ki, pi, cls in pools_without_role(fleet):
+        if cls in unsupplied:
+            continue
         issues.append(
             ConfigIssue(
                 file,
