@@ -22,6 +22,12 @@ from tests.test_no_delete import deployed_fleet, edit_shared_class
 from tooling.plan import plan_stack
 
 Verdicts = set[tuple[str, str, str]]
+CPU_DEVICE = {
+    "name": "cpu",
+    "driver": "dra.cpu",
+    "deviceClassName": "dra.cpu",
+    "capacity": {"dra.cpu/cpu": {"value": "6"}},
+}
 
 
 def without_protection(config: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +42,8 @@ def with_unknown_machine(config: dict[str, Any], uncatalogued: bool = False) -> 
     edited = copy.deepcopy(config)
     cpu = next(c for c in edited[f"{PROJECT}:classes"] if c["name"] == "cpu-gke")
     cpu["provisioning"]["gke"]["machineType"] = "c3-standard-8-lssd"
+    # The catalog cannot supply the devices of a machine it does not know: they are written out.
+    cpu["devices"] = [CPU_DEVICE]
     if uncatalogued:
         cpu["provisioning"]["gke"]["uncatalogued"] = True
     return edited

@@ -150,8 +150,11 @@ def test_a_changed_claim_replaces_its_template_and_the_deployment_moves_to_it(en
     stack = engine.stack(name)
     assert stack.up().summary.result == "succeeded"
     engine.reset_ops()
-    [device] = config["modelplane:classes"][0]["devices"]
-    device["capacity"]["dra.cpu/cpu"]["value"] = "5"  # 6 of 8 vCPUs claimed before, 5 now
+    # 6 of 8 vCPUs claimed before (supplied by the catalog), 5 now (written out, as a smaller
+    # claim must be).
+    config["modelplane:classes"][0]["devices"] = [
+        {"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu", "capacity": {"dra.cpu/cpu": {"value": "5"}}}
+    ]
     engine.write_config(name, config)
 
     preview = stack.preview()
