@@ -485,6 +485,31 @@ def test_the_valid_fleet_parses() -> None:
             {"team": {"zzz": 1}},
             "clusters[0].labels.team: input should be a valid string. Fix: write a string",
         ),
+        # A key of a map the user names that is not a string is named at the map, not as an index.
+        (
+            ("clusters", 0, "labels"),
+            {5: "x"},
+            'clusters[0].labels: the key 5 is not a string. Fix: quote it: "5" (YAML reads an unquoted 5 as a number)',
+        ),
+        (
+            ("clusters", 0, "labels"),
+            {True: "x"},
+            "clusters[0].labels: the key True is not a string. Fix: quote the key",
+        ),
+        (
+            (*DEVICE, "attributes"),
+            {1.50: {"int": 1}},
+            "classes[0].devices[0].attributes: the key 1.5 is not a string. "
+            'Fix: quote it as you wrote it, such as "1.5" (YAML reads an unquoted number as a number and drops '
+            "trailing zeros: 1.30 becomes 1.3)",
+        ),
+        # A key the user spelt "[key]" is a key like any other.
+        (
+            ("clusters", 0, "labels"),
+            {"[key]": 5},
+            'clusters[0].labels.[key]: input should be a valid string (got 5). Fix: quote it: "5" '
+            "(YAML reads an unquoted 5 as a number)",
+        ),
         # Value errors: the text before the last "; " is the problem, after it the fix.
         (
             (*POOL, "nodeCount"),
