@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,28 @@ def test_nesting_of_64_levels_is_read_and_of_65_refused_where_the_65th_starts(tm
     assert refusal(tmp_path, nested(63)) == [
         ConfigIssue(FILE, "line 2, column 72", "values nest deeper than 64 levels", "flatten the value or remove it")
     ]
+
+
+def frames() -> int:
+    """The Python frames on the stack below the caller's."""
+    frame, count = sys._getframe(1), 0
+    while frame is not None:
+        frame, count = frame.f_back, count + 1
+    return count
+
+
+def test_a_file_read_with_little_stack_left_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    # The nesting bounds keep the reader far from Python's recursion limit; when a caller is
+    # already deep in the stack, a nesting within the bounds may still pass it, and the reader
+    # says so instead of raising RecursionError.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frames() + 100)
+    try:
+        issues = refusal(tmp_path, nested(62))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert issues == [ConfigIssue(FILE, "", "values nest too deeply to read", "flatten the nested values")]
+    assert read(tmp_path, nested(62)) == {"config": {"aws:x": lists(62)}}
 
 
 def alias_chain(*levels: int) -> bytes:
