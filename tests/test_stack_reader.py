@@ -661,6 +661,16 @@ def test_a_validation_error_names_the_path_the_problem_and_the_fix(
     assert fleet_issues((path, value)) == [f"F.yaml: {issue}"]
 
 
+def test_errors_after_a_key_that_is_not_a_string_are_reported_too() -> None:
+    edits = (("clusters", 0, "labels"), {5: "x"}), ((*POOL, "nodeCount"), -1)
+    assert fleet_issues(*edits) == [
+        'F.yaml: clusters[0].labels: the key 5 is not a string. Fix: quote it: "5" (YAML reads an unquoted 5 as a '
+        "number)",
+        "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "
+        "Fix: raise the value to the minimum",
+    ]
+
+
 def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
     edits = (("classes", 0, "zzz"), 1), ((*POOL, "nodeCount"), -1), (("clusters", 0, "source"), "gke")
     assert fleet_issues(*edits) == [
