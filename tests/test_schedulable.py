@@ -13,6 +13,7 @@ import yaml
 
 from clouds import MACHINES, machine
 from infra.config.issues import ConfigError, ConfigIssue
+from infra.devices import CPU_CLAIM_EXCEEDS_MACHINE
 from infra.facts import derive_fleet
 from infra.guard import guard
 from infra.reservations import GIB, MIB
@@ -25,7 +26,7 @@ from infra.schedulable import (
     schedulability_issues,
 )
 from infra.serving.catalog import catalog_for
-from tests.conftest import fleet_of, gke_fleet, run_fleet
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, gpu_class, run_fleet
 from tooling.plan import plan_stack
 
 FILE = "Pulumi.test.yaml"
@@ -58,6 +59,26 @@ def found(raw: dict[str, Any]) -> dict[str, ConfigIssue]:
     by_path = {i.path: i for i in issues}
     assert len(by_path) == len(issues), issues
     return by_path
+
+
+def cloud_fleet(source: str, *deployments: dict[str, Any]) -> dict[str, Any]:
+    """A cluster `prod` of `source` with a `gpu` and a `cpu` pool of the cloud's example machines."""
+    return {
+        "classes": [gpu_class("gpu", source, GPU_BLOCKS[source]), cpu_class("cpu", source, CPU_BLOCKS[source])],
+        "clusters": [
+            {
+                "name": "prod",
+                "source": source,
+                source.lower(): CLUSTER_BLOCKS[source],
+                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": list(deployments),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The two cases of the report
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,6 +135,25 @@ def test_two_deployments_that_together_exceed_a_fixed_pool_are_reported_at_the_s
         "with 'a': 1 x 1), more than the 2 the pool can hold: at most 2 nodes, 1 per node"
     )
     assert issue.fix.startswith("lower replicas to at most 1 (with the others as they are), or let the pool have")
+
+
+def test_a_replica_larger_than_a_node_is_left_to_the_device_rule() -> None:
+    # c3-standard-8 leaves 6 CPUs claimable: a replica claiming 8 fits on no number of nodes, which
+    # cpu-claim-exceeds-machine says; more nodes would not help.
+    raw = gke_with(deployment("a", pool="cpu", memory=None))
+    raw["classes"][1]["devices"][0]["capacity"]["dra.cpu/cpu"]["value"] = "8"
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
+
+
+def test_a_machine_with_no_claimable_cpu_is_left_to_the_device_rule() -> None:
+    # g4s.kube.medium has 2 vCPUs, both kept by dra-driver-cpu: no replica fits, however many nodes.
+    raw = cloud_fleet("Civo", deployment("a", pool="cpu", memory=None, replicas=2))
+    raw["classes"][1] = cpu_class("cpu", "Civo", {"size": "g4s.kube.medium"}, cpus="1")
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
 
 
 def test_each_deployment_alone_fits_the_pool_the_two_share() -> None:
