@@ -235,6 +235,30 @@ def test_a_machine_with_no_claimable_cpu_is_left_to_the_device_rule() -> None:
     assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
 
 
+def test_cpu_claims_on_a_gpu_pool_are_not_counted_against_its_machine() -> None:
+    # dra-driver-cpu runs only on CPU pools: such a claim is the device rules' to refuse.
+    raw = gke_with(deployment("a", replicas=3, devices=[{"name": "cpu"}]))
+    raw["classes"][0]["devices"].append(
+        {"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu", "capacity": {"dra.cpu/cpu": {"value": "6"}}}
+    )
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert checked.violations_stop
+
+
+def test_only_dra_cpu_devices_count_as_claimed_cpus() -> None:
+    # m7i.2xlarge leaves 6 CPUs claimable; two replicas of 3 fill one node. A network device's
+    # capacity of the same name is not a CPU dra-driver-cpu hands out.
+    raw = cloud_fleet(
+        "EKS", deployment("a", pool="cpu", memory=None, replicas=2, devices=[{"name": "cpu"}, {"name": "nic"}])
+    )
+    raw["classes"][1] = cpu_class("cpu", "EKS", CPU_BLOCKS["EKS"], cpus="3")
+    raw["classes"][1]["devices"].append(
+        {"name": "nic", "driver": "dra.net", "deviceClassName": "dra.net", "capacity": {"dra.cpu/cpu": {"value": "1"}}}
+    )
+    assert found(raw) == {}
+
+
 def test_each_deployment_alone_fits_the_pool_the_two_share() -> None:
     assert found(gke_with(deployment("a"), deployment("b"))) == {}
 
