@@ -143,7 +143,7 @@ def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
     """Each deployment's memory request against what one node of its pool can give a pod."""
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(located.fleet.deployments):
-        request = parse_quantity(dep.memory) if dep.memory is not None else None
+        request = parse_quantity(dep.memory)  # None without a request
         if request is None:
             continue
         cluster, cf = located.cluster(dep.cluster)
