@@ -325,6 +325,17 @@ def test_existing_clusters_are_not_judged() -> None:
     assert schedulability_issues(fleet, derive_fleet(fleet), FILE) == []
 
 
+def test_an_existing_cluster_does_not_end_the_check_of_the_clusters_after_it() -> None:
+    raw = gke_with(deployment("llm", replicas=3))
+    raw["classes"].append(
+        {"name": "byo", "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}]}
+    )
+    byo = {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "gpu", "className": "byo"}]}
+    raw["clusters"].insert(0, byo)
+    issue = found(raw)["deployments[0].replicas"]
+    assert issue.fix.endswith("(clusters[1].nodePools[0].nodeCount: 3)")
+
+
 def test_a_machine_the_catalog_does_not_know_is_not_judged_on_memory() -> None:
     raw = gke_with(deployment("llm", memory="64Gi"))
     raw["classes"][0]["provisioning"]["gke"]["machineType"] = "g2-custom-8"
