@@ -75,7 +75,20 @@ MODULES: dict[str, list[str]] = {
         "tests/test_stack_file_bounds.py",
         "tests/test_stack_reader.py",
         "tests/test_config_size.py",
+        "tests/test_existing_hardware.py",
+        "tests/test_secure_env.py",
+        "tests/test_model_deployment.py",
+        "tests/test_devices.py",
     ],
+    # The guard's own rules (zone limits, pool names a cloud shortens, what stops a run) and the
+    # schedulability rules it runs.
+    "infra/guard.py": [
+        "tests/test_guard.py",
+        "tests/test_schedulable.py",
+        "tests/test_machines.py",
+        "tests/test_policies_config.py",
+    ],
+    "infra/schedulable.py": ["tests/test_schedulable.py", "tests/test_guard.py"],
 }
 
 CONFIG = """

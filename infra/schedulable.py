@@ -143,7 +143,7 @@ def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
     """Each deployment's memory request against what one node of its pool can give a pod."""
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(located.fleet.deployments):
-        request = parse_quantity(dep.memory) if dep.memory is not None else None
+        request = parse_quantity(dep.memory)  # None without a request
         if request is None:
             continue
         cluster, cf = located.cluster(dep.cluster)
@@ -270,7 +270,12 @@ class PoolAt:
     pool: PoolFacts
 
     def over(self, demands: Sequence[Demand], capacity: Capacity) -> list[ConfigIssue]:
-        """One issue when the demands exceed the pool, at the deployment whose replicas push the total over."""
+        """One issue when the demands exceed the pool, at the deployment whose replicas push the total over.
+
+        A replica that claims more than a node carries fits on no number of nodes: that is
+        `cpu-claim-exceeds-machine`'s to report (`infra.devices`), and the rest are judged without it.
+        """
+        demands = [d for d in demands if d.each <= capacity.per_node]
         total, holds = sum(d.total for d in demands), self.pool.nodes * capacity.per_node
         if total <= holds:
             return []
@@ -293,7 +298,8 @@ class PoolAt:
         lower = (
             f"lower replicas to at most {room}" + (" (with the others as they are)" if others else "")
             if room
-            else "move it to another pool" + (" or lower the others' replicas" if others else "")
+            # Its replicas fit a node and the pool has one, so only the others can have left no room.
+            else "move it to another pool or lower the others' replicas"
         )
         return [
             ConfigIssue(
@@ -301,7 +307,7 @@ class PoolAt:
                 f"deployments[{pusher.index}].replicas",
                 f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
                 f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
-                f"{lower}, or {self.more_nodes(-(-total // max(capacity.per_node, 1)))}",
+                f"{lower}, or {self.more_nodes(-(-total // capacity.per_node))}",
             )
         ]
 

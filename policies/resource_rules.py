@@ -150,9 +150,9 @@ def _validate_pool_role_marking(args: ResourceValidationArgs, report_violation: 
     if args.resource_type in POOL_TYPES:
         source, types = POOL_TYPES[args.resource_type]
         pools = [args.props]
-    elif args.resource_type in CLUSTER_TYPES and CLUSTER_TYPES[args.resource_type][1].inline_pools:
+    elif args.resource_type in CLUSTER_TYPES and (inline := CLUSTER_TYPES[args.resource_type][1].inline_pools):
         source, types = CLUSTER_TYPES[args.resource_type]
-        pools = mappings(args.props.get(types.inline_pools or ""))
+        pools = mappings(args.props.get(inline))
     else:
         return
     spelling = types.spelling

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from clouds import PROVISIONED
 from infra.config.issues import ConfigError
 from infra.config.stackfile import load_stack_file
 from tests.conftest import cpu_class, gke_fleet
@@ -140,6 +141,17 @@ def test_provisioning_needs_the_block_its_provider_names(tmp_path: Path) -> None
     config["modelplane:classes"][0]["provisioning"] = {"provider": "GKE", "eks": {"instanceType": "g6.xlarge"}}
     paths = [p for p, _ in issues_of(tmp_path, config)]
     assert paths == ["classes[0].provisioning.gke", "classes[0].provisioning.eks"]
+
+
+def test_each_clouds_machine_field_is_named_as_the_stack_file_spells_it() -> None:
+    # Messages that point at a class's machine (`classes[0].provisioning.gke.machineType`) use this name.
+    assert {c.source: c.machine_block.machine_key() for c in PROVISIONED} == {
+        "GKE": "machineType",
+        "EKS": "instanceType",
+        "AKS": "vmSize",
+        "Civo": "size",
+        "Vultr": "plan",
+    }
 
 
 def test_dra_device_needs_device_class_name(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.config.issues import ConfigError
+from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import load_stack_file
 from infra.devices import ACCELERATOR_DRIVER_MISMATCH, fleet_violations
 from infra.facts import derive_cluster
@@ -48,6 +48,7 @@ def gpu(driver: str, count: int = 8, accelerator: dict[str, Any] | None = None) 
 
 
 MI300X = {"type": "amd-mi300x", "count": 8}
+FILE = "Pulumi.test.yaml"  # the file `fleet_of` names
 
 
 def test_an_nvidia_driver_on_a_declared_mi300x_class_is_refused() -> None:
@@ -80,30 +81,68 @@ def test_a_provisioned_class_names_its_accelerator_in_its_provisioning_block() -
     raw["classes"][0]["accelerator"] = {"type": "nvidia-l4", "count": 1}
     with pytest.raises(ConfigError) as err:
         fleet_of(raw)
-    [issue] = err.value.issues
-    assert issue.path == "classes[0].accelerator"
-    assert issue.fix.startswith("move it to classes[0].provisioning.gke.accelerator")
+    assert err.value.issues == [
+        ConfigIssue(
+            FILE,
+            "classes[0].accelerator",
+            "the class provisions on GKE, whose machine block names the accelerator",
+            "move it to classes[0].provisioning.gke.accelerator (a class-level accelerator describes an Existing "
+            "cluster's nodes)",
+        )
+    ]
+
+
+VERSION_PATH = "clusters[0].existing.kubernetesVersion"
+CLAIMING = "pool 'p' (class 'cpu') claims capacity dra.cpu/cpu"
+
+
+def version_issues(version: str | None) -> list[ConfigIssue]:
+    with pytest.raises(ConfigError) as err:
+        fleet_of(byo(cpu_class("cpu", None), version=version))
+    return err.value.issues
 
 
 def test_an_existing_cluster_whose_pools_claim_capacity_must_say_its_version() -> None:
-    with pytest.raises(ConfigError) as err:
-        fleet_of(byo(cpu_class("cpu", None), version=None))
-    [issue] = err.value.issues
-    assert issue.path == "clusters[0].existing.kubernetesVersion"
-    assert "does not say which version it runs" in issue.problem
+    assert version_issues(None) == [
+        ConfigIssue(
+            FILE,
+            VERSION_PATH,
+            f"{CLAIMING}, which schedules only from Kubernetes 1.36 (the DRAConsumableCapacity gate), but the "
+            "cluster does not say which version it runs",
+            'set kubernetesVersion to the version the cluster runs (`kubectl version`), e.g. kubernetesVersion: "1.36"',
+        )
+    ]
 
 
 @pytest.mark.parametrize(("version", "refused"), [("1.35", True), ("1.36", False), ("v1.36.2", False)])
 def test_the_capacity_floor_applies_to_an_existing_clusters_declared_version(version: str, refused: bool) -> None:
-    raw = byo(cpu_class("cpu", None), version=version)
     if not refused:
-        assert fleet_of(raw).clusters[0].name == "byo"
+        assert fleet_of(byo(cpu_class("cpu", None), version=version)).clusters[0].name == "byo"
         return
-    with pytest.raises(ConfigError) as err:
-        fleet_of(raw)
-    [issue] = err.value.issues
-    assert issue.path == "clusters[0].existing.kubernetesVersion"
-    assert "on 1.35 the claim never schedules" in issue.problem
+    assert version_issues(version) == [
+        ConfigIssue(
+            FILE,
+            VERSION_PATH,
+            f"{CLAIMING}, which needs the DRAConsumableCapacity feature gate: off before Kubernetes 1.36, so on "
+            f"{version} the claim never schedules",
+            "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("version", "problem", "fix"),
+    [
+        ("latest", "'latest' is not a Kubernetes version", "write it as the cloud does, e.g. 1.34 or 1.34.1-k3s1"),
+        ("1.33", "Kubernetes 1.33 predates DRA's v1 API (GA in 1.34)", "use 1.34 or newer"),
+    ],
+)
+def test_a_declared_version_that_is_no_version_or_predates_dra_is_the_one_issue(
+    version: str, problem: str, fix: str
+) -> None:
+    # Held to the version rules a provisioned cluster's version is; the capacity floor is not
+    # reported on top of them.
+    assert version_issues(version) == [ConfigIssue(FILE, VERSION_PATH, problem, fix)]
 
 
 def test_an_existing_cluster_without_capacity_claims_needs_no_version() -> None:

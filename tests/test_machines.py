@@ -255,10 +255,26 @@ def test_an_unknown_machine_stops_the_program_until_the_class_takes_it_uncatalog
 
 
 def test_a_fleet_with_an_unpriced_pool_is_never_within_budget() -> None:
-    # The known part is far under the budget, but the uncatalogued pool has no price.
+    # The known part is far under the budget, but the uncatalogued pools have no price. The priced
+    # part: fee 0.10 + system 2 x e2-standard-4 0.13402 = 0.36804 /h x 730 h = 268.67 a month.
     raw = uncatalogued_fleet(acknowledged=True)
+    raw["classes"].append(cpu_class("d", "GKE", {"machineType": "n4-standard-16", "uncatalogued": True}))
+    raw["clusters"][0]["nodePools"].append({"name": "q", "className": "d"})
     [message] = run(cost_over_budget, stack_args(registered(raw, 100000), policy=cost_over_budget))
-    assert "n4-standard-8" in message and "the budget cannot be checked" in message
+    assert message == (
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100000.00 USD and the priced part of the fleet costs "
+        "268.67 USD a month at maxNodeCount, but n4-standard-16, n4-standard-8 have no price in the machine "
+        "catalog, so the budget cannot be checked. Fix: use machines the catalog prices (docs/machines.md), or "
+        "accept the risk by making cost-over-budget advisory in the pack config"
+    )
+    # Over the budget on the priced part alone, the unpriced machines are named as left out.
+    [message] = run(cost_over_budget, stack_args(registered(raw, 100), policy=cost_over_budget))
+    assert message == (
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 268.67 USD a month with "
+        "every autoscaled pool at maxNodeCount (without n4-standard-16, n4-standard-8, which have no price in the "
+        "machine catalog). Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or raise "
+        "modelplane:budget.monthlyUsd"
+    )
     assert over_budget(Decimal(1), Decimal(100), ["n4-standard-8"]) is None
     assert over_budget(Decimal(101), Decimal(100), ["n4-standard-8"]) is True
     assert over_budget(Decimal(1), Decimal(100)) is False

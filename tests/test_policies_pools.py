@@ -89,6 +89,13 @@ def test_pool_without_pool_label_is_rejected() -> None:
     assert found == ["pool '?' (pool): it carries no modelplane.ai/pool label; every pool is labelled with its name"]
 
 
+def test_a_gke_pool_without_its_node_config_is_reported_not_a_crash() -> None:
+    # labels, taints and accelerators sit under nodeConfig; a pool without it carries none of them.
+    assert violations(GKE_POOL, {"nodeCount": 1}) == [
+        "pool '?' (pool): it carries no modelplane.ai/pool label; every pool is labelled with its name"
+    ]
+
+
 def test_system_pool_needs_only_its_pool_label() -> None:
     assert violations(CIVO_POOL, marked({"modelplane.ai/pool": "system"}, [])) == []
     assert any("neither" in m for m in violations(CIVO_POOL, marked({"modelplane.ai/pool": "web"}, [])))

@@ -13,19 +13,25 @@ import yaml
 
 from clouds import MACHINES, machine
 from infra.config.issues import ConfigError, ConfigIssue
+from infra.devices import CPU_CLAIM_EXCEEDS_MACHINE
 from infra.facts import derive_fleet
 from infra.guard import guard
 from infra.reservations import GIB, MIB
 from infra.reservations import tiered_reservation as gke_reserved
 from infra.schedulable import (
     NODE_AGENTS,
+    gib_down,
+    gib_round,
+    gib_text,
+    largest_request,
+    mib,
     node_agents_memory,
     node_memory,
     reserved_memory,
     schedulability_issues,
 )
 from infra.serving.catalog import catalog_for
-from tests.conftest import fleet_of, gke_fleet, run_fleet
+from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, gpu_class, run_fleet
 from tooling.plan import plan_stack
 
 FILE = "Pulumi.test.yaml"
@@ -58,6 +64,22 @@ def found(raw: dict[str, Any]) -> dict[str, ConfigIssue]:
     by_path = {i.path: i for i in issues}
     assert len(by_path) == len(issues), issues
     return by_path
+
+
+def cloud_fleet(source: str, *deployments: dict[str, Any]) -> dict[str, Any]:
+    """A cluster `prod` of `source` with a `gpu` and a `cpu` pool of the cloud's example machines."""
+    return {
+        "classes": [gpu_class("gpu", source, GPU_BLOCKS[source]), cpu_class("cpu", source, CPU_BLOCKS[source])],
+        "clusters": [
+            {
+                "name": "prod",
+                "source": source,
+                source.lower(): CLUSTER_BLOCKS[source],
+                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": list(deployments),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,6 +122,34 @@ def test_a_deployment_that_fits_passes_and_registers() -> None:
     assert run_fleet(raw).error is None
 
 
+def test_a_request_of_exactly_what_a_node_gives_fits_and_one_mib_more_does_not() -> None:
+    # g6.xlarge: 16 GiB less EKS's 1565 MiB and nfd-worker's 64 MiB = 14755 MiB.
+    assert found(cloud_fleet("EKS", deployment("llm", memory="14755Mi"))) == {}
+    issue = found(cloud_fleet("EKS", deployment("llm", memory="14756Mi")))["deployments[0].memory"]
+    assert issue.problem == (
+        "memory 14756Mi is more than the 14.4 GiB a g6.xlarge node of pool 'gpu' (cluster 'prod') can give a pod: "
+        "16 GiB less what EKS reserves at the node group's pod cap (1.53 GiB) and 64 MiB this stack's node agents "
+        "request"
+    )
+    assert issue.fix == (
+        "request at most 14Gi, or use a larger machine for the pool's class (classes[0].provisioning.eks.instanceType)"
+    )
+
+
+def test_a_pool_without_node_agents_and_a_cloud_without_a_published_reservation_say_so() -> None:
+    # No per-node pod of this stack requests memory on a Vultr GPU pool; Vultr publishes no reservation.
+    issue = found(cloud_fleet("Vultr", deployment("llm", memory="200Gi")))["deployments[0].memory"]
+    assert issue.problem == (
+        "memory 200Gi is more than the 169.5 GiB a vcg-l40s-16c-180g-48vram node of pool 'gpu' (cluster 'prod') can "
+        "give a pod: 180 GiB less a reservation of GKE's tiers (Vultr publishes none) (10.46 GiB)"
+    )
+
+
+def test_every_deployment_is_judged_on_memory_past_ones_without_a_request_or_that_fit() -> None:
+    raw = gke_with(deployment("bare", pool="cpu", memory=None), deployment("fits"), deployment("big", memory="64Gi"))
+    assert list(found(raw)) == ["deployments[2].memory"]
+
+
 # --------------------------------------------------------------------------------------------
 # Claims against the pool at its largest
 
@@ -114,6 +164,99 @@ def test_two_deployments_that_together_exceed_a_fixed_pool_are_reported_at_the_s
         "with 'a': 1 x 1), more than the 2 the pool can hold: at most 2 nodes, 1 per node"
     )
     assert issue.fix.startswith("lower replicas to at most 1 (with the others as they are), or let the pool have")
+
+
+def test_the_deployment_that_pushes_the_total_over_is_named_with_the_others_around_it() -> None:
+    # 1 + 2 passes the pool's 2 at 'b'; 'c' comes after and is one of the others.
+    issue = found(gke_with(deployment("a"), deployment("b", replicas=2), deployment("c")))["deployments[1].replicas"]
+    assert issue.problem == (
+        "deployment 'b' brings the 'gpu' devices claimed on pool 'gpu' (cluster 'prod') to 4 (its 2 replicas x 1, "
+        "with 'a': 1 x 1, 'c': 1 x 1), more than the 2 the pool can hold: at most 2 nodes, 1 per node"
+    )
+    assert issue.fix == (
+        "move it to another pool or lower the others' replicas, or let the pool have at least 4 nodes "
+        "(clusters[0].nodePools[0].nodeCount: 4)"
+    )
+
+
+def test_a_deployment_with_room_left_by_the_others_is_told_how_many_replicas_fit() -> None:
+    issue = found(gke_with(deployment("a"), deployment("b", replicas=2)))["deployments[1].replicas"]
+    assert issue.fix == (
+        "lower replicas to at most 1 (with the others as they are), or let the pool have at least 3 nodes "
+        "(clusters[0].nodePools[0].nodeCount: 3)"
+    )
+
+
+def test_deployments_on_another_pool_of_the_cluster_do_not_count_against_this_one() -> None:
+    raw = gke_with(deployment("a", replicas=2), deployment("b", pool="gpu2", replicas=2))
+    raw["clusters"][0]["nodePools"].append(
+        {"name": "gpu2", "className": "l4", "nodeCount": 2, "zones": ["us-central1-a"]}
+    )
+    assert found(raw) == {}
+
+
+def test_a_pool_without_deployments_does_not_end_the_check_of_the_pools_after_it() -> None:
+    raw = gke_with(deployment("a", pool="cpu", memory=None, replicas=2))
+    assert list(found(raw)) == ["deployments[0].replicas"]
+
+
+def test_issues_of_several_pools_are_reported_in_deployment_order() -> None:
+    # The cpu pool is declared first, so its issue (deployment 1) is found before the gpu pool's (0).
+    raw = gke_with(deployment("a", replicas=3), deployment("b", pool="cpu", memory=None, replicas=2))
+    raw["clusters"][0]["nodePools"].reverse()
+    assert [i.path for i in guard(fleet_of(raw), FILE).issues] == ["deployments[0].replicas", "deployments[1].replicas"]
+
+
+def test_a_fixed_pool_in_two_zones_is_told_its_count_per_zone() -> None:
+    raw = gke_with(deployment("llm", replicas=3), nodeCount=1, zones=["us-central1-a", "us-central1-b"])
+    issue = found(raw)["deployments[0].replicas"]
+    assert issue.fix == (
+        "lower replicas to at most 2, or let the pool have at least 3 nodes "
+        "(clusters[0].nodePools[0].nodeCount: 2, per zone of its 2)"
+    )
+
+
+def test_a_replica_larger_than_a_node_is_left_to_the_device_rule() -> None:
+    # c3-standard-8 leaves 6 CPUs claimable: a replica claiming 8 fits on no number of nodes, which
+    # cpu-claim-exceeds-machine says; more nodes would not help.
+    raw = gke_with(deployment("a", pool="cpu", memory=None))
+    raw["classes"][1]["devices"][0]["capacity"]["dra.cpu/cpu"]["value"] = "8"
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
+
+
+def test_a_machine_with_no_claimable_cpu_is_left_to_the_device_rule() -> None:
+    # g4s.kube.medium has 2 vCPUs, both kept by dra-driver-cpu: no replica fits, however many nodes.
+    raw = cloud_fleet("Civo", deployment("a", pool="cpu", memory=None, replicas=2))
+    raw["classes"][1] = cpu_class("cpu", "Civo", {"size": "g4s.kube.medium"}, cpus="1")
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
+
+
+def test_cpu_claims_on_a_gpu_pool_are_not_counted_against_its_machine() -> None:
+    # dra-driver-cpu runs only on CPU pools: such a claim is the device rules' to refuse.
+    raw = gke_with(deployment("a", replicas=3, devices=[{"name": "cpu"}]))
+    raw["classes"][0]["devices"].append(
+        {"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu", "capacity": {"dra.cpu/cpu": {"value": "6"}}}
+    )
+    checked = guard(fleet_of(raw), FILE)
+    assert checked.issues == []
+    assert checked.violations_stop
+
+
+def test_only_dra_cpu_devices_count_as_claimed_cpus() -> None:
+    # m7i.2xlarge leaves 6 CPUs claimable; two replicas of 3 fill one node. A network device's
+    # capacity of the same name is not a CPU dra-driver-cpu hands out.
+    raw = cloud_fleet(
+        "EKS", deployment("a", pool="cpu", memory=None, replicas=2, devices=[{"name": "cpu"}, {"name": "nic"}])
+    )
+    raw["classes"][1] = cpu_class("cpu", "EKS", CPU_BLOCKS["EKS"], cpus="3")
+    raw["classes"][1]["devices"].append(
+        {"name": "nic", "driver": "dra.net", "deviceClassName": "dra.net", "capacity": {"dra.cpu/cpu": {"value": "1"}}}
+    )
+    assert found(raw) == {}
 
 
 def test_each_deployment_alone_fits_the_pool_the_two_share() -> None:
@@ -153,6 +296,10 @@ def test_cpu_claims_of_deployments_sharing_a_pool_add_up_to_the_claimable_cpus()
 
 def test_deployments_without_replicas_claim_nothing() -> None:
     assert found(gke_with(deployment("llm"), deployment("idle", replicas=0), deployment("more"))) == {}
+    issue = found(gke_with(deployment("idle", replicas=0), deployment("llm", replicas=3)))["deployments[1].replicas"]
+    assert issue.problem.startswith(
+        "deployment 'llm' claims 3 'gpu' devices on pool 'gpu' (cluster 'prod') (3 replicas"
+    )
 
 
 def test_existing_clusters_are_not_judged() -> None:
@@ -176,6 +323,17 @@ def test_existing_clusters_are_not_judged() -> None:
     }
     fleet = fleet_of(raw)
     assert schedulability_issues(fleet, derive_fleet(fleet), FILE) == []
+
+
+def test_an_existing_cluster_does_not_end_the_check_of_the_clusters_after_it() -> None:
+    raw = gke_with(deployment("llm", replicas=3))
+    raw["classes"].append(
+        {"name": "byo", "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}]}
+    )
+    byo = {"name": "byo", "source": "Existing", "existing": {}, "nodePools": [{"name": "gpu", "className": "byo"}]}
+    raw["clusters"].insert(0, byo)
+    issue = found(raw)["deployments[0].replicas"]
+    assert issue.fix.endswith("(clusters[1].nodePools[0].nodeCount: 3)")
 
 
 def test_a_machine_the_catalog_does_not_know_is_not_judged_on_memory() -> None:
@@ -248,6 +406,35 @@ def test_no_cloud_keeps_a_third_of_any_catalog_machine() -> None:
     # is AKS's quarter plus 100 MiB, on its smallest machine.
     for row in MACHINES:
         assert reserved_memory(row.cloud, row) < Decimal(str(row.memory_gib)) * GIB / 3, row.name
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers as the messages show them
+
+
+def test_gib_are_shown_whole_or_to_a_tenth_rounding_half_up() -> None:
+    assert gib_text(32 * GIB) == "32"
+    assert gib_text(Decimal("7.25") * GIB) == "7.3"
+    assert gib_text(Decimal("7.24") * GIB) == "7.2"
+
+
+def test_what_a_pod_can_get_is_rounded_down_and_never_below_zero() -> None:
+    assert gib_down(Decimal("28.29") * GIB) == "28.2"
+    assert gib_down(-GIB) == "0.0"
+
+
+def test_reservations_are_shown_to_a_hundredth_and_agents_to_a_mib_rounding_half_up() -> None:
+    assert gib_round(Decimal("2.125") * GIB) == "2.13"
+    assert mib(Decimal("2.5") * MIB) == "3"
+    assert mib(64 * MIB) == "64"
+
+
+@pytest.mark.parametrize(
+    ("amount", "largest"),
+    [(Decimal("27.9") * GIB, "27Gi"), (GIB, "1Gi"), (GIB - 1, "1023Mi"), (MIB - 1, "0Mi"), (-MIB, "0Mi")],
+)
+def test_the_largest_request_that_fits_is_whole_gib_or_below_one_gib_whole_mib(amount: Decimal, largest: str) -> None:
+    assert largest_request(amount) == largest
 
 
 # --------------------------------------------------------------------------------------------

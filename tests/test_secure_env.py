@@ -10,8 +10,9 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
+from infra.config.issues import ConfigError
 from program.main import run
-from tests.conftest import CLUSTER_BLOCKS, cpu_class
+from tests.conftest import CLUSTER_BLOCKS, cpu_class, fleet_of
 from tooling.mockrun import run_under_mocks
 from tooling.plan import plan_stack
 from tooling.stackconfig import runtime_config
@@ -112,3 +113,28 @@ def test_a_plain_credential_is_refused_with_the_fix_and_never_echoed(
         }
     ]
     assert value not in json.dumps(doc)
+
+
+def test_every_plain_credential_is_refused_past_values_that_are_secret_empty_or_no_credential() -> None:
+    raw = fleet({"secure": CIPHERTEXT})
+    raw["deployments"][0]["env"] = {
+        "HF_TOKEN": {"secure": CIPHERTEXT},
+        "EMPTY_TOKEN": "",
+        "HF_HUB_OFFLINE": "1",
+        "OPENAI_API_KEY": "written-in-plain",
+        "MODEL_SOURCE": TOKEN,
+    }
+    with pytest.raises(ConfigError) as err:
+        fleet_of(raw)
+    assert [(i.path, i.problem) for i in err.value.issues] == [
+        (
+            "deployments[0].env.OPENAI_API_KEY",
+            "env 'OPENAI_API_KEY' is written in plain text and its name says it holds a credential (the value is not "
+            "shown)",
+        ),
+        (
+            "deployments[0].env.MODEL_SOURCE",
+            "env 'MODEL_SOURCE' is written in plain text and its value has a credential's prefix (the value is not "
+            "shown)",
+        ),
+    ]

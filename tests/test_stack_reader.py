@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,28 @@ def test_nesting_of_64_levels_is_read_and_of_65_refused_where_the_65th_starts(tm
     ]
 
 
+def frames() -> int:
+    """The Python frames on the stack below the caller's."""
+    frame, count = sys._getframe(1), 0
+    while frame is not None:
+        frame, count = frame.f_back, count + 1
+    return count
+
+
+def test_a_file_read_with_little_stack_left_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    # The nesting bounds keep the reader far from Python's recursion limit; when a caller is
+    # already deep in the stack, a nesting within the bounds may still pass it, and the reader
+    # says so instead of raising RecursionError.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frames() + 100)
+    try:
+        issues = refusal(tmp_path, nested(62))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert issues == [ConfigIssue(FILE, "", "values nest too deeply to read", "flatten the nested values")]
+    assert read(tmp_path, nested(62)) == {"config": {"aws:x": lists(62)}}
+
+
 def alias_chain(*levels: int) -> bytes:
     """Keys l0, l1, ...: l<i> is levels[i] lists nested around an alias to l<i-1> (l0 around nothing)."""
     lines = [b"l0: &l0 " + b"[" * levels[0] + b"]" * levels[0]]
@@ -485,6 +508,31 @@ def test_the_valid_fleet_parses() -> None:
             {"team": {"zzz": 1}},
             "clusters[0].labels.team: input should be a valid string. Fix: write a string",
         ),
+        # A key of a map the user names that is not a string is named at the map, not as an index.
+        (
+            ("clusters", 0, "labels"),
+            {5: "x"},
+            'clusters[0].labels: the key 5 is not a string. Fix: quote it: "5" (YAML reads an unquoted 5 as a number)',
+        ),
+        (
+            ("clusters", 0, "labels"),
+            {True: "x"},
+            "clusters[0].labels: the key True is not a string. Fix: quote the key",
+        ),
+        (
+            (*DEVICE, "attributes"),
+            {1.50: {"int": 1}},
+            "classes[0].devices[0].attributes: the key 1.5 is not a string. "
+            'Fix: quote it as you wrote it, such as "1.5" (YAML reads an unquoted number as a number and drops '
+            "trailing zeros: 1.30 becomes 1.3)",
+        ),
+        # A key the user spelt "[key]" is a key like any other.
+        (
+            ("clusters", 0, "labels"),
+            {"[key]": 5},
+            'clusters[0].labels.[key]: input should be a valid string (got 5). Fix: quote it: "5" '
+            "(YAML reads an unquoted 5 as a number)",
+        ),
         # Value errors: the text before the last "; " is the problem, after it the fix.
         (
             (*POOL, "nodeCount"),
@@ -611,6 +659,16 @@ def test_a_validation_error_names_the_path_the_problem_and_the_fix(
     path: tuple[str | int, ...], value: Any, issue: str
 ) -> None:
     assert fleet_issues((path, value)) == [f"F.yaml: {issue}"]
+
+
+def test_errors_after_a_key_that_is_not_a_string_are_reported_too() -> None:
+    edits = (("clusters", 0, "labels"), {5: "x"}), ((*POOL, "nodeCount"), -1)
+    assert fleet_issues(*edits) == [
+        'F.yaml: clusters[0].labels: the key 5 is not a string. Fix: quote it: "5" (YAML reads an unquoted 5 as a '
+        "number)",
+        "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "
+        "Fix: raise the value to the minimum",
+    ]
 
 
 def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:

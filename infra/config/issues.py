@@ -138,6 +138,15 @@ def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]
             issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
             continue
         given = e.get("input")
+        if loc[-1:] == ["[key]"] and _model_at(loc[:-2]) is None:
+            # A key of a user-keyed mapping that is not a string (`labels: {5: x}`): pydantic
+            # locates it as the key followed by "[key]", which would read as a list index and a
+            # key of that name. Name the mapping and quote the key.
+            fix = (
+                quote_fix(given) if isinstance(given, int | float) and not isinstance(given, bool) else "quote the key"
+            )
+            issues.append(ConfigIssue(file, format_path(loc[:-2]), f"the key {shown(given)} is not a string", fix))
+            continue
         got = "" if kind == "missing" else f" (got {shown(given)})" if not isinstance(given, dict | list) else ""
         fix = _TYPE_FIX.get(kind, "correct the value")
         if kind in ("model_type", "model_attributes_type"):

@@ -107,6 +107,3 @@ class WrittenFloat(float):
         number = super().__new__(cls, value)
         number.written = str(float(value)) if written is None else written
         return number
-
-    def __getnewargs__(self) -> tuple[float, str]:  # type: ignore[override]
-        return (float(self), self.written)
