@@ -134,7 +134,6 @@ class PackSession:
         self._pool = futures.ThreadPoolExecutor(max_workers=max(1, in_flight) * self.processes)
         self.stderr: list[str] = []
         self.stubs: list[analyzer_pb2_grpc.AnalyzerStub] = []
-        self._stack_call: tuple[list[Registration], futures.Future[list[PackViolation]]] | None = None
         self._calls: list[tuple[str, futures.Future[list[PackViolation]]]] = []
         # Each provider as its resources carry it, by URN (a provider registers before its resources).
         self.providers: dict[str, analyzer_pb2.AnalyzerProviderResource] = {}
@@ -231,18 +230,12 @@ class PackSession:
             response = stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
         return found + _violations(response, {}, r.name)
 
-    def queue_stack(self, resources: Sequence[Registration], root: Registration | None = None) -> None:
-        """Queue `AnalyzeStack` over the root stack and every resource on the first process, beside
-        the resource calls. The engine calls it once every step has finished; the pack keeps no
-        state between calls, so the answer is the same, and `finish` reports it last, as the engine
-        does. Asked early, its parsing of every resource overlaps the other processes' work."""
+    def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
+        """Every diagnostic: each resource's in the order queued, then `AnalyzeStack` over all."""
+        found: list[PackViolation] = []
+        for _, call in self._calls:
+            found.extend(call.result())
         everything = [root, *resources] if root is not None else list(resources)
-        for r in everything:
-            if r.type.startswith("pulumi:providers:") and r.urn not in self.providers:
-                self.providers[r.urn] = _provider_message(r)
-        self._stack_call = (everything, self._pool.submit(self._analyze_stack, everything))
-
-    def _analyze_stack(self, everything: Sequence[Registration]) -> list[PackViolation]:
         analyzed = [
             analyzer_pb2.AnalyzerResource(
                 type=r.type,
@@ -257,21 +250,10 @@ class PackSession:
             for r in everything
         ]
         with self._answers("AnalyzeStack"):
-            response = self.stubs[0].AnalyzeStack(
+            response = self.stub.AnalyzeStack(
                 analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=self.timeout
             )
-        return _violations(response, {r.urn: r.name for r in everything}, self.stack)
-
-    def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
-        """Every diagnostic: each resource's in the order queued, then `AnalyzeStack`'s over all
-        (queued now unless `queue_stack` queued it)."""
-        found: list[PackViolation] = []
-        for _, call in self._calls:
-            found.extend(call.result())
-        if self._stack_call is None:
-            self.queue_stack(resources, root)
-        assert self._stack_call is not None
-        found.extend(self._stack_call[1].result())
+        found.extend(_violations(response, {r.urn: r.name for r in everything}, self.stack))
         return found
 
 
@@ -310,8 +292,6 @@ def run_policy_pack(
         in_flight=in_flight,
         processes=pack_processes(len(resources)) if processes is None else processes,
     ) as session:
-        if session.processes > 1:
-            session.queue_stack(resources, root)
         for r in [root] if root is not None else []:
             session.analyze(r)
         for r in resources:
