@@ -229,12 +229,14 @@ def test_a_device_rule_and_a_schedulability_issue_are_reported_in_one_run() -> N
     assert "[accelerator-driver-mismatch]" in error
     assert "deployments[0].memory" in error
     checked = guard(fleet_of(raw), "Pulumi.test.yaml")
-    [violation], [issue] = checked.stopping_violations, checked.issues
+    violations, [issue] = checked.stopping_violations, checked.issues
+    # The AMD type is wrong twice over: for the class's NVIDIA driver and for the g2 machine.
+    assert [v.policy for v in violations] == ["accelerator-driver-mismatch", "accelerator-type-unknown"]
     assert issue.path == "deployments[0].memory"
     assert guard_report(checked) == (
-        "1 device rule violation(s); nothing was created, changed or deleted:\n"
-        f"  [accelerator-driver-mismatch] {violation.message}\n"
-        "invalid stack config; nothing was created, changed or deleted:\n"
+        "2 device rule violation(s); nothing was created, changed or deleted:\n"
+        + "".join(f"  [{v.policy}] {v.message}\n" for v in violations)
+        + "invalid stack config; nothing was created, changed or deleted:\n"
         f"{issue}"
     )
     assert guard_report(checked) in error
