@@ -37,7 +37,7 @@ pytest: sync
 # tier's kubernetes test provider sends objects to (tests/engine/), and an OpenTelemetry collector
 # that validates the telemetry config (tests/test_telemetry.py). Built from the Go module proxy into
 # a cache outside the repository, once per version per machine (engine/build.sh says where and how
-# long: about 25 minutes on two idle cores for all four, nothing once built).
+# long: tens of minutes for all four the first time, nothing once built).
 engine:
 	bash engine/build.sh pulumi >/dev/null
 	bash engine/build.sh etcd >/dev/null

@@ -49,7 +49,7 @@ case "$tool" in
     ldflags="-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$PULUMI_VERSION"
     ;;
   kube-apiserver)
-    version=$KUBE_VERSION module=kube package=k8s.io/kubernetes/cmd/kube-apiserver minutes=20
+    version=$KUBE_VERSION module=kube package=k8s.io/kubernetes/cmd/kube-apiserver minutes=10
     # What hack/lib/version.sh sets in a release build; the server reports it at /version.
     ldflags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION"
     ldflags+=" -X k8s.io/component-base/version.gitMajor=${KUBE_VERSION%%.*}"
@@ -57,10 +57,10 @@ case "$tool" in
     ldflags+=" -X k8s.io/component-base/version.gitMinor=${minor%%.*}"
     ;;
   etcd)
-    version=$ETCD_VERSION module=etcd package=. minutes=4 ldflags=
+    version=$ETCD_VERSION module=etcd package=. minutes=2 ldflags=
     ;;
   otelcol)
-    version=$OTELCOL_VERSION module=otelcol package=. minutes=8 ldflags=
+    version=$OTELCOL_VERSION module=otelcol package=. minutes=20 ldflags=
     ;;
   *)
     echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd or otelcol)" >&2
@@ -107,7 +107,7 @@ fi
 
 command -v go >/dev/null || { echo "engine/build.sh: building $tool needs Go 1.26.6 or newer (pulumi pkg/v3 v3.274.1 says so in its go.mod)" >&2; exit 1; }
 mkdir -p "$root/bin"
-echo "engine/build.sh: building $tool v$version into $root (about $minutes minutes on two idle cores, once)" >&2
+echo "engine/build.sh: building $tool v$version into $root (about $minutes minutes on two cores, once)" >&2
 start=$SECONDS
 (
   cd "$here/$module"
