@@ -98,26 +98,27 @@ def test_pack_verdicts_of_the_engine_and_the_plan_agree(engine: Engine, case: st
     assert engine_verdicts(events, base) == plan_verdicts(engine, base, "update")
 
 
+def stopped_alike(engine: Engine, stack: str) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """The `[policy] message` lines a stopped engine preview prints, and the plan's mandatory
+    (policy, message) verdicts, for the same stack file."""
+    with pytest.raises(auto.CommandError) as err:
+        engine.stack(stack).preview(policy_packs=[str(engine.pack)])
+    from_engine = set(re.findall(r"\[([a-z-]+)\] (.+?)(?:\\n|\n|$)", str(err.value)))
+    doc = plan_stack(engine.stack_file(stack), display=f"Pulumi.{stack}.yaml", mode="preview")
+    from_plan = {(v["policy"], v["message"]) for v in doc["violations"] if v["enforcement"] == "mandatory"}
+    return from_engine, from_plan
+
+
 @pytest.mark.parametrize("change", ["unsupported-driver", "drop-accelerator"])
 def test_device_rule_verdicts_of_the_engine_and_the_plan_agree(engine: Engine, change: str) -> None:
     engine.write_fleet("fleet", edit_shared_class(deployed_fleet(), change))
-    stack = engine.stack("fleet")
-    with pytest.raises(auto.CommandError) as err:
-        stack.preview(policy_packs=[str(engine.pack)])
-    from_engine = set(re.findall(r"\[([a-z-]+)\] (.+?)(?:\\n|\n|$)", str(err.value)))
-    doc = plan_stack(engine.stack_file("fleet"), display="Pulumi.fleet.yaml", mode="preview")
-    from_plan = {(v["policy"], v["message"]) for v in doc["violations"] if v["enforcement"] == "mandatory"}
+    from_engine, from_plan = stopped_alike(engine, "fleet")
     assert from_plan
     assert from_engine == from_plan
 
 
 def test_an_unknown_machine_stops_the_engine_and_the_plan_alike(engine: Engine) -> None:
     engine.write_config("gke-prod", with_unknown_machine(engine.config("gke-prod")))
-    stack = engine.stack("gke-prod")
-    with pytest.raises(auto.CommandError) as err:
-        stack.preview(policy_packs=[str(engine.pack)])
-    from_engine = set(re.findall(r"\[([a-z-]+)\] (.+?)(?:\\n|\n|$)", str(err.value)))
-    doc = plan_stack(engine.stack_file("gke-prod"), display="Pulumi.gke-prod.yaml", mode="preview")
-    from_plan = {(v["policy"], v["message"]) for v in doc["violations"] if v["enforcement"] == "mandatory"}
+    from_engine, from_plan = stopped_alike(engine, "gke-prod")
     assert {policy for policy, _ in from_plan} == {"unknown-machine-type"}
     assert from_engine == from_plan
