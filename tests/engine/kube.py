@@ -117,6 +117,11 @@ class Etcd:
         stop(self.pid)
 
 
+def api_root(api_version: str) -> str:
+    """Where a group version is served: the core group under /api, every other under /apis."""
+    return f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+
+
 class ApiError(RuntimeError):
     """The API server's refusal, with its status code and message."""
 
@@ -239,7 +244,7 @@ class ApiServer:
 
     def resource(self, api_version: str, kind: str) -> tuple[str, bool]:
         """The plural resource name of a kind and whether it is namespaced (the server's discovery)."""
-        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        base = api_root(api_version)
         try:
             listing = self._request("GET", base)
         except ApiError as err:
@@ -254,7 +259,7 @@ class ApiServer:
     def path(self, obj: Mapping[str, Any]) -> str:
         api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
         plural, namespaced = self.resource(api_version, kind)
-        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        base = api_root(api_version)
         meta = obj.get("metadata") or {}
         name = urllib.parse.quote(str(meta["name"]))
         if namespaced:
@@ -306,7 +311,7 @@ class ApiServer:
         """Every object of `kind` (its apiVersion and kind) in a namespace."""
         api_version = str(kind["apiVersion"])
         plural, _ = self.resource(api_version, str(kind["kind"]))
-        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        base = api_root(api_version)
         return list(self._request("GET", f"{base}/namespaces/{namespace}/{plural}")["items"])
 
     def delete(self, obj: Mapping[str, Any]) -> None:
