@@ -382,23 +382,3 @@ def test_config_too_large_for_one_environment_string_still_reaches_the_pack(
     assert run_policy_pack([], stack="s", stack_config=config, pack_dir=tmp_path) == []
     configured = json.loads(calls_log.read_text().splitlines()[0])
     assert configured["config"] == config and configured["env_config"] == {}
-
-
-def test_pack_server_states_the_manifest_version_and_is_patched_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pulumi_policy import EnforcementLevel, policy
-
-    from policies.pack import ALL_POLICIES, state_manifest_version
-
-    servicer = policy._PolicyAnalyzerServicer
-    # Start from the SDK's own class and put it back afterwards, whatever ran before.
-    monkeypatch.setattr(servicer, "__init__", servicer.__init__)
-    monkeypatch.delattr(servicer, "_modelplane_version", raising=False)
-    state_manifest_version()
-    patched = servicer.__init__
-    state_manifest_version()
-    assert servicer.__init__ is patched
-    # Built as `PolicyPack.__init__` builds it: the SDK passes "0.0.1" whatever PulumiPolicy.yaml says.
-    server = servicer("modelplane", "0.0.1", ALL_POLICIES, EnforcementLevel.MANDATORY, None, description="GPU rules")
-    info = server.GetAnalyzerInfo(None, None)
-    assert (info.name, info.version, info.description) == ("modelplane", "0.1.0", "GPU rules")
-    assert [p.name for p in info.policies][:2] == ["accelerator-driver-mismatch", "unsupported-devices"]

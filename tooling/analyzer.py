@@ -208,7 +208,7 @@ class PackSession:
     def analyze(self, r: Registration) -> None:
         """Queue one resource: `Remediate`, then `Analyze` on what remediation left."""
         if r.type.startswith("pulumi:providers:"):
-            self.providers[r.urn] = _provider_message(r)
+            self.providers[r.urn] = provider_message(r)
         stub = self.stubs[len(self._calls) % len(self.stubs)]
         self._calls.append((r.name, self._pool.submit(self._analyze_one, stub, r)))
 
@@ -219,7 +219,7 @@ class PackSession:
         if self.remediates:
             with self._answers(f"Remediate({r.name})"):
                 remediations = stub.Remediate(
-                    _analyze_request(r, props, self.providers), timeout=self.timeout
+                    analyze_request(r, props, self.providers), timeout=self.timeout
                 ).remediations
         for remedy in remediations:
             if remedy.diagnostic:
@@ -227,7 +227,7 @@ class PackSession:
             elif remedy.HasField("properties"):
                 props = remedy.properties
         with self._answers(f"Analyze({r.name})"):
-            response = stub.Analyze(_analyze_request(r, props, self.providers), timeout=self.timeout)
+            response = stub.Analyze(analyze_request(r, props, self.providers), timeout=self.timeout)
         return found + _violations(response, {}, r.name)
 
     def finish(self, resources: Sequence[Registration], root: Registration | None = None) -> list[PackViolation]:
@@ -236,23 +236,8 @@ class PackSession:
         for _, call in self._calls:
             found.extend(call.result())
         everything = [root, *resources] if root is not None else list(resources)
-        analyzed = [
-            analyzer_pb2.AnalyzerResource(
-                type=r.type,
-                properties=wire_struct(r.outputs),
-                urn=r.urn,
-                name=r.name,
-                options=_options(r),
-                provider=_provider(r, self.providers),
-                parent=r.parent_urn,
-                dependencies=list(r.dependencies),
-            )
-            for r in everything
-        ]
         with self._answers("AnalyzeStack"):
-            response = self.stub.AnalyzeStack(
-                analyzer_pb2.AnalyzeStackRequest(resources=analyzed), timeout=self.timeout
-            )
+            response = self.stub.AnalyzeStack(stack_request(everything, self.providers), timeout=self.timeout)
         found.extend(_violations(response, {r.urn: r.name for r in everything}, self.stack))
         return found
 
@@ -299,11 +284,33 @@ def run_policy_pack(
         return session.finish(resources, root)
 
 
-def _analyze_request(
+def analyze_request(
     r: Registration, props: struct_pb2.Struct, providers: Mapping[str, analyzer_pb2.AnalyzerProviderResource]
 ) -> analyzer_pb2.AnalyzeRequest:
+    """`Analyze` (and `Remediate`) of one resource on `props`, its inputs as the engine sends them."""
     return analyzer_pb2.AnalyzeRequest(
         type=r.type, properties=props, urn=r.urn, name=r.name, options=_options(r), provider=_provider(r, providers)
+    )
+
+
+def stack_request(
+    everything: Sequence[Registration], providers: Mapping[str, analyzer_pb2.AnalyzerProviderResource]
+) -> analyzer_pb2.AnalyzeStackRequest:
+    """`AnalyzeStack` over `everything`, each resource with its outputs, parent and dependencies."""
+    return analyzer_pb2.AnalyzeStackRequest(
+        resources=[
+            analyzer_pb2.AnalyzerResource(
+                type=r.type,
+                properties=wire_struct(r.outputs),
+                urn=r.urn,
+                name=r.name,
+                options=_options(r),
+                provider=_provider(r, providers),
+                parent=r.parent_urn,
+                dependencies=list(r.dependencies),
+            )
+            for r in everything
+        ]
     )
 
 
@@ -314,7 +321,7 @@ def _provider(
     return providers.get(r.provider.rsplit("::", 1)[0]) if r.provider else None
 
 
-def _provider_message(provider: Registration) -> analyzer_pb2.AnalyzerProviderResource:
+def provider_message(provider: Registration) -> analyzer_pb2.AnalyzerProviderResource:
     """What a provider's resources carry of it, built once: they share a few providers."""
     return analyzer_pb2.AnalyzerProviderResource(
         type=provider.type, properties=wire_struct(provider.inputs), urn=provider.urn, name=provider.name

@@ -1,0 +1,221 @@
+"""The pack's servicer (`policies/server.py`) answers exactly as pulumi-policy's own, parsing once.
+
+Both servicers are given the same requests, built by the plan's own client code from the real
+program's resources: every committed stack in a first preview (unknown values) and in an update,
+then the same stacks with values written over at random, which is where policies report, fail to
+run during preview, or raise. The answers must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+from collections.abc import Iterator, Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import empty_pb2  # type: ignore[import-untyped]
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+from pulumi_policy import policy as library
+
+import policies.server
+from infra.config.stackfile import load_stack_file
+from infra.formats import plain
+from policies.pack import ALL_POLICIES, PACK_NAME, PACK_VERSION
+from policies.server import ONE_PARSE_VERSION, PackServicer
+from program.main import run
+from tooling.analyzer import UNKNOWN, _configure_request, analyze_request, provider_message, stack_request, wire_struct
+from tooling.mockrun import Registration, run_under_mocks
+from tooling.stackconfig import config_of
+
+STACKS = sorted((Path(__file__).resolve().parents[1] / "stacks").glob("Pulumi.*.yaml"))
+# What a write over a registered value puts there: wrong types, a floating tag, an unknown.
+ODD: list[Any] = [None, False, 0, -1, 2.5, "", "latest", "x" * 70, UNKNOWN, [], {}, ["a"], {"a": 1}]
+
+
+def configured(cls: Any, policies: list[Policy]) -> Any:
+    """A servicer built as `PolicyPack.__init__` builds it, configured as the engine configures it."""
+    servicer = cls(PACK_NAME, PACK_VERSION, policies, EnforcementLevel.MANDATORY, None)
+    servicer.ConfigureStack(
+        analyzer_pb2.AnalyzerStackConfigureRequest(stack="s", project="modelplane", organization="organization"),
+        None,
+    )
+    servicer.Configure(_configure_request(servicer.GetAnalyzerInfo(empty_pb2.Empty(), None), {}), None)
+    return servicer
+
+
+def requests(resources: Sequence[Registration]) -> tuple[list[Any], Any]:
+    """Each resource's `Analyze` request and the `AnalyzeStack` request, as the plan's client sends them."""
+    providers: dict[str, Any] = {}
+    analyze = []
+    for r in resources:
+        if r.type.startswith("pulumi:providers:"):
+            providers[r.urn] = provider_message(r)
+        analyze.append(analyze_request(r, wire_struct(r.inputs), providers))
+    return analyze, stack_request(resources, providers)
+
+
+def answer(servicer: Any, call: str, request: Any) -> bytes | str:
+    """The serialized answer, or the exception the call raised (the engine sees it as a failed call)."""
+    try:
+        return bytes(getattr(servicer, call)(request, None).SerializeToString(deterministic=True))
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def answers(servicer: Any, resources: Sequence[Registration]) -> Iterator[bytes | str]:
+    analyze, stack = requests(resources)
+    for request in analyze:
+        yield answer(servicer, "Analyze", request)
+    yield answer(servicer, "AnalyzeStack", stack)
+
+
+def overwritten(resources: list[Registration], rnd: random.Random, places: int) -> list[Registration]:
+    """`resources` with `places` values in each one's inputs and outputs written over: by an odd
+    value, by another value the stack holds (a driver, a machine, an image of another resource),
+    or deleted."""
+    held = [value for r in resources for doc in (r.inputs, r.outputs) for value in _leaves(doc)]
+    out = []
+    for r in resources:
+        inputs, outputs = copy.deepcopy(dict(r.inputs)), copy.deepcopy(r.outputs)
+        for doc in (inputs, outputs):
+            for parent, key in rnd.sample(list(_places(doc)), min(places, len(list(_places(doc))))):
+                if key not in (parent if isinstance(parent, dict) else range(len(parent))):
+                    continue  # removed with an ancestor or a sibling already
+                if isinstance(parent, dict) and rnd.random() < 0.2:
+                    del parent[key]
+                else:
+                    parent[key] = copy.deepcopy(rnd.choice(ODD) if rnd.random() < 0.5 else rnd.choice(held))
+        out.append(dataclasses.replace(r, inputs=inputs, outputs=outputs))
+    return out
+
+
+def _leaves(node: Any) -> Iterator[Any]:
+    for _, value in _places(node):
+        if not isinstance(value, dict | list):
+            yield value
+
+
+def _places(node: Any) -> Iterator[tuple[Any, Any]]:
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, value in items:
+        yield node, key
+        yield from _places(value)
+
+
+@pytest.fixture(scope="module")
+def servicers() -> tuple[Any, Any]:
+    return configured(library._PolicyAnalyzerServicer, ALL_POLICIES), configured(PackServicer, ALL_POLICIES)
+
+
+def test_every_stack_gets_the_librarys_answers_in_both_modes_and_when_values_are_overwritten(
+    servicers: tuple[Any, Any],
+) -> None:
+    spoke: set[tuple[str, int]] = set()
+    raised = 0
+    for stack_file in STACKS:
+        stack = load_stack_file(stack_file)
+        config, secret_keys = config_of(stack)
+        rnd = random.Random(stack.stack)
+        for preview in (True, False):
+            result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
+            assert result.error is None and result.stack is not None
+            clean = [result.stack, *result.resources]
+            for resources in (clean, overwritten(clean, rnd, 3)):
+                theirs, ours = (list(answers(s, resources)) for s in servicers)
+                assert ours == theirs, stack.stack
+                for raw in ours:
+                    if isinstance(raw, str):
+                        raised += 1
+                        continue
+                    response = analyzer_pb2.AnalyzeResponse.FromString(raw)
+                    spoke |= {(d.policyName, d.enforcementLevel) for d in response.diagnostics}
+    # The comparison has teeth: the overwritten values made most policies speak, at both levels
+    # (advisory includes "can't run during preview"), and made some calls raise.
+    assert len({policy for policy, _ in spoke}) >= 12, spoke
+    assert {level for _, level in spoke} == {analyzer_pb2.ADVISORY, analyzer_pb2.MANDATORY}
+    assert raised > 0
+
+
+def writer_and_reader(kind: str) -> tuple[list[Policy], list[Any]]:
+    """Two policies: the first writes over what it was given, the second reports what it then sees."""
+    seen: list[Any] = []
+
+    def write(args: Any, report: Any) -> None:
+        for props in [args.props] if kind == "resource" else [r.props for r in args.resources]:
+            props["top"] = "written"
+            props["nested"]["key"] = "written"
+
+    def read(args: Any, report: Any) -> None:
+        seen.extend(plain(p) for p in ([args.props] if kind == "resource" else [r.props for r in args.resources]))
+
+    cls = ResourceValidationPolicy if kind == "resource" else StackValidationPolicy
+    return [
+        cls(name="writer", description="writes", validate=write),
+        cls(name="reader", description="reads", validate=read),
+    ], seen
+
+
+@pytest.mark.parametrize("kind", ["resource", "stack"])
+def test_a_policy_that_writes_to_its_arguments_changes_only_its_own_copy(kind: str) -> None:
+    r = Registration(
+        type="test:index:Thing",
+        name="thing",
+        parent=None,
+        urn="urn:pulumi:s::modelplane::test:index:Thing::thing",
+        inputs={"top": "kept", "nested": {"key": "kept"}},
+        custom=True,
+        outputs={"top": "kept", "nested": {"key": "kept"}},
+    )
+    analyze, stack = requests([r])
+    for cls in (library._PolicyAnalyzerServicer, PackServicer):
+        pack, seen = writer_and_reader(kind)
+        servicer = configured(cls, pack)
+        if kind == "resource":
+            servicer.Analyze(analyze[0], None)
+        else:
+            servicer.AnalyzeStack(stack, None)
+        assert seen == [{"top": "kept", "nested": {"key": "kept"}}], cls.__name__
+
+
+def test_the_servicer_states_the_manifest_version() -> None:
+    # Built as `PolicyPack.__init__` builds it: the SDK passes "0.0.1" whatever PulumiPolicy.yaml says.
+    server = PackServicer(
+        "modelplane", "0.0.1", ALL_POLICIES, EnforcementLevel.MANDATORY, None, description="GPU rules"
+    )
+    info = server.GetAnalyzerInfo(None, None)
+    assert (info.name, info.version, info.description) == ("modelplane", PACK_VERSION, "GPU rules")
+    assert [p.name for p in info.policies][:2] == ["accelerator-driver-mismatch", "unsupported-devices"]
+
+
+def test_the_one_parse_methods_are_written_against_the_locked_pulumi_policy() -> None:
+    assert version("pulumi-policy") == ONE_PARSE_VERSION, (
+        "pulumi-policy changed: compare its _PolicyAnalyzerServicer.Analyze and AnalyzeStack with "
+        "policies/server.py, carry over what changed, then set ONE_PARSE_VERSION"
+    )
+
+
+def test_under_another_pulumi_policy_the_librarys_own_methods_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    called: list[str] = []
+    for call in ("Analyze", "AnalyzeStack"):
+        original = getattr(library._PolicyAnalyzerServicer, call)
+
+        def spy(self: Any, request: Any, context: Any, original: Any = original, call: str = call) -> Any:
+            called.append(call)
+            return original(self, request, context)
+
+        monkeypatch.setattr(library._PolicyAnalyzerServicer, call, spy)
+    monkeypatch.setattr(policies.server, "one_parse", lambda: False)
+    servicer = configured(PackServicer, ALL_POLICIES)
+    servicer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(), None)
+    servicer.Analyze(analyzer_pb2.AnalyzeRequest(type="test:index:Thing", urn="urn", name="thing"), None)
+    assert called == ["AnalyzeStack", "Analyze"]
