@@ -62,6 +62,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_analyzer.py",
         "tests/test_formats.py",
         "tests/test_machines.py",
+        "tests/test_pack_server.py",
     ],
     "infra/config/*": [
         "tests/test_config.py",
@@ -89,6 +90,10 @@ MODULES: dict[str, list[str]] = {
         "tests/test_policies_config.py",
     ],
     "infra/schedulable.py": ["tests/test_schedulable.py", "tests/test_guard.py"],
+    # The short config form: a class filled in from its machine or from a stated need.
+    "infra/supply.py": ["tests/test_supply.py", "tests/test_config.py", "tests/test_guard.py"],
+    # The pack's servicer: the SDK's answers, one parse per resource.
+    "policies/server.py": ["tests/test_pack_server.py"],
 }
 
 CONFIG = """
