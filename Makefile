@@ -30,8 +30,12 @@ lint: sync
 typecheck: sync
 	$(RUN) mypy
 
+# Work stealing: the engine tier's tests take 10 to 40 s each and are collected together, so a
+# worker handed its share up front could sit idle while the other ran them; an idle worker now
+# takes tests from the busy one (pytest-xdist's worksteal; the same suite took 8 min 43 s with
+# the default scheduling and 6 min 38 s with this, on two cores).
 pytest: sync
-	$(RUN) pytest -n 2
+	$(RUN) pytest -n 2 --dist worksteal
 
 # The outside tools the tests run: the Pulumi CLI, and the kube-apiserver and etcd the engine
 # tier's kubernetes test provider sends objects to (tests/engine/), and an OpenTelemetry collector

@@ -10,8 +10,8 @@ the pack's time (docs/benchmarks.md, "Why the pack was above 1.5 times the floor
 deserialization run once per resource and each policy still gets its own unknown-checking proxy
 built from that one result. The proxy copies every list and dict (`pulumi_policy.proxy`,
 `_proxy_helper`), so a policy that writes to what it was given changes only its own copy, as
-before; the leaves it shares are strings, numbers, booleans and None, or an Asset or Archive,
-which no policy of this pack reads.
+before. The leaves it shares are strings, numbers, booleans and None; an Asset or Archive would be
+shared too, and the program registers none.
 
 The two methods are written against pulumi-policy `ONE_PARSE_VERSION`; with any other version
 installed they are the library's own (`one_parse`), so an upgrade can make the pack slower, never
@@ -154,10 +154,7 @@ class PackServicer(_LibraryServicer):  # type: ignore[misc]
                 loop.run_until_complete(result)
                 loop.close()
         except UnknownValueError as e:
-            name, pack_version = (
-                self._PolicyAnalyzerServicer__policy_pack_name,
-                self._PolicyAnalyzerServicer__policy_pack_version,
-            )
+            name, pack_version = self._private("policy_pack_name"), self._private("policy_pack_version")
             response.diagnostics.append(
                 proto.AnalyzeDiagnostic(
                     policyName=policy.name,
