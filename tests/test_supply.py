@@ -208,6 +208,7 @@ def test_an_existing_class_that_declares_its_accelerator_gets_its_gpu_devices() 
     pool = derive_fleet(fleet)[0].pool("p")
     assert pool.labels["modelplane.ai/gpu"] == "amd-mi300x"
     assert pool.as_json(PLAN_POOL_KEYS)["derived"]["accelerator"] == "amd-mi300x"
+    assert fleet.classes[0].supplied is not None and fleet.classes[0].supplied.keys == ("devices",)
     assert fleet_violations(fleet, FILE) == []
 
 
@@ -236,18 +237,43 @@ def test_a_class_with_nothing_to_derive_its_devices_from_is_refused_at_its_devic
 
 
 def test_an_accelerator_of_no_known_vendor_cannot_supply_devices() -> None:
-    found = issues_of(existing_fleet({"name": "g", "accelerator": {"type": "intel-gaudi3", "count": 8}}))
-    assert len(found) == 1 and found[0].startswith(f"{FILE}: classes[0].accelerator.type: 'intel-gaudi3' names no")
+    assert issues_of(existing_fleet({"name": "g", "accelerator": {"type": "intel-gaudi3", "count": 8}})) == [
+        f"{FILE}: classes[0].accelerator.type: 'intel-gaudi3' names no GPU vendor with a DRA driver (nvidia-*, "
+        "amd-*), so the class's devices cannot be taken from it. Fix: write the devices, or name the type with its "
+        "vendor first, such as amd-mi300x"
+    ]
+
+
+def test_a_cpu_machine_that_leaves_no_cpu_to_claim_is_refused_at_the_machine() -> None:
+    raw = short_fleet("AKS")
+    raw["classes"][1] = {"name": "cpu", "provisioning": {"provider": "AKS", "aks": {"vmSize": "Standard_D2s_v5"}}}
+    assert issues_of(raw) == [
+        f"{FILE}: classes[1].provisioning.aks.vmSize: Standard_D2s_v5 has 2 vCPUs and dra-driver-cpu reserves 2, "
+        "so a class on it has no CPU to claim. Fix: pick a machine with more than 2 vCPUs"
+    ]
+
+
+def test_a_cpu_machine_with_one_cpu_past_the_reserved_ones_claims_that_one() -> None:
+    import dataclasses
+
+    from infra.devices import reserved_cpus
+    from infra.supply import machine_devices
+
+    row = machine("AKS", "Standard_D2s_v5")
+    assert row is not None and row.gpu is None
+    one_left = machine_devices(dataclasses.replace(row, vcpus=reserved_cpus() + 1))
+    assert one_left is not None and [d.capacity["dra.cpu/cpu"].value for d in one_left] == ["1"]
+    assert machine_devices(dataclasses.replace(row, vcpus=reserved_cpus())) is None
 
 
 def test_an_uncatalogued_machine_cannot_supply_devices() -> None:
     raw = short_fleet("GKE", {"machineType": "g9-custom-8", "uncatalogued": True})
-    found = issues_of(raw)
-    assert len(found) == 1
-    assert found[0].startswith(
+    assert issues_of(raw) == [
         f"{FILE}: classes[0].devices: the class writes no devices and its machine 'g9-custom-8' "
-        "(classes[0].provisioning.gke.machineType) is not in the machine catalog"
-    )
+        "(classes[0].provisioning.gke.machineType) is not in the machine catalog, so they cannot be taken from it. "
+        "Fix: write the devices (and accelerator {type, count} for GPUs), or pick a machine the catalog lists "
+        "(docs/machines.md)"
+    ]
 
 
 def test_an_empty_device_list_is_still_refused() -> None:
@@ -337,6 +363,40 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
     assert before["gpu"][1]["values"] != after["gpu"][1]["values"]
     assert [c["machineType"] for c in after["gpu"][1]["chosenFrom"]] == ["g2-cheaper-8", "g2-standard-8"]
     assert before["pinned"] == after["pinned"] and after["pinned"][0] == "g2-standard-8"
+
+
+def test_a_multi_gpu_need_gets_a_machine_with_that_many_gpus_under_the_type_asked_for() -> None:
+    fleet = fleet_of(needing("EKS", accelerator={"type": "nvidia-h100", "count": 8}))
+    gpu = fleet.classes[0]
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "p5.48xlarge"
+    assert gpu.provisioning.accelerator is not None
+    # The row lists nvidia-h100-80gb first; the class asked for nvidia-h100, which the row accepts too.
+    assert (gpu.provisioning.accelerator.type, gpu.provisioning.accelerator.count) == ("nvidia-h100", 8)
+    assert [(d.name, d.count) for d in gpu.devices] == [("gpu", 8)]
+    assert gpu.supplied is not None and gpu.supplied.row is not None and gpu.supplied.row.name == "p5.48xlarge"
+    assert gpu.supplied.keys == ("provisioning.eks.instanceType", "provisioning.eks.accelerator", "devices")
+    assert all(m.gpu is not None and m.gpu.count == 8 for m in gpu.supplied.chosen_from)
+    assert fleet_violations(fleet, FILE) == []
+
+
+def test_a_need_that_writes_its_devices_keeps_them() -> None:
+    written = [{"name": "accel", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 1}]
+    gpu = fleet_of(needing("GKE", accelerator="nvidia-l4", devices=written)).classes[0]
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-8"
+    assert [(d.name, d.count) for d in gpu.devices] == [("accel", 1)]
+    assert gpu.supplied is not None
+    assert gpu.supplied.keys == ("provisioning.gke.machineType", "provisioning.gke.accelerator")
+
+
+def test_a_memory_need_no_machine_meets_is_refused_at_the_memory_naming_it() -> None:
+    assert issues_of(needing("GKE", minGpuMemoryGib=1000)) == [
+        f"{FILE}: classes[0].minGpuMemoryGib: no priced GKE machine in the machine catalog carries 1 GPU of at "
+        "least 1000 GiB. Fix: ask for another accelerator or count (docs/machines.md lists the catalog), or name "
+        "the machine in classes[0].provisioning.gke.machineType"
+    ]
+    [both] = issues_of(needing("GKE", accelerator="nvidia-l4", minGpuMemoryGib=40))
+    assert both.startswith(f"{FILE}: classes[0].accelerator: no priced GKE machine in the machine catalog carries ")
+    assert "carries 1x nvidia-l4 of at least 40 GiB." in both
 
 
 def test_a_need_no_catalog_machine_meets_is_refused_naming_the_need_and_the_fix() -> None:
