@@ -3,13 +3,17 @@
 Both servicers are given the same requests, built by the plan's own client code from the real
 program's resources: every committed stack in a first preview (unknown values) and in an update,
 then the same stacks with values written over at random, which is where policies report, fail to
-run during preview, or raise. The answers must be the same bytes.
+run during preview, or raise. The answers must be the same bytes. This pack's policies read little
+of what they are given, so a witness pack that reports everything it sees (options, providers,
+links between resources, config, stack tags, every level and every way out of a policy) is held
+to the library on the same requests too.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import random
 from collections.abc import Iterator, Sequence
 from importlib.metadata import version
@@ -22,7 +26,9 @@ from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
+    PolicyConfigSchema,
     ResourceValidationPolicy,
+    Severity,
     StackValidationPolicy,
 )
 from pulumi_policy import policy as library
@@ -42,14 +48,18 @@ STACKS = sorted((Path(__file__).resolve().parents[1] / "stacks").glob("Pulumi.*.
 ODD: list[Any] = [None, False, 0, -1, 2.5, "", "latest", "x" * 70, UNKNOWN, [], {}, ["a"], {"a": 1}]
 
 
-def configured(cls: Any, policies: list[Policy]) -> Any:
+def configured(
+    cls: Any, policies: list[Policy], config: dict[str, Any] | None = None, tags: dict[str, str] | None = None
+) -> Any:
     """A servicer built as `PolicyPack.__init__` builds it, configured as the engine configures it."""
     servicer = cls(PACK_NAME, PACK_VERSION, policies, EnforcementLevel.MANDATORY, None)
     servicer.ConfigureStack(
-        analyzer_pb2.AnalyzerStackConfigureRequest(stack="s", project="modelplane", organization="organization"),
+        analyzer_pb2.AnalyzerStackConfigureRequest(
+            stack="s", project="modelplane", organization="organization", tags=tags or {}
+        ),
         None,
     )
-    servicer.Configure(_configure_request(servicer.GetAnalyzerInfo(empty_pb2.Empty(), None), {}), None)
+    servicer.Configure(_configure_request(servicer.GetAnalyzerInfo(empty_pb2.Empty(), None), config or {}), None)
     return servicer
 
 
@@ -120,32 +130,147 @@ def servicers() -> tuple[Any, Any]:
     return configured(library._PolicyAnalyzerServicer, ALL_POLICIES), configured(PackServicer, ALL_POLICIES)
 
 
-def test_every_stack_gets_the_librarys_answers_in_both_modes_and_when_values_are_overwritten(
-    servicers: tuple[Any, Any],
-) -> None:
-    spoke: set[tuple[str, int]] = set()
-    raised = 0
+@pytest.fixture(scope="module")
+def runs() -> list[tuple[str, bool, list[Registration]]]:
+    """(stack, preview, the root stack and every resource) for every committed stack in both modes."""
+    out = []
     for stack_file in STACKS:
         stack = load_stack_file(stack_file)
         config, secret_keys = config_of(stack)
         for preview in (True, False):
             result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
             assert result.error is None and result.stack is not None
-            clean = [result.stack, *result.resources]
-            for resources in (clean, overwritten(clean, f"{stack.stack}:{preview}", 3)):
-                theirs, ours = (list(answers(s, resources)) for s in servicers)
-                assert ours == theirs, stack.stack
-                for raw in ours:
-                    if isinstance(raw, str):
-                        raised += 1
-                        continue
-                    response = analyzer_pb2.AnalyzeResponse.FromString(raw)
-                    spoke |= {(d.policyName, d.enforcementLevel) for d in response.diagnostics}
+            out.append((stack.stack, preview, [result.stack, *result.resources]))
+    return out
+
+
+def test_every_stack_gets_the_librarys_answers_in_both_modes_and_when_values_are_overwritten(
+    servicers: tuple[Any, Any], runs: list[tuple[str, bool, list[Registration]]]
+) -> None:
+    spoke: set[tuple[str, int]] = set()
+    raised = 0
+    for stack, preview, clean in runs:
+        for resources in (clean, overwritten(clean, f"{stack}:{preview}", 3)):
+            theirs, ours = (list(answers(s, resources)) for s in servicers)
+            assert ours == theirs, stack
+            for raw in ours:
+                if isinstance(raw, str):
+                    raised += 1
+                    continue
+                response = analyzer_pb2.AnalyzeResponse.FromString(raw)
+                spoke |= {(d.policyName, d.enforcementLevel) for d in response.diagnostics}
     # The comparison has teeth: the overwritten values made most policies speak, at both levels
     # (advisory includes "can't run during preview"), and made some calls raise.
     assert len({policy for policy, _ in spoke}) >= 10, spoke
     assert {level for _, level in spoke} == {analyzer_pb2.ADVISORY, analyzer_pb2.MANDATORY}
     assert raised > 0
+
+
+def _seen(resource: Any) -> dict[str, Any]:
+    """Everything a policy is given about one resource, its provider and its options."""
+    opts, provider = resource.opts, resource.provider
+    return {
+        "type": resource.resource_type,
+        "urn": resource.urn,
+        "name": resource.name,
+        "props": plain(resource.props),
+        "options": [
+            opts.protect,
+            list(opts.ignore_changes),
+            opts.delete_before_replace,
+            list(opts.aliases),
+            [
+                opts.custom_timeouts.create_seconds,
+                opts.custom_timeouts.update_seconds,
+                opts.custom_timeouts.delete_seconds,
+            ],
+            list(opts.additional_secret_outputs),
+            opts.parent,
+        ],
+        "provider": None
+        if provider is None
+        else [provider.resource_type, provider.urn, provider.name, plain(provider.props)],
+    }
+
+
+def witness_pack() -> list[Policy]:
+    """A pack that reports everything it is given, at every level, and takes each way out of a policy."""
+
+    def see_resource(args: Any, report: Any) -> None:
+        report(json.dumps({**_seen(args), "config": args.get_config(), "tags": dict(args.stack_tags)}, default=str))
+
+    def see_stack(args: Any, report: Any) -> None:
+        for r in args.resources:
+            linked = {
+                "parent": r.parent.urn if r.parent is not None else None,
+                "dependencies": [d.urn for d in r.dependencies],
+                "propertyDependencies": {k: [d.urn for d in v] for k, v in r.property_dependencies.items()},
+            }
+            report(json.dumps({**_seen(r), **linked}, default=str), r.urn)
+        report(json.dumps({"config": args.get_config(), "tags": dict(args.stack_tags)}, default=str))
+
+    def not_applicable(args: Any, report: Any) -> None:
+        # Without a reason on a resource whose name is even, with one otherwise.
+        if hasattr(args, "name") and len(args.name) % 2 == 0:
+            args.not_applicable()
+        args.not_applicable(f"nothing to judge on {args.name}" if hasattr(args, "name") else "no stack")
+
+    async def later(args: Any, report: Any) -> None:
+        report("reported from a coroutine")
+
+    schema = PolicyConfigSchema(properties={"limit": {"type": "number", "default": 3}})
+    return [
+        ResourceValidationPolicy("see-resource", "sees", see_resource, config_schema=schema, severity=Severity.HIGH),
+        ResourceValidationPolicy(
+            "remediated", "still wrong", see_resource, enforcement_level=EnforcementLevel.REMEDIATE
+        ),
+        ResourceValidationPolicy("switched-off", "off", see_resource, enforcement_level=EnforcementLevel.DISABLED),
+        ResourceValidationPolicy("fixes-only", "fixes", remediate=lambda args: None),
+        ResourceValidationPolicy("not-mine", "skips", not_applicable),
+        ResourceValidationPolicy("later", "async", later, enforcement_level=EnforcementLevel.ADVISORY),
+        StackValidationPolicy("see-stack", "sees all", see_stack, config_schema=schema, severity=Severity.LOW),
+        StackValidationPolicy(
+            "stack-remediated", "still wrong", see_stack, enforcement_level=EnforcementLevel.REMEDIATE
+        ),
+        StackValidationPolicy("stack-switched-off", "off", see_stack, enforcement_level=EnforcementLevel.DISABLED),
+        StackValidationPolicy("stack-not-mine", "skips", not_applicable),
+    ]
+
+
+def test_a_pack_that_reports_everything_it_sees_sees_what_the_library_shows_it(
+    runs: list[tuple[str, bool, list[Registration]]],
+) -> None:
+    pack = witness_pack()
+    tags = {"team": "ml"}
+    theirs, ours = (
+        configured(cls, pack, config={"see-resource": {"limit": 5}}, tags=tags)
+        for cls in (library._PolicyAnalyzerServicer, PackServicer)
+    )
+    kinds: set[str] = set()
+    for stack, _, resources in runs:
+        analyze, stack_request = requests(resources)
+        # The engine also sends which resources each property came from (the plan's client does not):
+        # each resource's dependencies under one property, with a URN that is not in the stack.
+        for r in stack_request.resources:
+            r.propertyDependencies["spec"].urns.extend([*r.dependencies, "urn:pulumi:s::modelplane::x:y:Z::gone"])
+        calls = [("Analyze", request) for request in analyze] + [("AnalyzeStack", stack_request)]
+        for call, request in calls:
+            them, us = answer(theirs, call, request), answer(ours, call, request)
+            assert us == them, stack
+            assert isinstance(us, bytes), us
+            response = analyzer_pb2.AnalyzeResponse.FromString(us)
+            kinds |= {d.policyName for d in response.diagnostics} | {n.policy_name for n in response.not_applicable}
+    # Every way a policy answers was compared, the resources' providers and links among them.
+    assert kinds == {
+        "see-resource",
+        "remediated",
+        "fixes-only",
+        "not-mine",
+        "later",
+        "see-stack",
+        "stack-remediated",
+        "stack-not-mine",
+    }
 
 
 def writer_and_reader(kind: str) -> tuple[list[Policy], list[Any]]:
