@@ -139,10 +139,7 @@ class PackServicer(_LibraryServicer):  # type: ignore[misc]
     @staticmethod
     def _provider(request: Any, provider: Callable[[], dict[str, Any]]) -> PolicyProviderResource | None:
         """The library's `_get_provider_resource`, on the provider's one parse."""
-        if not request.HasField("provider"):
-            return None
-        p = request.provider
-        return PolicyProviderResource(p.type, unknown_checking_proxy(provider()), p.urn, p.name)
+        return _provider_resource(request.provider, provider()) if request.HasField("provider") else None
 
     def _validate(self, response: Any, policy: Any, args: Any, report: Any) -> None:
         """Run one policy as the library does: an unknown value read during preview becomes an
@@ -182,18 +179,17 @@ class _Once:
         return self._value
 
 
+def _provider_resource(provider: Any, parsed: dict[str, Any]) -> PolicyProviderResource:
+    """A resource's provider as a policy sees it: a fresh proxy over the provider's one parse."""
+    return PolicyProviderResource(provider.type, unknown_checking_proxy(parsed), provider.urn, provider.name)
+
+
 def _linked(requested: Any, parsed: list[tuple[dict[str, Any], dict[str, Any] | None]], options: Any) -> list[Any]:
     """The library's `AnalyzeStack` resources for one policy: fresh proxies over the one parse, each
     resource's parent, dependencies and property dependencies linked to the resource objects."""
     resources = []
     for r, (props, provider_props) in zip(requested, parsed, strict=True):
-        provider = (
-            PolicyProviderResource(
-                r.provider.type, unknown_checking_proxy(provider_props), r.provider.urn, r.provider.name
-            )
-            if provider_props is not None
-            else None
-        )
+        provider = _provider_resource(r.provider, provider_props) if provider_props is not None else None
         resources.append(
             PolicyResource(r.type, unknown_checking_proxy(props), r.urn, r.name, options(r), provider, None, [], {})
         )
