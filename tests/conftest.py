@@ -148,6 +148,22 @@ def _isolated_runtime() -> Iterator[None]:
     _reset_runtime()
 
 
+def cloud_fleet(source: str, cluster: str, deployments: list[dict[str, Any]]) -> dict[str, Any]:
+    """A cluster `cluster` of `source` with a `gpu` and a `cpu` pool of the cloud's example machines."""
+    return {
+        "classes": [gpu_class("gpu", source, GPU_BLOCKS[source]), cpu_class("cpu", source, CPU_BLOCKS[source])],
+        "clusters": [
+            {
+                "name": cluster,
+                "source": source,
+                source.lower(): CLUSTER_BLOCKS[source],
+                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
+            }
+        ],
+        "deployments": deployments,
+    }
+
+
 def gke_fleet() -> dict[str, Any]:
     """One GKE cluster `prod` with an L4 pool `gpu` (class `l4`) and a CPU pool `cpu` (class `cpu`)."""
     l4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}

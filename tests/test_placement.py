@@ -18,7 +18,8 @@ from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
 from infra.serving.catalog import release_values
-from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class
+from tests.conftest import CLUSTER_BLOCKS, cpu_class, fleet_of
+from tests.conftest import cloud_fleet as two_pools
 from tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,17 +36,11 @@ NFD_WORKER = ("mp-node-feature-discovery", "worker")
 
 
 def cloud_fleet(cloud: str) -> dict[str, Any]:
-    return {
-        "classes": [gpu_class("gpu", cloud, GPU_BLOCKS[cloud]), cpu_class("cpu", cloud, CPU_BLOCKS[cloud])],
-        "clusters": [
-            {
-                "name": "c",
-                "source": cloud,
-                cloud.lower(): CLUSTER_BLOCKS[cloud],
-                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
-            }
-        ],
-        "deployments": [
+    """A cluster `c` of `cloud` with a `gpu` and a `cpu` pool, and a deployment on each."""
+    return two_pools(
+        cloud,
+        "c",
+        [
             {
                 "name": "on-gpu",
                 "cluster": "c",
@@ -62,7 +57,7 @@ def cloud_fleet(cloud: str) -> dict[str, Any]:
                 "devices": [{"name": "cpu"}],
             },
         ],
-    }
+    )
 
 
 def existing_fleet(amd: bool = True) -> dict[str, Any]:

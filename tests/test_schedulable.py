@@ -31,7 +31,8 @@ from infra.schedulable import (
     schedulability_issues,
 )
 from infra.serving.catalog import catalog_for
-from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, gpu_class, run_fleet
+from tests.conftest import CPU_BLOCKS, cpu_class, fleet_of, gke_fleet, run_fleet
+from tests.conftest import cloud_fleet as two_pools
 from tooling.plan import plan_stack
 
 FILE = "Pulumi.test.yaml"
@@ -68,18 +69,7 @@ def found(raw: dict[str, Any]) -> dict[str, ConfigIssue]:
 
 def cloud_fleet(source: str, *deployments: dict[str, Any]) -> dict[str, Any]:
     """A cluster `prod` of `source` with a `gpu` and a `cpu` pool of the cloud's example machines."""
-    return {
-        "classes": [gpu_class("gpu", source, GPU_BLOCKS[source]), cpu_class("cpu", source, CPU_BLOCKS[source])],
-        "clusters": [
-            {
-                "name": "prod",
-                "source": source,
-                source.lower(): CLUSTER_BLOCKS[source],
-                "nodePools": [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}],
-            }
-        ],
-        "deployments": list(deployments),
-    }
+    return two_pools(source, "prod", list(deployments))
 
 
 # --------------------------------------------------------------------------------------------
