@@ -1,0 +1,221 @@
+"""`pulumi up` for real: the real Kubernetes provider installs the serving stack on a local cluster.
+
+Through the real CLI, with the pack, the real `pulumi-resource-kubernetes` (harness.py,
+`Engine.real`) and a local cluster (cluster.py: real API server, controllers and scheduler, KWOK
+nodes publishing ResourceSlices as the DRA drivers do), charts from the vendored archives served
+as a Helm repository on 127.0.0.1 (`modelplane:chartMirror`). Every assertion reads the cluster
+(site.py), not our harness.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from infra.facts import ClusterFacts
+from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
+from tests.engine import charts as mirror
+from tests.engine.cluster import LocalCluster
+from tests.engine.devices import SIMULATED, cluster_nodes, stack_clusters
+from tests.engine.harness import Engine
+from tests.engine.kube import Etcd
+from tests.engine.site import Site
+from tests.tools import require
+from tooling.plan import plan_stack
+
+# The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
+# created by the AMD operator from its DeviceConfig, and no operator really runs here.
+DRIVER_RELEASES = {NVIDIA_GPU_DRIVER: "mp-dra-driver-nvidia-gpu", CPU_DRIVER: "mp-dra-driver-cpu"}
+
+
+@pytest.fixture(scope="module")
+def real_tools() -> Path:
+    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"):
+        require(name, "the cluster tier")
+    require("pulumi-resource-kubernetes", "the cluster tier")
+    return require("pulumi", "the cluster tier").parent.parent
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterator[Etcd]:
+    etcd = Etcd.start(tmp_path_factory.mktemp("etcd"))
+    yield etcd
+    etcd.stop()
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with mirror.served_charts() as url:
+        yield url
+
+
+class Run:
+    """One stack of the repository, installed with the real provider on its own local cluster."""
+
+    def __init__(self, base: Path, cli: Path, etcd: Etcd, charts: str, stack: str) -> None:
+        self.engine = Engine(base / "engine", cli, real=True)
+        self.name = stack
+        facts = stack_clusters(self.engine.stack_file(stack))
+        assert len(facts) == 1, "one Existing cluster per stack here"
+        self.facts: ClusterFacts = next(iter(facts.values()))
+        self.cluster = LocalCluster.start(
+            base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts)
+        )
+        self.site = Site(self.cluster)
+        config = self.engine.config(stack)
+        config.update(mirror.mirror_config(charts))
+        self.engine.write_config(stack, config)
+        self.stack = self.engine.stack(stack)
+        # What the offline plan says the cluster gets: its releases, by name.
+        planned = plan_stack(self.engine.stack_file(stack))
+        self.planned_releases = {r["name"] for c in planned["clusters"] for r in c["releases"]}
+        cluster = next(c for c in config["modelplane:clusters"] if c["name"] == self.facts.name)
+        key = f"modelplane:{(cluster.get('existing') or {}).get('kubeconfigKey', 'kubeconfig')}"
+        self.stack.set_config(key, auto.ConfigValue(self.cluster.kubeconfig(), secret=True))
+
+    def up(self) -> auto.UpResult:
+        return self.stack.up(policy_packs=[str(self.engine.pack)])
+
+    def preview(self) -> dict[str, tuple[str, str]]:
+        """What a preview would do: urn -> (op, type), for every step that is not `same`."""
+        events: list[auto.EngineEvent] = []
+        self.stack.preview(policy_packs=[str(self.engine.pack)], on_event=events.append)
+        steps: dict[str, tuple[set[str], str]] = {}
+        for e in events:
+            if e.resource_pre_event is not None and e.resource_pre_event.metadata.op != auto.OpType.SAME:
+                m = e.resource_pre_event.metadata
+                steps.setdefault(m.urn, (set(), m.type))[0].add(m.op.value)
+        # A replacement shows as several steps of one URN (create-replacement, replace,
+        # delete-replaced); it is one `replace`.
+        return {urn: ("replace" if "replace" in ops else "/".join(sorted(ops)), t) for urn, (ops, t) in steps.items()}
+
+    def deployments(self) -> list[dict[str, Any]]:
+        return list(self.engine.config(self.name).get("modelplane:deployments") or [])
+
+    def edit_deployment(self, name: str, **changes: Any) -> None:
+        config = self.engine.config(self.name)
+        for dep in config["modelplane:deployments"]:
+            if dep["name"] == name:
+                dep.update(changes)
+        self.engine.write_config(self.name, config)
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+@pytest.fixture
+def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
+    started: list[Run] = []
+
+    def start(stack: str) -> Run:
+        started.append(Run(tmp_path, real_tools, store, charts, stack))
+        return started[-1]
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+def claiming_nodes(run: Run, driver: str) -> set[str]:
+    """The nodes of the pools whose class claims `driver`, from the stack's config."""
+    pools = {p.name for p in run.facts.pools if driver in p.claimed_drivers}
+    return {node for node, pool in run.site.node_pools().items() if pool in pools}
+
+
+def check_installed(run: Run) -> None:
+    """What the issue's run reads from the cluster after `up`, for any of the stacks."""
+    site = run.site
+    releases = site.releases()
+    # Every release the plan names is on the cluster, deployed.
+    assert {r.name: r.status for r in releases.values()} == {name: "deployed" for name in run.planned_releases}
+    # Each driver's kubelet plugin runs on the nodes of the pools that claim its driver, and no other.
+    for driver, release in DRIVER_RELEASES.items():
+        expected = claiming_nodes(run, driver)
+        assert (release in releases) == bool(expected), driver
+        if expected:
+            assert site.daemonsets(release), release
+            assert site.release_nodes(release) == expected, driver
+    # NFD's worker goes where the catalog's values tolerate it: every node but the CPU pools'
+    # (infra/serving/values.py, `node_feature_discovery`: the GPU taints only).
+    if "mp-node-feature-discovery" in releases:
+        cpu_nodes = claiming_nodes(run, CPU_DRIVER)
+        assert site.release_nodes("mp-node-feature-discovery") == set(site.node_pools()) - cpu_nodes
+    # Each model's pods run on its pool's nodes, Ready, with their claims allocated on their own
+    # node from the claimed driver's published devices, in the count (and capacity) asked.
+    pools = site.node_pools()
+    allocated = {(a.namespace, a.claim): a for a in site.allocations()}
+    published = site.published()
+    devices_of = {p.name: {d.name: d for d in p.devices} for p in run.facts.pools}
+    for dep in run.deployments():
+        pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == f"Deployment/{dep['name']}"]
+        assert len(pods) == dep.get("replicas", 1), dep["name"]
+        for pod in pods:
+            assert pod.ready and pod.phase == "Running", (dep["name"], pod)
+            assert pools[pod.node or ""] == dep["pool"], (dep["name"], pod.node)
+            assert len(pod.claims) == 1, (dep["name"], pod.claims)
+            got = allocated[(pod.namespace, pod.claims[0])]
+            (want,) = dep["devices"]
+            device = devices_of[dep["pool"]][want["name"]]
+            assert got.node == pod.node
+            assert got.driver == device.driver
+            assert len(got.devices) == want.get("count", 1), (dep["name"], got.devices)
+            assert set(got.devices) <= published[(pod.node or "", got.driver)]
+            if got.driver == CPU_DRIVER:
+                assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
+    # The DeviceClasses the charts and the program create are there for every claimed driver.
+    classes = {c["metadata"]["name"] for c in run.cluster.list("resource.k8s.io/v1", "DeviceClass")}
+    claimed = {d.device_class_name for p in run.facts.pools for d in p.devices if d.driver in SIMULATED}
+    assert claimed <= classes
+
+
+def test_three_vendors_side_by_side_install_settle_move_refuse_and_destroy(run: Any) -> None:
+    mixed = run("byo-mixed")
+    assert {d for p in mixed.facts.pools for d in p.claimed_drivers} >= {NVIDIA_GPU_DRIVER, AMD_GPU_DRIVER, CPU_DRIVER}
+    mixed.up()
+    check_installed(mixed)
+
+    # A second up finds nothing to change.
+    again = mixed.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+
+    # A changed claim: its template is replaced (its name follows the claim), the Deployment rolls
+    # its pods onto the new one, and nothing else changes.
+    old_pods = {p.name for p in mixed.site.pods() if p.owner == "Deployment/qwen-mi300x"}
+    mixed.edit_deployment("qwen-mi300x", devices=[{"name": "gpu", "count": 4}])
+    steps = mixed.preview()
+    kinds = sorted((op, type_.rsplit(":", 1)[-1]) for op, type_ in steps.values())
+    assert kinds == [("replace", "ResourceClaimTemplate"), ("update", "Deployment")], kinds
+    mixed.up()
+    check_installed(mixed)
+    assert not old_pods & {p.name for p in mixed.site.pods() if p.owner == "Deployment/qwen-mi300x"}
+
+    # A device rule broken: preview stops, and nothing on the cluster changes.
+    before = mixed.site.state()
+    mixed.edit_deployment("qwen-cpu", devices=[{"name": "gpu", "count": 1}])
+    with pytest.raises(auto.CommandError, match="qwen-cpu"):
+        mixed.preview()
+    assert mixed.site.state() == before
+
+    # Destroy removes every release and every object of the stack.
+    mixed.edit_deployment("qwen-cpu", devices=[{"name": "cpu"}])
+    mixed.stack.destroy()
+    assert mixed.site.releases() == {}
+    assert not [p for p in mixed.site.pods() if p.owner.startswith("Deployment/qwen")]
+
+
+def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destroy(run: Any) -> None:
+    amd = run("byo-amd")
+    amd.up()
+    check_installed(amd)
+    with pytest.raises(auto.CommandError, match="protect"):
+        amd.stack.destroy()
+    assert {r.status for r in amd.site.releases().values()} == {"deployed"}
+
+    recipe = run("recipe-qwen-mi325x")
+    recipe.up()
+    check_installed(recipe)
