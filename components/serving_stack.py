@@ -100,6 +100,9 @@ def planned_release(component: Component, wait: bool) -> dict[str, Any]:
         "chart": args["chart"],
         "repo": component.repo,
         "version": args["version"],
+        # Where the chart comes from: the catalog's own pin and whether a chart mirror serves it;
+        # the `mirror-chart-version` policy reads a mirror's version that is not the pin.
+        "chartSource": component.chart_source,
         "namespace": args["namespace"],
         "values": args["values"],
         "draDrivers": sorted(component.dra_drivers),

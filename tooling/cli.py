@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -125,7 +125,9 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         for r in cluster["releases"]:
             tags = f" [yellow]{esc(','.join(r['draDrivers']))}[/]" if r["draDrivers"] else ""
             deps = esc(f" after {', '.join(r['dependsOn'])}") if r["dependsOn"] else ""
-            releases.add(esc(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}") + tags + deps)
+            releases.add(
+                esc(f"{r['name']} {r['chart']}@{r['version']} {source_text(r)} -n {r['namespace']}") + tags + deps
+            )
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
@@ -211,6 +213,15 @@ def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
         return " — price unknown"
     at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
     return f" — {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
+
+
+def source_text(release: Mapping[str, Any]) -> str:
+    """Where a release's chart comes from: its public repository, or the mirror and the pin it stands in for."""
+    source = release["chartSource"]
+    if source["from"] != "mirror":
+        return f"from {release['repo']}"
+    pin = f", pinned {source['pinnedVersion']}" if source["pinnedVersion"] != release["version"] else ""
+    return f"from mirror {release['repo']} (instead of {source['publicRepo']}{pin})"
 
 
 def cost_text(cost: dict[str, Any], label: str) -> str:

@@ -71,6 +71,7 @@ def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list
                 "chart": component.chart,
                 "repo": component.repo,
                 "version": inputs.get("version", component.version),
+                "chartSource": component.chart_source,
                 "namespace": inputs.get("namespace", component.namespace),
                 "draDrivers": sorted(component.dra_drivers),
                 "dependsOn": [components[d].release for d in component.depends_on if d in components],

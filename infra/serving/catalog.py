@@ -27,6 +27,7 @@ from clouds import PROFILES, SOURCES, profile
 from infra.facts import ClusterFacts
 from infra.serving import telemetry
 from infra.serving import values as v
+from infra.serving.mirror import served_from
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET
@@ -60,6 +61,24 @@ class Component:
     # Some of its pods run at `system-node-critical` or `system-cluster-critical`, which some
     # clouds admit outside kube-system only under a ResourceQuota (`CloudProfile.critical_pods_quota`).
     critical_pods: bool = False
+    # Set when the chart comes from `modelplane:chartMirror` (`infra.serving.mirror.served_from`):
+    # the row's own repository and pin, while `repo` and `version` say what the mirror serves.
+    public_repo: str | None = None
+    pinned_version: str | None = None
+
+    @property
+    def mirrored(self) -> bool:
+        return self.public_repo is not None
+
+    @property
+    def chart_source(self) -> dict[str, str]:
+        """Where the chart comes from, as the plan and the policy pack read it: `mirror` or `public`,
+        the row's public repository and its pinned version (`repo` and `version` are what is served)."""
+        return {
+            "from": "mirror" if self.mirrored else "public",
+            "publicRepo": self.public_repo or self.repo,
+            "pinnedVersion": self.pinned_version or self.version,
+        }
 
     @property
     def release(self) -> str:
@@ -351,8 +370,15 @@ def supported_drivers(cloud: str) -> list[str]:
 
 
 def cluster_components(facts: ClusterFacts) -> list[Component]:
-    """The components this cluster installs: its cloud's catalog joined with its claimed drivers."""
-    return join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator)
+    """The components this cluster installs: its cloud's catalog joined with its claimed drivers,
+    each from where the stack's chart mirror serves it."""
+    joined = join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator)
+    return [served_from(c, facts.chart_mirror) for c in joined]
+
+
+def component_keys() -> set[str]:
+    """Every component key of every cloud's catalog: what `modelplane:chartMirror.components` may name."""
+    return {c.key for rows in CATALOG.values() for c in rows}
 
 
 def release_values(facts: ClusterFacts) -> dict[str, Mapping[str, Any]]:
