@@ -194,6 +194,19 @@ def render_verdicts(doc: dict[str, Any], err: Console) -> None:
         err.print(f"[red]placement: {len(placement['violations'])} violation(s)[/]")
 
 
+def verdict_lines(doc: dict[str, Any], file: str) -> list[str]:
+    """Each error and policy verdict of a plan as one line: `<file>: <path or resource>: <kind>: <message>`.
+
+    The message carries the fix. A line is never wrapped or cut, so a log keeps it whole and a
+    tool can read it line by line.
+    """
+    lines = [f"{file}: {e['path'] or '-'}: error: {e['message']}" for e in doc["errors"]]
+    lines += [
+        f"{file}: {v['resource'] or '-'}: {v['policy']} ({v['enforcement']}): {v['message']}" for v in doc["violations"]
+    ]
+    return [" ".join(line.split()) for line in lines]
+
+
 def usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
 
@@ -335,6 +348,9 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
     total = combine_totals([d["cost"] for d in docs if d.get("cost")]) if args.all else None
     if args.json:
         sys.stdout.write(dumps({"stacks": docs, "cost": total} if args.all else docs[0]))
+        # The document stays on stdout for tools; a log (CI) still shows why a plan failed.
+        for path, d in zip(paths, docs, strict=True):
+            sys.stderr.writelines(line + "\n" for line in verdict_lines(d, display_path(path)))
     else:
         for d in docs:
             render_plan(d, console, err)
