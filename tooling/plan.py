@@ -32,6 +32,7 @@ from infra.guard import guard
 from infra.serving.catalog import Component, cluster_components
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.changes import PLAN_FORMAT
 from tooling.hooks import PlanContext, PlanHook
 from tooling.mockrun import Registration, run_under_mocks
 from tooling.placement import placement_hook
@@ -41,8 +42,11 @@ from tooling.stackconfig import config_of, config_size_issue
 MODES = ("preview", "update")
 
 
-def empty_doc(stack: str) -> dict[str, Any]:
+def empty_doc(stack: str, mode: str = "preview") -> dict[str, Any]:
     return {
+        # What `--against` checks before it compares two plans (`tooling.changes.check_against`).
+        "format": PLAN_FORMAT,
+        "mode": mode,
         "stack": stack,
         "ok": True,
         "errors": [],
@@ -157,8 +161,17 @@ def engine_view(value: Any) -> Any:
 
 def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     # Registration order depends on when outputs resolve; sort so plans compare and diff stably.
+    # The URN is what `--against` matches resources by; `protect` is what `up` would refuse to delete.
     rows = [
-        {"type": r.type, "name": r.name, "parent": r.parent, "inputs": engine_view(dict(r.inputs))} for r in registered
+        {
+            "type": r.type,
+            "name": r.name,
+            "parent": r.parent,
+            "urn": r.urn,
+            "protect": r.protect,
+            "inputs": engine_view(dict(r.inputs)),
+        }
+        for r in registered
     ]
     return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
@@ -212,7 +225,7 @@ def plan_stack(
         stack_name = stack_name_of(path)
     except ConfigError:
         stack_name = path.stem
-    doc = empty_doc(stack_name)
+    doc = empty_doc(stack_name, mode)
     try:
         stack = load_stack_file(path, display=file)
     except ConfigError as err:
