@@ -75,7 +75,8 @@ def check_shape(doc: dict[str, Any]) -> None:
             assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
             assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
     for r in doc["resources"]:
-        assert set(r) == {"type", "name", "parent", "inputs"} and isinstance(r["inputs"], dict)
+        assert set(r) == {"type", "name", "parent", "urn", "protect", "inputs"} and isinstance(r["inputs"], dict)
+        assert r["urn"].startswith(f"urn:pulumi:{doc['stack']}::modelplane::") and r["urn"].endswith(f"::{r['name']}")
         assert r["parent"] is None or isinstance(r["parent"], str)
 
 

@@ -154,7 +154,9 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
 
 def render_changes(doc: dict[str, Any], console: Console) -> None:
     """`--against`: the summary line first, then one line per resource that changes."""
-    console.print(f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {summary(doc['changes'])}")
+    console.print(
+        f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {summary(doc['changes'])}", soft_wrap=True
+    )
     for line in change_lines(doc["changes"]):
         console.print("  " + esc(line), soft_wrap=True)
 
