@@ -211,6 +211,7 @@ class ClusterFacts:
     supported_drivers: tuple[str, ...]
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
+    preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
 
     @property
     def region(self) -> str | None:
@@ -371,6 +372,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         supported_drivers=cloud.supported_drivers,
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
+        preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),
     )
 
 

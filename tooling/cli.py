@@ -134,6 +134,9 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
         if cluster.get("cost"):
             node.add(cost_text(cluster["cost"], "cost"))
+        for own in cluster.get("preinstalled") or []:
+            needed = f", needed by {', '.join(own['dependents'])}" if own["dependents"] else ""
+            node.add(esc(f"relies on the cluster's own {own['key']}{needed}: {own['needs']}"))
         releases = node.add(f"releases ({len(cluster['releases'])})")
         for r in cluster["releases"]:
             tags = f" [yellow]{esc(','.join(r['draDrivers']))}[/]" if r["draDrivers"] else ""

@@ -29,7 +29,7 @@ from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthl
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
 from infra.guard import guard
-from infra.serving.catalog import Component, cluster_components
+from infra.serving.catalog import Component, cluster_components, relied_on
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from tooling.changes import PLAN_FORMAT
@@ -100,6 +100,8 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
             for p in facts.pools
         ],
         "releases": releases_of(facts, registered),
+        # What the stack leaves to the cluster's own copy (`existing.preinstalled`), and who needs it.
+        "preinstalled": relied_on(facts),
         "schedulablePools": plain(facts.schedulable_pools()),
     }
 
