@@ -133,6 +133,8 @@ class ServingStack(pulumi.ComponentResource):
             "components": [c.key for c in components],
             # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
             "ownerGpuOperator": facts.owner_gpu_operator,
+            # Components the cluster runs itself: left out, as the pack joins too.
+            "preinstalled": list(facts.preinstalled),
             "releases": [planned_release(c, c.key in awaited) for c in components],
         }
         super().__init__(tokens.SERVING_STACK, name, planned, opts)

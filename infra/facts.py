@@ -212,6 +212,7 @@ class ClusterFacts:
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
     chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
+    preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
 
     @property
     def region(self) -> str | None:
@@ -373,6 +374,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
         chart_mirror=fleet.chart_mirror,
+        preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),
     )
 
 
