@@ -50,7 +50,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterato
 
 @pytest.fixture(scope="module")
 def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with mirror.served_charts() as url:
+    with mirror.served_charts(tmp_path_factory.mktemp("charts")) as url:
         yield url
 
 
@@ -194,21 +194,27 @@ def test_three_vendors_side_by_side_install_settle_move_refuse_and_destroy(run: 
     check_installed(mixed)
     assert not old_pods & {p.name for p in mixed.site.pods() if p.owner == "Deployment/qwen-mi300x"}
 
-    # A device rule broken: preview stops, and nothing on the cluster changes.
+    # A device rule broken (an NVIDIA accelerator on a class that claims AMD GPUs): preview and up
+    # stop, and nothing on the cluster changes.
     before = mixed.site.state()
-    mixed.edit_deployment("qwen-cpu", devices=[{"name": "gpu", "count": 1}])
-    with pytest.raises(auto.CommandError, match="qwen-cpu"):
+    config = mixed.engine.config("byo-mixed")
+    for cls in config["modelplane:classes"]:
+        if cls["name"] == "mi300x-byo":
+            cls["accelerator"] = {"type": "nvidia-h100", "count": 8}
+    mixed.engine.write_config("byo-mixed", config)
+    with pytest.raises(auto.CommandError, match="accelerator-driver-mismatch"):
         mixed.preview()
+    with pytest.raises(auto.CommandError, match="accelerator-driver-mismatch"):
+        mixed.up()
     assert mixed.site.state() == before
 
     # Destroy removes every release and every object of the stack.
-    mixed.edit_deployment("qwen-cpu", devices=[{"name": "cpu"}])
     mixed.stack.destroy()
     assert mixed.site.releases() == {}
     assert not [p for p in mixed.site.pods() if p.owner.startswith("Deployment/qwen")]
 
 
-def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destroy(run: Any) -> None:
+def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destroy(run: Any, tmp_path: Path) -> None:
     amd = run("byo-amd")
     amd.up()
     check_installed(amd)
@@ -216,6 +222,15 @@ def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destr
         amd.stack.destroy()
     assert {r.status for r in amd.site.releases().values()} == {"deployed"}
 
+    # A mirror that does not serve a chart: `up` fails naming the chart, its version and the URL
+    # tried; once the mirror serves it, a second `up` finishes the install.
     recipe = run("recipe-qwen-mi325x")
+    full = recipe.engine.config("recipe-qwen-mi325x")
+    with mirror.served_charts(tmp_path / "partial", without=["lws"]) as partial:
+        recipe.engine.write_config("recipe-qwen-mi325x", {**full, **mirror.mirror_config(partial)})
+        with pytest.raises(auto.CommandError) as failed:
+            recipe.up()
+    assert f'chart "lws" version "v0.8.0" not found in {partial} repository' in str(failed.value)
+    recipe.engine.write_config("recipe-qwen-mi325x", full)
     recipe.up()
     check_installed(recipe)
