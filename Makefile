@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: plan test lint typecheck pytest engine golden docs bench bench-check mutate sync clean
+.PHONY: plan test demo lint typecheck pytest engine golden docs bench bench-check mutate sync clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -22,6 +22,11 @@ plan: sync
 	$(RUN) modelplane plan --all
 
 test: sync lint typecheck engine pytest
+
+# Optional: `pulumi up` for real on a local cluster (docs/demo.md); STACK names another Existing stack.
+STACK ?= byo-mixed
+demo: sync engine
+	$(RUN) python -m tests.engine.demo --stack $(STACK)
 
 lint: sync
 	$(RUN) ruff check .

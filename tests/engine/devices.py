@@ -31,6 +31,7 @@ from infra.facts import ClusterFacts, PoolFacts, derive_fleet
 from infra.placement import nodes_of
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
 from tests.engine.cluster import NodeSpec
+from tests.tools import ROOT
 
 # dra-driver-cpu's default `driverConfig.reservedCPUs` is 0-1 (our values keep it): two CPUs of a
 # node are never published.
@@ -190,3 +191,13 @@ def stack_clusters(stack_file: Path) -> Mapping[str, ClusterFacts]:
     """The facts of each cluster of a stack file, by name."""
     stack = load_stack_file(stack_file)
     return {f.name: f for f in derive_fleet(stack.fleet)}
+
+
+def existing_stacks() -> list[str]:
+    """The example stacks whose one cluster is Existing: the cluster tier and `make demo` run them."""
+    names = []
+    for path in sorted((ROOT / "stacks").glob("Pulumi.*.yaml")):
+        clusters = stack_clusters(path)
+        if len(clusters) == 1 and next(iter(clusters.values())).source == "Existing":
+            names.append(path.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+    return names

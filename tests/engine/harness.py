@@ -29,10 +29,13 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from infra.config.stackfile import load_stack_file
 from program.main import run as program
 from tests.engine.kube import ServerPool
 from tests.engine.schema import SDK_PACKAGES
 from tests.tools import tool
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import config_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "modelplane"
@@ -271,3 +274,28 @@ def walk_secrets(value: Any) -> Iterator[Any]:
     elif isinstance(value, list):
         for item in value:
             yield from walk_secrets(item)
+
+
+def mock_urns(stack_file: Path) -> set[str]:
+    """What the offline plan registers for this stack in an update, with the root stack."""
+    stack = load_stack_file(stack_file)
+    config, secret_keys = config_of(stack)
+    result = run_under_mocks(program, stack.stack, config, secret_keys, preview=False)
+    assert result.error is None, result.error
+    assert result.stack is not None
+    return {r.urn for r in result.resources} | {result.stack.urn}
+
+
+def assert_secrets_kept(state: dict[str, Any], stack: auto.Stack) -> None:
+    """Every kubeconfig a provider takes or the stack exports is a secret, and no secret config
+    value of the stack appears in the state in plain text."""
+    text = json.dumps(state)
+    for resource in resources(state):
+        if resource["type"] == "pulumi:providers:kubernetes":
+            assert list(walk_secrets(resource["inputs"]["kubeconfig"])), f"{resource['urn']}: kubeconfig in plain text"
+    outputs = next(r for r in resources(state) if r["type"] == "pulumi:pulumi:Stack")["outputs"]
+    for cluster, exported in outputs["clusters"].items():
+        assert list(walk_secrets(exported["kubeconfig"])), f"the exported kubeconfig of {cluster} is in plain text"
+    for key, value in stack.get_all_config().items():
+        if value.secret:
+            assert json.dumps(value.value)[1:-1] not in text, f"{key} is stored in plain text"

@@ -9,7 +9,6 @@ as a Helm repository on 127.0.0.1 (`modelplane:chartMirror`). Every assertion re
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,13 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from infra.facts import ClusterFacts
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
 from tests.engine import charts as mirror
-from tests.engine.cluster import LocalCluster
-from tests.engine.devices import SIMULATED, cluster_nodes, stack_clusters
-from tests.engine.harness import Engine
+from tests.engine.devices import SIMULATED
+from tests.engine.harness import assert_secrets_kept, mock_urns, urns
 from tests.engine.kube import Etcd
-from tests.engine.site import Site
+from tests.engine.stackrun import Run
 from tests.tools import require
-from tooling.plan import plan_stack
 
 # The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
 # created by the AMD operator from its DeviceConfig, and no operator really runs here.
@@ -52,60 +48,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterato
 def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with mirror.served_charts(tmp_path_factory.mktemp("charts")) as url:
         yield url
-
-
-class Run:
-    """One stack of the repository, installed with the real provider on its own local cluster."""
-
-    def __init__(self, base: Path, cli: Path, etcd: Etcd, charts: str, stack: str) -> None:
-        self.engine = Engine(base / "engine", cli, real=True)
-        self.name = stack
-        facts = stack_clusters(self.engine.stack_file(stack))
-        assert len(facts) == 1, "one Existing cluster per stack here"
-        self.facts: ClusterFacts = next(iter(facts.values()))
-        self.cluster = LocalCluster.start(
-            base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts)
-        )
-        self.site = Site(self.cluster)
-        config = self.engine.config(stack)
-        config.update(mirror.mirror_config(charts))
-        self.engine.write_config(stack, config)
-        self.stack = self.engine.stack(stack)
-        # What the offline plan says the cluster gets: its releases, by name.
-        planned = plan_stack(self.engine.stack_file(stack))
-        self.planned_releases = {r["name"] for c in planned["clusters"] for r in c["releases"]}
-        cluster = next(c for c in config["modelplane:clusters"] if c["name"] == self.facts.name)
-        key = f"modelplane:{(cluster.get('existing') or {}).get('kubeconfigKey', 'kubeconfig')}"
-        self.stack.set_config(key, auto.ConfigValue(self.cluster.kubeconfig(), secret=True))
-
-    def up(self) -> auto.UpResult:
-        return self.stack.up(policy_packs=[str(self.engine.pack)])
-
-    def preview(self) -> dict[str, tuple[str, str]]:
-        """What a preview would do: urn -> (op, type), for every step that is not `same`."""
-        events: list[auto.EngineEvent] = []
-        self.stack.preview(policy_packs=[str(self.engine.pack)], on_event=events.append)
-        steps: dict[str, tuple[set[str], str]] = {}
-        for e in events:
-            if e.resource_pre_event is not None and e.resource_pre_event.metadata.op != auto.OpType.SAME:
-                m = e.resource_pre_event.metadata
-                steps.setdefault(m.urn, (set(), m.type))[0].add(m.op.value)
-        # A replacement shows as several steps of one URN (create-replacement, replace,
-        # delete-replaced); it is one `replace`.
-        return {urn: ("replace" if "replace" in ops else "/".join(sorted(ops)), t) for urn, (ops, t) in steps.items()}
-
-    def deployments(self) -> list[dict[str, Any]]:
-        return list(self.engine.config(self.name).get("modelplane:deployments") or [])
-
-    def edit_deployment(self, name: str, **changes: Any) -> None:
-        config = self.engine.config(self.name)
-        for dep in config["modelplane:deployments"]:
-            if dep["name"] == name:
-                dep.update(changes)
-        self.engine.write_config(self.name, config)
-
-    def stop(self) -> None:
-        self.cluster.stop()
 
 
 @pytest.fixture
@@ -167,6 +109,10 @@ def check_installed(run: Run) -> None:
             assert set(got.devices) <= published[(pod.node or "", got.driver)]
             if got.driver == CPU_DRIVER:
                 assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
+    # The state holds what the offline plan registers, and keeps every secret a secret.
+    state = run.engine.export(run.stack)
+    assert urns(state) == mock_urns(run.engine.stack_file(run.name)), "the engine's state and the offline plan differ"
+    assert_secrets_kept(state, run.stack)
     # The DeviceClasses the charts and the program create are there for every claimed driver.
     classes = {c["metadata"]["name"] for c in run.cluster.list("resource.k8s.io/v1", "DeviceClass")}
     claimed = {d.device_class_name for p in run.facts.pools for d in p.devices if d.driver in SIMULATED}
@@ -218,6 +164,8 @@ def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destr
     amd = run("byo-amd")
     amd.up()
     check_installed(amd)
+    again = amd.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
     with pytest.raises(auto.CommandError, match="protect"):
         amd.stack.destroy()
     assert {r.status for r in amd.site.releases().values()} == {"deployed"}
