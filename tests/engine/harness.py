@@ -169,7 +169,7 @@ class Engine:
             "MODELPLANE_TEST_PROVIDER_DIR": str(self.providers),
             **(self.kube.env() if self.kube else {}),
             # The real provider writes each cluster's kubeconfig to a file under $TMPDIR and never
-            # removes it (provider/pkg/provider/provider.go, `writeKubeconfigToFile`); Helm keeps
+            # removes it (provider/pkg/provider/provider.go, Configure, through util.go `writeKubeconfigToFile`); Helm keeps
             # its repository index and chart cache under its HELM_* homes (helm.sh/helm/v3
             # pkg/cli/environment.go). Both stay inside the run's folder.
             "TMPDIR": str(scratch),
