@@ -113,7 +113,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("Fleet", "protect"): Key(
         "Protect everything registered for each cluster but its providers (network, cluster, node pools, serving "
         "stack, deployments, routes): `pulumi destroy` and `pulumi up` refuse to delete or replace them. "
-        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `1`).',
+        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `on`, `1`). The stack file is read as the Pulumi CLI reads it, with YAML 1.2 booleans (`true`, `True`, `TRUE` and the `false` forms), so a bare `protect: yes` or `protect: on` is the text it spells, and refused.',
         "policy `protect-clusters`; the cluster component's `protect` option, which its children inherit",
         "modelplane:protect: true",
     ),

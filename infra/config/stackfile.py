@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,14 +248,27 @@ class StackFileError(yaml.MarkedYAMLError):
         self.fix = fix
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_YAML12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+
+
 class _StackLoader(yaml.SafeLoader):
     """PyYAML's safe loader with duplicate keys, huge integers and deep nesting refused.
 
     Dates stay strings: Pulumi's config has no date type, and a date value would not JSON-encode.
+    Booleans are read as the Pulumi CLI reads the stack file: it decodes it with gopkg.in/yaml.v3
+    (pulumi/pulumi sdk/go/common/encoding/marshal.go at v3.274.1), which resolves only `true`,
+    `True`, `TRUE` and their `false` forms as booleans (yaml.v3 v3.0.1 resolve.go) and keeps YAML
+    1.1's `yes`, `no`, `on`, `off` as text. PyYAML would read `protect: yes` as true; here it stays
+    the text "yes", which `Fleet.protect` refuses, as the program refuses what the CLI hands it.
     """
 
     yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML reads it as a class attribute
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        first: [
+            (tag, _YAML12_BOOL if tag == _BOOL_TAG else regexp)
+            for tag, regexp in resolvers
+            if tag != "tag:yaml.org,2002:timestamp" and not (tag == _BOOL_TAG and first not in "tTfF")
+        ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
