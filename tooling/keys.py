@@ -290,7 +290,9 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelDeploymentSpec", "env"): Key(
         "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
-        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`. "
+        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`; "
+        "set without `--path`, the CLI makes a key of that name instead, which is refused (`path_key_issue`, "
+        "`infra/config/stackfile.py`). "
         "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
         "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
         "the container's env; `check_plain_credentials` (`infra/config/rules.py`)",

@@ -150,10 +150,11 @@ def namespace_key_issues(
     Existing clusters name the secret key that holds their kubeconfig; any other key that is not a
     fleet key is unknown (a typo such as `modelplane:protcet` would otherwise leave the fleet unprotected).
     """
-    issues: list[ConfigIssue] = []
+    path_keys = [key for key in [*plain_keys, *secret_keys] if fleet_key_path(key) and key not in kube_keys]
+    issues = [path_key_issue(file, key, secret=key in secret_keys) for key in path_keys]
     for key in plain_keys:
         full = f"{NAMESPACE}:{key}"
-        if key in FLEET_KEYS:
+        if key in FLEET_KEYS or key in path_keys:
             continue
         if key in kube_keys:
             issues.append(
@@ -183,6 +184,39 @@ def namespace_key_issues(
                 )
             )
     return issues
+
+
+# A key that starts with a fleet key and goes on into it (`deployments[2].env.HF_TOKEN`, `budget.monthlyUsd`).
+_FLEET_KEY_PATH = re.compile(rf"^(?P<head>{'|'.join(map(re.escape, FLEET_KEYS))})[\[.]")
+
+
+def fleet_key_path(key: str) -> str | None:
+    """The fleet key a config key names a value inside of, written as a path, or None."""
+    match = _FLEET_KEY_PATH.match(key)
+    return match.group("head") if match else None
+
+
+def path_key_issue(file: str, key: str, *, secret: bool) -> ConfigIssue:
+    """A config key spelled as a path into a fleet key, which `pulumi config set` without `--path` creates.
+
+    Without `--path` the CLI stores the whole text as one key of its own
+    (`modelplane:deployments[2].env.HF_TOKEN`) beside `modelplane:deployments`; nothing reads it,
+    so the value it was meant to set (a gated model's token) never reaches the deployment. With
+    `--path` the CLI sets the value inside the fleet key (pulumi/pulumi
+    sdk/go/common/resource/config/map.go at v3.274.1, `parseKeyPath`).
+    """
+    head = fleet_key_path(key)
+    assert head is not None, "called for the keys fleet_key_path names"
+    full = f"{NAMESPACE}:{key}"
+    flag = "--secret --path" if secret else "--path"
+    return ConfigIssue(
+        file,
+        f"config.{cut(full)}",
+        f"{shown(full)} is a config key of its own, not a value inside '{NAMESPACE}:{head}' (it was set "
+        "without --path), so nothing reads it",
+        f"remove it and set the value again with --path: pulumi config rm '{cut(full)}' && "
+        f"pulumi config set {flag} '{cut(full)}' <value>",
+    )
 
 
 def owner_kubeconfigs(fleet_raw: Mapping[str, Any]) -> list[tuple[int, str, str, str]]:
