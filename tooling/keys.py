@@ -257,9 +257,17 @@ KEYS: dict[tuple[str, str], Key] = {
         "Autoscaling upper bound; set with `minNodeCount`.", "the cloud's autoscaler", "maxNodeCount: 4"
     ),
     ("NodePool", "zones"): Key(
-        "Zones for the pool's nodes; empty lets the cloud choose.",
-        "the cloud's node pool locations",
+        "Zones for the pool's nodes; empty lets the cloud choose. Each is a zone of the cluster's region: on GKE "
+        "and EKS one the zone catalog lists for the region (`clouds/gke/zones.py`, `clouds/eks/zones.py`, each "
+        "with its source), where the catalog knows the region.",
+        "the cloud's node pool locations; `zone-outside-region`",
         "zones: [us-central1-a]",
+    ),
+    ("NodePool", "uncataloguedZones"): Key(
+        "The pool's zones exist though the zone catalog does not list them for the region yet; they are then "
+        "checked against the zone form and the region only.",
+        "`zone-outside-region` (`infra/devices.py`)",
+        "uncataloguedZones: true",
     ),
     # Deployments
     ("ModelDeploymentSpec", "name"): Key("Deployment and Service name.", "`ModelDeployment`", "name: qwen"),
