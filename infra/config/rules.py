@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from clouds import profile
+from clouds import machine, profile
 from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
@@ -17,6 +17,7 @@ from infra.config.model import (
 from infra.config.names import NAMESPACE, cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_drivers, role_of
 from infra.formats import image_problem, parse_image, parse_quantity
+from infra.schedulable import suggested_memory
 
 # Environment variable names that hold a credential, by a word in the name, and value prefixes
 # that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
@@ -129,8 +130,7 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     file,
                     f"{dpath}.memory",
                     f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
-                    "set memory to what the engine holds in host RAM (weights are staged through it, plus "
-                    f"shmSize {dep.shm_size}), e.g. memory: 32Gi",
+                    memory_fix(fleet, cluster, pool.class_name, dep.shm_size),
                 )
             )
         if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
@@ -169,6 +169,28 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             )
     issues.extend(_check_services(fleet, file))
     return issues
+
+
+def memory_fix(fleet: Fleet, cluster: InferenceCluster, class_name: str, shm_size: str) -> str:
+    """The fix for a GPU engine without memory, naming a value the pool's node can give a pod
+    (`infra.schedulable.suggested_memory`), so the next plan accepts it."""
+    prov = fleet.class_named(class_name).provisioning
+    row = (
+        machine(cluster.source, prov.machine_name)
+        if cluster.provisioned and prov is not None and prov.provider == cluster.source
+        else None
+    )
+    value = suggested_memory(cluster.source, row, "GPU", shm_size)
+    if value is None:
+        assert row is not None, "without a machine any value above shmSize fits"
+        return (
+            f"a {row.name} node cannot hold shmSize {shm_size} and the engine: lower shmSize, or use a larger "
+            "machine for the pool's class, then set memory"
+        )
+    return (
+        "set memory to what the engine holds in host RAM (weights are staged through it, plus "
+        f"shmSize {shm_size}), e.g. memory: {value}"
+    )
 
 
 def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
