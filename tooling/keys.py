@@ -288,7 +288,10 @@ KEYS: dict[tuple[str, str], Key] = {
         "image: vllm/vllm-openai:v0.23.0",
     ),
     ("ModelDeploymentSpec", "args"): Key(
-        "Container arguments; quote numbers.", "the container", 'args: [--max-model-len, "8192"]'
+        "Container arguments; quote numbers. A credential flag (`--hf-token`, `--api-key`, `--token`) or a value "
+        "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value.",
+        "the container; `credential_arg_issues` (`infra/config/rules.py`)",
+        'args: [--max-model-len, "8192"]',
     ),
     ("ModelDeploymentSpec", "replicas"): Key("Pod replicas.", "the Deployment", "replicas: 1"),
     ("ModelDeploymentSpec", "devices"): Key(

@@ -59,6 +59,45 @@ def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     f"'{NAMESPACE}:deployments[{di}].env.{name}' <value>",
                 )
             )
+        issues += credential_arg_issues(file, di, dep.args)
+    return issues
+
+
+# vLLM flags that take a credential, and the environment variable vLLM reads it from instead
+# (docs.vllm.ai "Engine Arguments", `--hf-token`, and "OpenAI-Compatible Server", `--api-key` /
+# `VLLM_API_KEY`; `huggingface_hub` reads `HF_TOKEN`, huggingface.co/docs/huggingface_hub
+# package_reference/environment_variables). `--token` is the form other servers take.
+CREDENTIAL_FLAGS = {"--hf-token": "HF_TOKEN", "--token": "HF_TOKEN", "--api-key": "VLLM_API_KEY"}
+
+
+def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[ConfigIssue]:
+    """Args that pass a credential on the command line, which lands as written in the pod spec,
+    the state and the plan's JSON: a credential flag (`--hf-token x`, `--api-key=x`), or a value with
+    a credential's prefix. The message names the flag, never the value."""
+    issues: list[ConfigIssue] = []
+    skip = -1
+    for ai, arg in enumerate(args):
+        if ai == skip:
+            continue
+        flag, sep, _ = arg.partition("=")
+        if flag in CREDENTIAL_FLAGS:
+            why, env = f"'{flag}' passes a credential on the command line", CREDENTIAL_FLAGS[flag]
+            skip = ai + 1 if not sep else -1
+        elif arg.startswith(CREDENTIAL_VALUE_PREFIXES) or (
+            sep and arg.split("=", 1)[1].startswith(CREDENTIAL_VALUE_PREFIXES)
+        ):
+            why, env = "the value has a credential's prefix", "HF_TOKEN"
+        else:
+            continue
+        issues.append(
+            ConfigIssue(
+                file,
+                f"deployments[{di}].args[{ai}]",
+                f"args[{ai}] is plain text in the pod spec and the plan, and {why} (the value is not shown)",
+                f"remove it from args and pass it through env as a secret: pulumi config set --secret --path "
+                f"'{NAMESPACE}:deployments[{di}].env.{env}' <value> (written as env: {{{env}: {{secure: ...}}}})",
+            )
+        )
     return issues
 
 
