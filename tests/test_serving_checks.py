@@ -583,3 +583,61 @@ def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
     fleet = fleet.model_copy(update={"classes": [fleet.classes[0], both]})
     [issue] = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35")
     assert issue.problem.startswith("pool 'p' (class 'cpu') claims capacity dra.cpu/cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# check_serving: parallelism against the GPUs a replica claims
+
+
+def eight_gpu_fleet(args: list[str], claimed: int = 8) -> dict[str, Any]:
+    """An Existing pool of 8-GPU nodes, and a deployment claiming `claimed` of them with `args`."""
+    raw = raw_fleet("Existing", deployment(args=args, devices=[{"name": "gpu", "count": claimed}]))
+    raw["classes"][0]["devices"][0]["count"] = 8
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("args", "at", "asked", "split", "fix"),
+    [
+        (["--model", "m", "--tensor-parallel-size", "16"], 2, 16, "tensor 16 x pipeline 1 x data 1", "8"),
+        (["-tp", "4"], 0, 4, "tensor 4 x pipeline 1 x data 1", "8"),
+        (["--tensor-parallel-size=2", "--pipeline-parallel-size=2"], 0, 4, "tensor 2 x pipeline 2 x data 1", "4"),
+        (["-pp", "2", "-tp", "8"], 0, 16, "tensor 8 x pipeline 2 x data 1", "4"),
+    ],
+)
+def test_parallelism_that_differs_from_the_replicas_gpus_is_refused_with_both_numbers(
+    args: list[str], at: int, asked: int, split: str, fix: str
+) -> None:
+    assert serving(eight_gpu_fleet(args)) == [
+        (
+            f"deployments[0].args[{at}]",
+            f"args ask for {asked} GPUs ({split} parallel) but one replica claims 8 GPU devices",
+            f"set --tensor-parallel-size {fix}, or claim {asked} GPU devices in deployments[0].devices",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--tensor-parallel-size", "8"],
+        ["-tp=4", "-pp=2"],
+        ["--tensor-parallel-size", "2", "--data-parallel-size", "4"],
+        ["--max-model-len", "8192"],  # no parallelism flag: not read
+    ],
+)
+def test_parallelism_equal_to_the_replicas_gpus_passes(args: list[str]) -> None:
+    assert serving(eight_gpu_fleet(args)) == []
+
+
+def test_a_parallelism_flag_without_a_whole_number_is_refused() -> None:
+    assert paths(eight_gpu_fleet(["--tensor-parallel-size", "eight"])) == ["deployments[0].args[0]"]
+    assert paths(eight_gpu_fleet(["-tp"])) == ["deployments[0].args[0]"]
+
+
+def test_the_fix_for_too_much_parallelism_passes_the_next_check() -> None:
+    raw = eight_gpu_fleet(["-tp", "16"], claimed=2)
+    [(_, _, fix)] = serving(raw)
+    assert fix.startswith("set --tensor-parallel-size 2,")
+    raw["deployments"][0]["args"] = ["--tensor-parallel-size", "2"]
+    assert serving(raw) == []

@@ -289,7 +289,8 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelDeploymentSpec", "args"): Key(
         "Container arguments; quote numbers. A credential flag (`--hf-token`, `--api-key`, `--token`) or a value "
-        "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value.",
+        "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value. vLLM's "
+        "parallelism flags must multiply to the GPUs a replica claims (docs/serving.md).",
         "the container; `credential_arg_issues` (`infra/config/rules.py`)",
         'args: [--max-model-len, "8192"]',
     ),

@@ -12,12 +12,15 @@ from infra.config.model import (
     CacheVolume,
     ClaimMode,
     Fleet,
+    InferenceClass,
     InferenceCluster,
+    ModelDeploymentSpec,
 )
 from infra.config.names import NAMESPACE, cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_drivers, role_of
 from infra.formats import image_problem, parse_image, parse_quantity
 from infra.schedulable import suggested_memory
+from infra.vocabulary import GPU_VENDORS
 
 # Environment variable names that hold a credential, by a word in the name, and value prefixes
 # that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
@@ -163,6 +166,8 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             role = role_of(claimed_drivers(fleet.class_named(pool.class_name)))
         except (KeyError, StopIteration):
             continue  # an unknown reference, reported by check_references
+        if role == "GPU":
+            issues += parallelism_issues(file, dpath, dep.args, claimed_gpus(fleet.class_named(pool.class_name), dep))
         if role == "GPU" and dep.memory is None:
             issues.append(
                 ConfigIssue(
@@ -208,6 +213,81 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             )
     issues.extend(_check_services(fleet, file))
     return issues
+
+
+# vLLM's parallelism flags and their short forms (docs.vllm.ai "Engine Arguments", ParallelConfig:
+# `--tensor-parallel-size/-tp`, `--pipeline-parallel-size/-pp`, `--data-parallel-size/-dp`, each
+# default 1). One replica's engine uses tensor x pipeline x data GPUs ("Parallelism and Scaling":
+# world size is tensor x pipeline per data-parallel rank).
+PARALLEL_FLAGS = {
+    "--tensor-parallel-size": "tensor",
+    "-tp": "tensor",
+    "--pipeline-parallel-size": "pipeline",
+    "-pp": "pipeline",
+    "--data-parallel-size": "data",
+    "-dp": "data",
+}
+
+
+def claimed_gpus(cls: InferenceClass, dep: ModelDeploymentSpec) -> int:
+    """The GPU devices one replica of `dep` claims of its pool's class."""
+    gpu = {d.name for d in cls.devices if d.claim is ClaimMode.DRA and d.driver in GPU_VENDORS}
+    return sum(r.count for r in dep.devices if r.name in gpu)
+
+
+def parallel_args(args: Sequence[str]) -> dict[str, tuple[int, str | None]]:
+    """Each parallelism the args set: kind -> (index of the flag, its value or None when missing); the last wins, as in vLLM."""
+    found: dict[str, tuple[int, str | None]] = {}
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag in PARALLEL_FLAGS:
+            given = value if sep else (args[i + 1] if i + 1 < len(args) else None)
+            found[PARALLEL_FLAGS[flag]] = (i, given or None)
+    return found
+
+
+def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int) -> list[ConfigIssue]:
+    """The parallelism the args ask for against the GPU devices one replica claims.
+
+    Checked only when the args set one of vLLM's parallelism flags (another engine's args are
+    not read): tensor x pipeline x data parallel must equal the replica's GPUs; more cannot start,
+    fewer leaves claimed GPUs idle.
+    """
+    found = parallel_args(args)
+    if not found:
+        return []
+    sizes: dict[str, int] = {}
+    for kind, (i, value) in found.items():
+        if value is None or not value.isdigit() or int(value) < 1:
+            return [
+                ConfigIssue(
+                    file,
+                    f"{dpath}.args[{i}]",
+                    f"args[{i}] sets {kind} parallelism to {shown(value) if value else 'nothing'}, not a whole number",
+                    f"give it a whole number, such as {args[i].partition('=')[0]} {gpus}",
+                )
+            ]
+        sizes[kind] = int(value)
+    tensor, pipeline, data = (sizes.get(k, 1) for k in ("tensor", "pipeline", "data"))
+    wanted = tensor * pipeline * data
+    if wanted == gpus:
+        return []
+    first = min(i for i, _ in found.values())
+    rest = pipeline * data
+    suggest = (
+        f"--tensor-parallel-size {gpus // rest}"
+        if gpus % rest == 0
+        else f"--tensor-parallel-size {gpus} without pipeline or data parallelism"
+    )
+    return [
+        ConfigIssue(
+            file,
+            f"{dpath}.args[{first}]",
+            f"args ask for {wanted} GPUs (tensor {tensor} x pipeline {pipeline} x data {data} parallel) but one "
+            f"replica claims {gpus} GPU devices",
+            f"set {suggest}, or claim {wanted} GPU devices in {dpath}.devices",
+        )
+    ]
 
 
 def memory_fix(fleet: Fleet, cluster: InferenceCluster, class_name: str, shm_size: str) -> str:
