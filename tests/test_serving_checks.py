@@ -641,3 +641,71 @@ def test_the_fix_for_too_much_parallelism_passes_the_next_check() -> None:
     assert fix.startswith("set --tensor-parallel-size 2,")
     raw["deployments"][0]["args"] = ["--tensor-parallel-size", "2"]
     assert serving(raw) == []
+
+
+# --------------------------------------------------------------------------------------------
+# check_serving: weights against the GPU memory a replica claims
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "problem"),
+    [
+        (
+            "meta-llama/Llama-3.1-70B-Instruct",
+            [],
+            "model 'meta-llama/Llama-3.1-70B-Instruct' has about 70B parameters, 130.4 GiB of 16-bit weights, more "
+            "than the 21.6 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims (gpu-memory-utilization 0.9), "
+            "before any KV cache",
+        ),
+        (
+            "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+            [],
+            "model 'hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4' has about 70B parameters, 32.6 GiB of 4-bit "
+            "weights, more than the 21.6 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims "
+            "(gpu-memory-utilization 0.9), before any KV cache",
+        ),
+        (
+            "Qwen/Qwen2.5-14B-Instruct",
+            ["--gpu-memory-utilization", "0.5"],
+            "model 'Qwen/Qwen2.5-14B-Instruct' has about 14B parameters, 26.1 GiB of 16-bit weights, more than the "
+            "12.0 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims (gpu-memory-utilization 0.5), before "
+            "any KV cache",
+        ),
+    ],
+)
+def test_a_model_whose_weights_cannot_fit_the_claimed_gpus_is_refused_at_its_model_arg(
+    model: str, extra: list[str], problem: str
+) -> None:
+    # GKE's example GPU pool: one 24 GiB L4 (g2-standard-8) per replica.
+    assert serving(raw_fleet("GKE", deployment(args=["--model", model, *extra]))) == [
+        (
+            "deployments[0].args[0]",
+            problem,
+            "claim more GPUs per replica (and set --tensor-parallel-size to match), use a quantized build of the "
+            "model (FP8, AWQ, GPTQ), or a pool with larger GPUs",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "meta-llama/Llama-3.1-8B-Instruct"],  # 14.9 GiB in 16-bit
+        ["--model=Qwen/Qwen2.5-14B-Instruct", "--quantization", "fp8"],  # 13.0 GiB in 8-bit
+        ["--model", "mistralai/Mixtral-8x7B-Instruct-v0.1"],  # experts x size: the total is not read
+        ["--model", "my-org/finetuned-model"],  # no parameter count
+    ],
+)
+def test_a_model_that_may_fit_or_whose_size_is_unknown_passes(args: list[str]) -> None:
+    assert serving(raw_fleet("GKE", deployment(args=args))) == []
+
+
+def test_on_existing_the_gpu_memory_comes_from_the_devices_memory_capacity() -> None:
+    raw = eight_gpu_fleet(["--model", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "8"])
+    assert serving(raw) == []  # no memory written: not checked
+    raw["classes"][0]["devices"][0]["capacity"] = {"memory": {"value": "16Gi"}}
+    [(path, problem, _)] = serving(raw)
+    assert path == "deployments[0].args[0]"
+    assert "the 115.2 GiB vLLM may use of the 8 x 16 GiB GPUs" in problem
+    raw["classes"][0]["devices"][0]["capacity"] = {"memory": {"value": "80Gi"}}
+    assert serving(raw) == []

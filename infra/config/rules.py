@@ -167,7 +167,10 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
         except (KeyError, StopIteration):
             continue  # an unknown reference, reported by check_references
         if role == "GPU":
-            issues += parallelism_issues(file, dpath, dep.args, claimed_gpus(fleet.class_named(pool.class_name), dep))
+            cls = fleet.class_named(pool.class_name)
+            gpus = claimed_gpus(cls, dep)
+            issues += parallelism_issues(file, dpath, dep.args, gpus)
+            issues += weights_issues(file, dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
         if role == "GPU" and dep.memory is None:
             issues.append(
                 ConfigIssue(
@@ -286,6 +289,96 @@ def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int) ->
             f"args ask for {wanted} GPUs (tensor {tensor} x pipeline {pipeline} x data {data} parallel) but one "
             f"replica claims {gpus} GPU devices",
             f"set {suggest}, or claim {wanted} GPU devices in {dpath}.devices",
+        )
+    ]
+
+
+# What one weight takes, by the quantization or dtype the model id or the args name; 16-bit (BF16,
+# vLLM's `--dtype auto` for most checkpoints) otherwise. A 4-bit marker wins over an 8-bit one, so
+# the estimate never exceeds the real size (docs/serving.md, "Weights against GPU memory").
+_FOUR_BIT = re.compile(r"awq|gptq|int4|w4a16|4bit|bnb|nf4|mxfp4|fp4", re.IGNORECASE)
+_EIGHT_BIT = re.compile(r"fp8|int8|w8a8|w8a16|8bit", re.IGNORECASE)
+# A parameter count in a model id (`Llama-3.1-70B`, `Qwen2.5-0.5B`, `Qwen3-30B-A3B`: the largest is the
+# total); a mixture written as experts x size (`Mixtral-8x7B`) does not say its total and is not read.
+_PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])")
+_EXPERTS = re.compile(r"\d+x\d+(?:\.\d+)?[bB]", re.IGNORECASE)
+# vLLM's default share of each GPU's memory for weights, activations and KV cache
+# (docs.vllm.ai "Engine Arguments", `--gpu-memory-utilization`, default 0.9).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+
+
+def flag_value(args: Sequence[str], *flags: str) -> tuple[int, str] | None:
+    """The last `flag value` / `flag=value` of any of `flags` in args: (index of the flag, value)."""
+    found = None
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag in flags:
+            given = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+            found = (i, given)
+    return found
+
+
+def gpu_memory_gib(cluster: InferenceCluster, cls: InferenceClass) -> float | None:
+    """The memory of one GPU of the pool's class: its machine's catalog row, or on Existing the
+    `memory` capacity the class's GPU device writes; None when neither says."""
+    prov = cls.provisioning
+    if cluster.provisioned and prov is not None and prov.provider == cluster.source:
+        row = machine(cluster.source, prov.machine_name)
+        return float(row.gpu.memory_gib) if row is not None and row.gpu is not None else None
+    for device in cls.devices:
+        if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS and "memory" in device.capacity:
+            amount = parse_quantity(device.capacity["memory"].value)
+            return float(amount) / 2**30 if amount else None
+    return None
+
+
+def weights_issues(
+    file: str, dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: float | None
+) -> list[ConfigIssue]:
+    """A model whose weights alone exceed the GPU memory one replica may use: it can never load.
+
+    The estimate errs low, so only the clearly impossible is refused: parameters read from the
+    model id (`--model`) x bytes per weight (`_FOUR_BIT`, `_EIGHT_BIT`, else 2) against the claimed
+    GPUs x their memory (the catalog's figure) x `--gpu-memory-utilization`; the KV cache and
+    activations, which need more still, are not counted. A model id without a parameter count, or a
+    pool whose GPU memory is unknown, is not checked.
+    """
+    model = flag_value(args, "--model")
+    if model is None or per_gpu_gib is None or gpus == 0 or _EXPERTS.search(model[1]):
+        return []
+    counts = [float(n) for n in _PARAMS.findall(model[1].rsplit("/", 1)[-1])]
+    if not counts:
+        return []
+    params = max(counts)
+    named = " ".join(
+        [
+            model[1],
+            *(v for _, v in filter(None, [flag_value(args, "--quantization", "-q"), flag_value(args, "--dtype")])),
+        ]
+    )
+    width, bytes_each = (
+        ("4-bit", 0.5) if _FOUR_BIT.search(named) else ("8-bit", 1.0) if _EIGHT_BIT.search(named) else ("16-bit", 2.0)
+    )
+    if re.search(r"float32|fp32", named, re.IGNORECASE):
+        width, bytes_each = "32-bit", 4.0
+    utilization_arg = flag_value(args, "--gpu-memory-utilization")
+    try:
+        utilization = float(utilization_arg[1]) if utilization_arg else DEFAULT_GPU_MEMORY_UTILIZATION
+    except ValueError:
+        return []
+    weights = params * 1e9 * bytes_each / 2**30
+    usable = per_gpu_gib * gpus * utilization
+    if weights <= usable:
+        return []
+    return [
+        ConfigIssue(
+            file,
+            f"{dpath}.args[{model[0]}]",
+            f"model {shown(model[1])} has about {params:g}B parameters, {weights:.1f} GiB of {width} weights, more "
+            f"than the {usable:.1f} GiB vLLM may use of the {gpus} x {per_gpu_gib:g} GiB GPUs one replica claims "
+            f"(gpu-memory-utilization {utilization:g}), before any KV cache",
+            "claim more GPUs per replica (and set --tensor-parallel-size to match), use a quantized build of the "
+            "model (FP8, AWQ, GPTQ), or a pool with larger GPUs",
         )
     ]
 
