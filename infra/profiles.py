@@ -114,6 +114,9 @@ class CloudProfile:
     # inside a region to pick.
     zone_names: tuple[str, ...] = ()
     zone_pattern: re.Pattern[str] | None = None
+    # The zones of each region the catalog knows (`zone_pattern` clouds); a region missing here is
+    # checked against the zone form only.
+    zones_by_region: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:
