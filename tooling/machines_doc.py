@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from clouds import CLOUDS
+from infra.machines import UNPRICED_REASONS
 
 
 def _price(value: Decimal | None) -> str:
@@ -34,9 +35,16 @@ def render_machines_doc() -> str:
         "  autoscaled pools at `maxNodeCount` is within `modelplane:budget.monthlyUsd`.",
         "",
         "Cost per pool is the hourly price x `nodeCount` (and x `maxNodeCount` when autoscaled), per",
-        "cluster plus the system pool and the control plane fee, over a 730-hour month. A price shown",
-        "as unknown could not be read on a public page: the plan leaves it out of the totals and lists",
-        "the machine under `unpriced`, never counts it as free.",
+        "cluster plus the system pool and the control plane fee, over a 730-hour month. Every row has an",
+        "on-demand price with the price list it was read from and the day, or says why it has none, as",
+        "one of these reasons:",
+        "",
+        *(f"- `{key}`: {text}" for key, text in UNPRICED_REASONS.items()),
+        "",
+        "The plan leaves a machine without a price out of the totals, lists it under `unpriced` with its",
+        "reason, and never counts it as free. A class may state the price its owner pays instead",
+        "(`provisioning.<cloud>.hourlyPrice`, USD per node-hour, docs/configuration.md): the plan prices",
+        "its pools at that figure, marks it as the class's own, and the budget rule counts it.",
         "",
         "## Control plane fees",
         "",
@@ -50,19 +58,23 @@ def render_machines_doc() -> str:
             "",
             f"## {cloud.source} (prices for {cloud.price_region})",
             "",
-            "| machine type | vCPUs | memory GiB | GPUs | GPU memory GiB | accelerator types | USD/hour | source | read |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| machine type | vCPUs | memory GiB | GPUs | GPU memory GiB | accelerator types | source | read "
+            "| USD/hour | price source | price read |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in cloud.machines:
             gpus = f"{m.gpu.count}x {m.gpu.vendor} {m.gpu.model}" if m.gpu else "—"
             gib = str(m.gpu.memory_gib) if m.gpu else "—"
             types = ", ".join(f"`{t}`" for t in m.accelerator_types) or "—"
             memory = f"{m.memory_gib:g}"
-            source = (
-                m.source if m.price_source is None or m.price_source == m.source else f"{m.source}, {m.price_source}"
-            )
+            if m.unpriced is not None:
+                price = f"none (`{m.unpriced.reason}`: {m.unpriced.detail})"
+                price_source, price_read = m.unpriced.source, m.unpriced.read_on
+            else:
+                price, price_source, price_read = _price(m.price_usd_hour), str(m.price_source), str(m.price_read_on)
             lines.append(
-                f"| `{m.name}` | {m.vcpus} | {memory} | {gpus} | {gib} | {types} | {_price(m.price_usd_hour)} | {source} | {m.read_on} |"
+                f"| `{m.name}` | {m.vcpus} | {memory} | {gpus} | {gib} | {types} | {m.source} | {m.read_on} "
+                f"| {price} | {price_source} | {price_read} |"
             )
     lines += [
         "",
@@ -72,9 +84,11 @@ def render_machines_doc() -> str:
         "   GPU vendor, model, count and memory per GPU; for GKE also the accelerator type the API takes",
         "   (https://cloud.google.com/compute/docs/gpus).",
         "2. Add a row to `rows()` in the cloud's `clouds/<cloud>/machines.py` with `source` set to that",
-        "   page and `read_on` to the day you read it. Add the price to that module's `PRICES` (on-demand,",
-        "   Linux, for the cloud's `price_region` in `clouds/<cloud>/__init__.py`) with its source only",
-        "   when you read it on the cloud's price page; otherwise leave the price unknown.",
+        "   page and `read_on` to the day you read it.",
+        "   Add its price to that module's `PRICES` (on-demand, Linux, for the cloud's `price_region` in",
+        "   `clouds/<cloud>/__init__.py`) with the price list you read it on and the day, or, when there",
+        "   is no such price, add it to `UNPRICED` with one of the reasons above and what you read: a row",
+        "   with neither does not load, and `tests/test_machines.py` lists every unpriced row.",
         "3. Run `make docs` (`modelplane docs`) and commit this file with the row; the test suite fails",
         "   while it is stale.",
     ]
