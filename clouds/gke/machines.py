@@ -130,11 +130,12 @@ PRICES: Mapping[str, tuple[Decimal, str]] = {
 }
 
 # The same catalog has a GPU row for these, but its us-central1 figure cannot be the on-demand rate:
-# it is far below the same GPU's rows in regions GCP prices alike, with the same machine part (read
-# 2026-12-03, the file above and its v8 successor agree). The figure is left out rather than guessed.
+# it is under half the same GPU's row in a region whose machine rows are priced exactly alike (read
+# 2026-12-03). The figure is left out rather than guessed.
 _A100_80 = Unpriced(
     "source-conflict",
-    "the us-central1 A100 80GB row, 1.8462 USD per GPU-hour, is below us-east4's 2.07937 and us-east5's 4.4242",
+    "the us-central1 A100 80GB row, 1.8462 USD per GPU-hour, is under half us-east5's 4.4242, though the "
+    "a2-ultragpu machine rows of the two regions are equal (1.09962 USD an hour for a2-ultragpu-1g)",
     SKYPILOT_GCP,
 )
 UNPRICED: Mapping[str, Unpriced] = {
