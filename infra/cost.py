@@ -175,7 +175,7 @@ def pool_cost(source: str, pool: PoolSize, lookup: MachineLookup = machine) -> P
 
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
     """The cost of a cluster from its derived facts (the system pool included)."""
-    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled) for p in facts.pools]
+    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price) for p in facts.pools]
     return cluster_cost(facts.name, facts.source, sizes, lookup)
 
 

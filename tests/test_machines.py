@@ -265,8 +265,9 @@ def test_a_fleet_with_an_unpriced_pool_is_never_within_budget() -> None:
     assert message == (
         "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100000.00 USD and the priced part of the fleet costs "
         "268.67 USD a month at maxNodeCount, but n4-standard-16, n4-standard-8 have no price in the machine "
-        "catalog, so the budget cannot be checked. Fix: use machines the catalog prices (docs/machines.md), or "
-        "accept the risk by making cost-over-budget advisory in the pack config"
+        "catalog, so the budget cannot be checked. Fix: use machines the catalog prices (docs/machines.md), state "
+        "what you pay for them as provisioning.<cloud>.hourlyPrice on their classes, or accept the risk by making "
+        "cost-over-budget advisory in the pack config"
     )
     # Over the budget on the priced part alone, the unpriced machines are named as left out.
     [message] = run(cost_over_budget, stack_args(registered(raw, 100), policy=cost_over_budget))
@@ -521,6 +522,75 @@ def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
 
 def test_fleet_within_its_budget_passes() -> None:
     assert run(cost_over_budget, stack_args(registered(two_clusters(), 5175), policy=cost_over_budget)) == []
+
+
+def h100_fleet(price: float | None) -> dict[str, Any]:
+    """A GKE cluster with a pool of a3-highgpu-8g, a machine the catalog has no price for, at its class's own price."""
+    block: dict[str, Any] = {"machineType": "a3-highgpu-8g", "accelerator": {"type": "nvidia-h100-80gb", "count": 8}}
+    if price is not None:
+        block["hourlyPrice"] = price
+    return {
+        "classes": [gpu_class("h100", "GKE", block, count=8)],
+        "clusters": [cluster("gke-h", "GKE", [{"name": "h100", "className": "h100", "nodeCount": 1}])],
+    }
+
+
+def test_a_class_that_states_its_price_is_priced_at_it_and_marked_as_its_own() -> None:
+    fleet = fleet_of(h100_fleet(40))
+    cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]))
+    assert cost is not None
+    doc = cluster_cost_json(cost)
+    pools = {p["name"]: p for p in doc["pools"]}
+    assert (pools["h100"]["unitHourly"], pools["h100"]["priceFrom"], pools["h100"]["unpricedReason"]) == (
+        40.0,
+        "class",
+        None,
+    )
+    assert pools["system"]["priceFrom"] == "catalog"
+    # fee 0.10 + h100 1 per zone x 3 zones (a regional cluster) x 40 + system 1..2 x e2-standard-4 0.13402,
+    # x 730 h: (0.10 + 120 + 0.13402) x 730 = 87770.83 a month
+    assert (doc["complete"], doc["unpriced"], doc["monthly"]) == (True, [], 87770.83)
+    # Without it the pool is unpriced, and says why.
+    fleet = fleet_of(h100_fleet(None))
+    cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]))
+    assert cost is not None
+    pool = next(p for p in cluster_cost_json(cost)["pools"] if p["name"] == "h100")
+    assert (pool["priceFrom"], pool["unpricedReason"]["reason"]) == (None, "source-conflict")
+
+
+def test_the_tree_marks_a_class_price_and_says_why_a_pool_has_none() -> None:
+    from tooling.cli import pool_cost_text
+
+    for price, text in (
+        (40, " — $40.00/h (the class's own price), $87,600.00/month"),
+        (None, " — price unknown: the public price list read for it contradicts itself"),
+    ):
+        fleet = fleet_of(h100_fleet(price))
+        cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]))
+        assert cost is not None
+        assert pool_cost_text({"cost": cluster_cost_json(cost)}, "h100").startswith(text)
+
+
+def test_a_class_price_replaces_the_catalogs_own() -> None:
+    raw = gke_fleet()
+    raw["classes"][0]["provisioning"]["gke"]["hourlyPrice"] = "0.5"  # as `pulumi config set --path` writes it
+    fleet = fleet_of(raw)
+    cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]))
+    assert cost is not None
+    l4 = next(p for p in cluster_cost_json(cost)["pools"] if p["name"] == "l4")
+    assert (l4["machine"], l4["unitHourly"], l4["priceFrom"]) == ("g2-standard-8", 0.5, "class")
+
+
+def test_a_pool_priced_by_its_class_passes_a_budget_the_catalog_alone_cannot_check() -> None:
+    # fee 0.10 + 3 x 40 + system at maxNodeCount 2 x 0.13402 = 120.36804 /h x 730 h = 87868.67 a month.
+    [message] = run(cost_over_budget, stack_args(registered(h100_fleet(None), 100000), policy=cost_over_budget))
+    assert "a3-highgpu-8g have no price in the machine catalog, so the budget cannot be checked" in message
+    assert run(cost_over_budget, stack_args(registered(h100_fleet(40), 87869), policy=cost_over_budget)) == []
+    [message] = run(cost_over_budget, stack_args(registered(h100_fleet(40), 87868), policy=cost_over_budget))
+    assert "the fleet costs 87868.67 USD a month" in message
+    # The pack reads the figure the pool registered, exactly.
+    [pool] = [p for p in registered_props(h100_fleet(40.25), "gke-h")["pools"] if p["name"] == "h100"]
+    assert pool["hourlyPrice"] == "40.25"
 
 
 def test_budget_key_is_read_and_rejected_when_not_positive() -> None:
