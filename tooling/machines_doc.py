@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from clouds import CLOUDS
@@ -10,6 +11,19 @@ from infra.machines import UNPRICED_REASONS
 
 def _price(value: Decimal | None) -> str:
     return "unknown" if value is None else f"${value}"
+
+
+def _price_sources() -> list[str]:
+    """One line per cloud: the price lists its rows were read from, and the days they were read."""
+    out = []
+    for cloud in (c for c in CLOUDS if c.price_region is not None):
+        sources = sorted({u for m in cloud.machines for u in re.findall(r"https://[^\s,()]+", m.price_source or "")})
+        days = sorted({m.price_read_on for m in cloud.machines if m.price_read_on})
+        if sources:
+            out.append(f"- {cloud.source} ({cloud.price_region}): {', '.join(sources)}, read {', '.join(days)}")
+        else:
+            out.append(f"- {cloud.source} ({cloud.price_region}): no price list could be read (see its rows)")
+    return out
 
 
 def render_machines_doc() -> str:
@@ -41,10 +55,44 @@ def render_machines_doc() -> str:
         "",
         *(f"- `{key}`: {text}" for key, text in UNPRICED_REASONS.items()),
         "",
+        "The first three are facts about the cloud; the last two say a price exists but could not be",
+        "taken, and `tests/test_machines.py` holds the rows in them to a fixed list.",
+        "",
         "The plan leaves a machine without a price out of the totals, lists it under `unpriced` with its",
-        "reason, and never counts it as free. A class may state the price its owner pays instead",
-        "(`provisioning.<cloud>.hourlyPrice`, USD per node-hour, docs/configuration.md): the plan prices",
-        "its pools at that figure, marks it as the class's own, and the budget rule counts it.",
+        "reason (`unpricedReason` per pool, `unpricedReasons` per cluster in the JSON; the tree prints it",
+        "on the pool's line), and never counts it as free.",
+        "",
+        "## Where the prices come from",
+        "",
+        "Each price is the on-demand rate for Linux in the one region the catalog prices its cloud in",
+        "(the heading of each table below), read from a public price list at a fixed commit, so the",
+        "figure can be checked and re-read. The `price source` and `price read` columns give the file and",
+        "the day for every row. The price lists read:",
+        "",
+        *_price_sources(),
+        "",
+        "GCP bills a GPU machine as its machine part plus its GPUs: the price is the machine row plus the",
+        "GPU row (GPU type x count) of the same region. A price changes only by re-reading its list and",
+        "changing its row, its source and its date in `clouds/<cloud>/machines.py`.",
+        "",
+        "## The price you pay",
+        "",
+        "A contract rate, a discount, or a machine the catalog cannot price: a class states what one node",
+        "costs its owner an hour, in USD, in its provisioning block:",
+        "",
+        "```yaml",
+        "modelplane:classes:",
+        "  - name: h100",
+        "    provisioning:",
+        "      provider: GKE",
+        "      gke: {machineType: a3-highgpu-8g, hourlyPrice: 60}",
+        "```",
+        "",
+        "or `pulumi config set --path 'modelplane:classes[0].provisioning.gke.hourlyPrice' 60`. The cost",
+        "prices the class's pools at that figure instead of the catalog's, the plan marks it as the class's",
+        'own (`priceFrom: class` in the JSON, "the class\'s own price" in the tree; catalog prices are',
+        "`priceFrom: catalog`), and `cost-over-budget` counts it, so a budget can be mandatory with any",
+        "machine. A value that is not a number above 0 is an error at its path (docs/configuration.md).",
         "",
         "## Control plane fees",
         "",
