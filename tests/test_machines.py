@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from clouds import MACHINES, cloud, machine
+from clouds import MACHINES, catalog_date, cloud, machine
 from components.base import policy_inputs
 from infra import tokens
 from infra.config.model import InferenceClass
@@ -739,6 +739,11 @@ def test_aws_p4_and_p5_carry_the_on_demand_prices_after_the_june_2025_cut() -> N
         assert row.price_read_on == "2026-12-03" and "e385a0d348eda9cefd9806423e7725944dc249e4" in str(row.price_source)
 
 
+def test_the_catalog_date_counts_the_day_prices_were_read() -> None:
+    # The rows' shapes were read on 2026-12-01, the price lists re-read on 2026-12-03.
+    assert catalog_date() == max(str(m.price_read_on) for m in MACHINES if m.price_read_on) == "2026-12-03"
+
+
 def test_a_row_with_neither_a_price_nor_a_reason_does_not_load() -> None:
     row = MachineType("EKS", "zz.test", 4, 16, None, (), "https://example.com")
     with pytest.raises(AssertionError, match="neither a price nor a reason"):
@@ -802,8 +807,8 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     # the fee (73.00).
     assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — $0.85/h, $623.14..$2,492.57/month" in out.stdout
     assert "cpu CPU on c3-standard-8 — 6 node(s): 2 in each of 3 zones — $0.40/h, $1,766.10/month" in out.stdout
-    assert "cost: $2,560.08..$4,527.34 USD/month at us-central1 prices (catalog 2026-12-01)" in out.stdout
-    assert "stack cost: $2,560.08..$4,527.34 USD/month (catalog 2026-12-01)\n" in out.stdout
+    assert "cost: $2,560.08..$4,527.34 USD/month at us-central1 prices (catalog 2026-12-03)" in out.stdout
+    assert "stack cost: $2,560.08..$4,527.34 USD/month (catalog 2026-12-03)\n" in out.stdout
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
@@ -812,7 +817,7 @@ def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
     assert "l40s GPU 1x nvidia-l40s on vcg-l40s-16c-180g-48vram — 1 node(s), 1..3 — price unknown" in out.stdout
     assert "system System on vc2-6c-16gb — 1 node(s), 1..2 — $0.11/h, $80.00..$160.00/month" in out.stdout
     assert (
-        "stack cost: $240.00..$320.00 USD/month (catalog 2026-12-01) + unpriced: Vultr control plane, "
+        "stack cost: $240.00..$320.00 USD/month (catalog 2026-12-03) + unpriced: Vultr control plane, "
         "vcg-l40s-16c-180g-48vram" in " ".join(out.stdout.split())
     )
 
