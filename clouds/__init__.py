@@ -61,9 +61,10 @@ def control_plane_fee(source: str) -> ControlPlaneFee | None:
 
 
 def catalog_date() -> str:
-    """The newest read date of any row or fee: how fresh the catalog's facts are."""
+    """The newest read date of any row, price or fee: how fresh the catalog's facts are."""
     fees = [c.control_plane_fee.read_on for c in CLOUDS if c.control_plane_fee is not None]
-    return max([m.read_on for m in MACHINES] + fees)
+    prices = [m.price_read_on or (m.unpriced.read_on if m.unpriced else m.read_on) for m in MACHINES]
+    return max([m.read_on for m in MACHINES] + prices + fees)
 
 
 # The resource types the policies read, by engine type token: (the cloud's source, its resource types).

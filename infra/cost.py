@@ -3,7 +3,10 @@
 The prices are the machine catalog's (each cloud's rows, `clouds.machine`), for the one region
 the catalog prices each cloud in; a cluster elsewhere is priced at those rates and says which region it was
 priced at. A machine the catalog has no price for is never counted as free: its pool's cost is
-unknown, the totals are the sum of what is known, and `complete` is false.
+unknown with the catalog's reason (`infra.machines.Unpriced`), the totals are the sum of what is
+known, and `complete` is false. A class may state the price its owner pays
+(`provisioning.<cloud>.hourlyPrice`): its pools are priced at that figure, whatever the catalog says,
+and the plan marks the figure as the class's own (`priceFrom: class`).
 
 Per pool the cost is the machine's hourly price x `nodeCount`, and x `maxNodeCount` when the pool
 autoscales (what it can grow to). Per cluster it adds the control plane fee where the cloud
@@ -25,7 +28,7 @@ import pulumi
 from clouds import catalog_date, cloud, machine, profile
 from infra import tokens
 from infra.facts import pool_nodes, zone_count
-from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType
+from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType, Unpriced
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts
@@ -45,6 +48,7 @@ class PoolSize:
     nodes: int
     max_nodes: int
     autoscaled: bool = False
+    hourly_price: Decimal | None = None  # the class's own price per node-hour (`hourlyPrice`)
 
     @classmethod
     def of(
@@ -55,16 +59,32 @@ class PoolSize:
         node_count: int,
         max_node_count: int | None,
         zones: Sequence[str],
+        hourly_price: Decimal | None = None,
     ) -> PoolSize:
         """The size of a pool as written (`nodeCount`, `maxNodeCount` when autoscaled, `zones`) on `source`."""
         created, most = pool_nodes(node_count, max_node_count, zone_count(profile(source), zones))
-        return cls(name, machine, created, most, max_node_count is not None)
+        return cls(name, machine, created, most, max_node_count is not None, hourly_price)
+
+
+# Where a pool's price came from, and why a pool has none beyond the catalog's own reasons
+PRICE_FROM_CATALOG = "catalog"
+PRICE_FROM_CLASS = "class"  # the class's `hourlyPrice`: the owner's figure, not a public price
+UNCATALOGUED = "uncatalogued"
+UNCATALOGUED_TEXT = (
+    "the machine has no row in the machine catalog (the class takes it `uncatalogued`); set the class's "
+    "hourlyPrice to price it"
+)
 
 
 @dataclass(frozen=True)
 class PoolCost:
     size: PoolSize
-    unit_usd_hour: Decimal | None  # the machine's price; None when the catalog has none
+    unit_usd_hour: Decimal | None  # the machine's price; None when neither the class nor the catalog has one
+    price_from: str | None = None  # PRICE_FROM_CATALOG or PRICE_FROM_CLASS; None when unpriced
+    unpriced: Unpriced | None = None  # the catalog row's reason for having no price
+    # Set exactly when `unit_usd_hour` is None: the reason key and its text
+    unpriced_reason: str | None = None
+    unpriced_text: str | None = None
 
     @property
     def hourly(self) -> Decimal | None:
@@ -85,13 +105,20 @@ class ClusterCost:
     pools: tuple[PoolCost, ...]
     control_plane_usd_hour: Decimal | None
     control_plane_source: str
+    control_plane_note: str = ""
 
     @property
     def unpriced(self) -> list[str]:
         """What the totals leave out: machines without a price, and an unknown control plane fee."""
-        out = sorted({p.size.machine or p.size.name for p in self.pools if p.unit_usd_hour is None})
+        return list(self.unpriced_reasons)
+
+    @property
+    def unpriced_reasons(self) -> dict[str, str]:
+        """Each item `unpriced` names, with why it has no price."""
+        out = {p.size.machine or p.size.name: p.unpriced_text or "" for p in self.pools if p.unit_usd_hour is None}
+        out = dict(sorted(out.items()))
         if self.control_plane_usd_hour is None:
-            out.append(f"{self.source} control plane")
+            out[f"{self.source} control plane"] = self.control_plane_note
         return out
 
     @property
@@ -121,22 +148,34 @@ def cluster_cost(
 ) -> ClusterCost | None:
     """The cost of one cluster; None for Existing (and any source the catalog does not price).
 
-    `lookup` finds a machine's catalog row (the catalog's own by default).
+    `lookup` finds a machine's catalog row (the catalog's own by default). A pool whose class states
+    its own price is priced at it; the others at their row's price, or unpriced with the row's reason.
     """
     priced_as = cloud(source)
     fee = priced_as.control_plane_fee
     if priced_as.price_region is None or fee is None:
         return None
-    costs = []
-    for pool in pools:
-        row = lookup(source, pool.machine) if pool.machine else None
-        costs.append(PoolCost(pool, row.price_usd_hour if row is not None else None))
-    return ClusterCost(name, source, priced_as.price_region, tuple(costs), fee.usd_hour, fee.source)
+    costs = [pool_cost(source, pool, lookup) for pool in pools]
+    return ClusterCost(name, source, priced_as.price_region, tuple(costs), fee.usd_hour, fee.source, fee.note)
+
+
+def pool_cost(source: str, pool: PoolSize, lookup: MachineLookup = machine) -> PoolCost:
+    """One pool's price: the class's own, else its catalog row's, else unknown with the reason."""
+    row = lookup(source, pool.machine) if pool.machine else None
+    if pool.hourly_price is not None:
+        return PoolCost(pool, pool.hourly_price, PRICE_FROM_CLASS)
+    if row is None:
+        return PoolCost(pool, None, unpriced_reason=UNCATALOGUED, unpriced_text=UNCATALOGUED_TEXT)
+    if row.price_usd_hour is not None:
+        return PoolCost(pool, row.price_usd_hour, PRICE_FROM_CATALOG)
+    reason = row.unpriced
+    assert reason is not None, "a catalog row has a price or a reason for having none (infra.machines.priced)"
+    return PoolCost(pool, None, unpriced=reason, unpriced_reason=reason.reason, unpriced_text=reason.text)
 
 
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
     """The cost of a cluster from its derived facts (the system pool included)."""
-    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled) for p in facts.pools]
+    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price) for p in facts.pools]
     return cluster_cost(facts.name, facts.source, sizes, lookup)
 
 
@@ -176,6 +215,11 @@ def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
         "monthly": money(monthly(cost.hourly)) if cost.hourly is not None else None,
         "hourlyAtMax": money(cost.hourly_at_max, "0.0001") if autoscaled else None,
         "monthlyAtMax": money(monthly(cost.hourly_at_max)) if autoscaled and cost.hourly_at_max is not None else None,
+        # "catalog" (the machine catalog's public price) or "class" (the class's own hourlyPrice)
+        "priceFrom": cost.price_from,
+        "unpricedReason": {"reason": cost.unpriced_reason, "text": cost.unpriced_text}
+        if cost.unpriced_reason is not None
+        else None,
     }
 
 
@@ -195,6 +239,7 @@ def cluster_cost_json(cost: ClusterCost) -> dict[str, Any]:
         "monthlyAtMax": money(monthly(cost.hourly_at_max)),
         "complete": cost.complete,
         "unpriced": cost.unpriced,
+        "unpricedReasons": cost.unpriced_reasons,
     }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from clouds import profile
@@ -86,6 +87,11 @@ class PoolFacts:
     supplied: Supplied | None = None
 
     @property
+    def hourly_price(self) -> Decimal | None:
+        """The price per node-hour the pool's class states for this cloud (`hourlyPrice`), if any."""
+        return self.machine_block.hourly_price if self.machine_block is not None else None
+
+    @property
     def autoscaled(self) -> bool:
         return self.min_node_count is not None and self.max_node_count is not None
 
@@ -129,6 +135,8 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "createdNodes": lambda p: p.created_nodes,
     "devices": lambda p: [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in p.devices],
     "derived": lambda p: supplied_json(p),
+    # Text, so the exact figure reaches the pack (a JSON number would be a float)
+    "hourlyPrice": lambda p: str(p.hourly_price) if p.hourly_price is not None else None,
 }
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
 PLAN_POOL_KEYS = (
@@ -160,6 +168,7 @@ REGISTERED_POOL_KEYS = (
     "uncataloguedZones",
     "nodeCount",
     "maxNodeCount",
+    "hourlyPrice",
 )
 SCHEDULABLE_POOL_KEYS = ("name", "nodes", "role", "devices")
 

@@ -7,9 +7,10 @@ from and the day it was read. The rows themselves are each cloud's (`clouds/<clo
 and the registry joins them (`clouds.machine`). Adding a machine is adding a row (docs/machines.md
 says how).
 
-Facts only: a value we could not read on a public page is not here. A machine whose price we could
-not read has `price_usd_hour=None` (the plan shows its cost as unknown, never as zero), and a
-machine whose shape we could not read has no row (the plan reports it as `unknown-machine-type`).
+Facts only: a value we could not read on a public page is not here. Every row has an on-demand
+price or says why it has none (`Unpriced`, one reason of `UNPRICED_REASONS`): the plan shows such a
+machine's cost as unknown with that reason, never as zero. A machine whose shape we could not read
+has no row (the plan reports it as `unknown-machine-type`).
 
 What this module is not: the rules that compare a pool with its machine live in `infra.devices`;
 the cost arithmetic lives in `infra.cost`. This module imports nothing of ours.
@@ -29,6 +30,39 @@ HOURS_PER_MONTH = Decimal(730)
 
 # The day the pages the rows cite were read; `clouds.catalog_date()` is the newest of the rows' dates.
 READ_ON = "2026-12-01"
+# The day the price lists the rows cite were last read (a cloud's module passes its own where a
+# price was read on another day).
+PRICES_READ_ON = "2026-12-03"
+
+# Why a row has no on-demand price: a closed set, so an unpriced machine always says which case it
+# is. Only the first three are facts about the cloud; the last two say what could not be read here,
+# and tests/test_machines.py holds the rows in them to a known list so they cannot grow unnoticed.
+UNPRICED_REASONS: Mapping[str, str] = {
+    "contract-only": "not publicly priced: sold only under a contract, with no published rate",
+    "capacity-blocks-only": "not publicly priced on demand: sold only as reserved capacity blocks, at a rate "
+    "that changes with demand",
+    "not-offered-in-price-region": "not offered in the region the catalog prices this cloud in",
+    "source-conflict": "the public price list read for it contradicts itself, so no figure is taken from it",
+    "price-page-unread": "the cloud publishes a price, but no copy of its price page could be read",
+}
+
+
+@dataclass(frozen=True)
+class Unpriced:
+    """Why a row has no price: `reason` (a key of `UNPRICED_REASONS`), what was read, where and when."""
+
+    reason: str
+    detail: str
+    source: str
+    read_on: str = PRICES_READ_ON
+
+    def __post_init__(self) -> None:
+        assert self.reason in UNPRICED_REASONS, f"unknown unpriced reason {self.reason!r}"
+
+    @property
+    def text(self) -> str:
+        """The reason as the plan and docs/machines.md print it."""
+        return f"{UNPRICED_REASONS[self.reason]} ({self.detail})"
 
 
 @dataclass(frozen=True)
@@ -57,6 +91,8 @@ class MachineType:
     read_on: str = READ_ON
     price_usd_hour: Decimal | None = None
     price_source: str | None = None
+    price_read_on: str | None = None  # the day `price_source` was read
+    unpriced: Unpriced | None = None  # set exactly when `price_usd_hour` is None
 
 
 def gpu(vendor: str, model: str, count: int, memory_gib: int) -> Gpu:
@@ -88,16 +124,31 @@ def monthly(usd: int) -> Decimal:
     return (Decimal(usd) / HOURS_PER_MONTH).quantize(Decimal("0.000001"))
 
 
-def priced(rows: Iterable[MachineType], prices: Mapping[str, tuple[Decimal, str]]) -> tuple[MachineType, ...]:
-    """The rows with their on-demand price (USD per hour, Linux, in the cloud's price region) and its source."""
+Price = tuple[Decimal, str] | tuple[Decimal, str, str]  # (USD per hour, source[, the day it was read])
+
+
+def priced(
+    rows: Iterable[MachineType], prices: Mapping[str, Price], unpriced: Mapping[str, Unpriced] | None = None
+) -> tuple[MachineType, ...]:
+    """The rows with their on-demand price (USD per hour, Linux, in the cloud's price region) and its
+    source, or the reason they have none: every row is in exactly one of `prices` and `unpriced`."""
     rows = tuple(rows)
+    unpriced = unpriced or {}
     names = {r.name for r in rows}
     assert len(names) == len(rows), "one row per machine type"
-    assert set(prices) <= names, "a price for a machine with no row"
-    return tuple(
-        replace(r, price_usd_hour=prices[r.name][0], price_source=prices[r.name][1]) if r.name in prices else r
-        for r in rows
-    )
+    assert set(prices) <= names and set(unpriced) <= names, "a price or a reason for a machine with no row"
+    assert not set(prices) & set(unpriced), "a machine both priced and unpriced"
+    missing = sorted(names - set(prices) - set(unpriced))
+    assert not missing, f"machines with neither a price nor a reason for having none: {missing}"
+    out = []
+    for r in rows:
+        if r.name in unpriced:
+            out.append(replace(r, unpriced=unpriced[r.name]))
+            continue
+        price = prices[r.name]
+        read_on = price[2] if len(price) == 3 else PRICES_READ_ON
+        out.append(replace(r, price_usd_hour=price[0], price_source=price[1], price_read_on=read_on))
+    return tuple(out)
 
 
 # Control plane fees (per cluster and hour, on top of the nodes)

@@ -279,6 +279,7 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
     for pool in mappings(cluster.props.get("pools")):
         most = plain(pool.get("maxNodeCount"))
         machine = pool.get("machine")
+        price = plain(pool.get("hourlyPrice"))  # the class's own price, as text (`infra.facts.POOL_JSON`)
         sizes.append(
             PoolSize.of(
                 str(pool.get("name")),
@@ -287,6 +288,7 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
                 int(plain(pool.get("nodeCount")) or 0),
                 int(most) if most is not None else None,
                 [str(z) for z in plain(pool.get("zones")) or []],
+                Decimal(str(price)) if price is not None else None,
             )
         )
     return cluster_cost(cluster.name, source, sizes)
@@ -309,7 +311,8 @@ def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> s
             f"{budget.props.get('stackFile')}: {BUDGET_KEY}.monthlyUsd is {money(limit):.2f} USD and the priced part "
             f"of the fleet costs {money(at_max):.2f} USD a month at maxNodeCount, but {', '.join(unpriced)} "
             "have no price in the machine catalog, so the budget cannot be checked. Fix: use machines the catalog "
-            "prices (docs/machines.md), or accept the risk by making cost-over-budget advisory in the pack config"
+            "prices (docs/machines.md), state what you pay for them as provisioning.<cloud>.hourlyPrice on their "
+            "classes, or accept the risk by making cost-over-budget advisory in the pack config"
         )
     known = f" (without {', '.join(unpriced)}, which have no price in the machine catalog)" if unpriced else ""
     return (

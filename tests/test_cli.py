@@ -101,14 +101,14 @@ def test_plan_all_wraps_every_stack() -> None:
         check_shape(s)
     # The fleet-wide total at nodeCount, x 730 h a month:
     # aks-prod: NC24ads_A100_v4 3.673 + D8s_v5 0.384 + system D4s_v5 0.192 (Free tier) = 4.249 /h, 3101.77;
-    # eks-prod: fee 0.10 + g6.xlarge 0.8048 + p5.48xlarge 98.32 + 2 x m7i.2xlarge 0.4032
-    #   + system m6i.xlarge 0.192 = 100.2232 /h, 73162.94;
+    # eks-prod: fee 0.10 + g6.xlarge 0.8048 + p5.48xlarge 55.04 + 2 x m7i.2xlarge 0.4032
+    #   + system m6i.xlarge 0.192 = 56.9432 /h, 41568.54;
     # gke-prod: fee 0.10 + g2-standard-8 0.85362 + 2 per zone x 3 zones x c3-standard-8 0.40322
     #   + e2-standard-4 0.13402 = 3.50696 /h, 2560.08; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
     #   a month = 240.00; nebius-prod: gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + cpu-d3/8vcpu-32gb
     #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25.
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr and Nebius fees have no price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (96510.04, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (64915.64, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

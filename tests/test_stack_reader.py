@@ -609,6 +609,31 @@ def test_the_valid_fleet_parses() -> None:
             {"monthlyUsd": 0},
             "budget.monthlyUsd: input should be greater than 0 (got 0). Fix: correct the value",
         ),
+        # A class's own price is a positive number of USD a node-hour, never a word, a sign or a flag.
+        (
+            ("classes", 0, "provisioning", "gke", "hourlyPrice"),
+            "twelve",
+            "classes[0].provisioning.gke.hourlyPrice: 'twelve' is not a number. "
+            "Fix: write what one node costs you an hour in USD, such as hourlyPrice: 12.5",
+        ),
+        (
+            ("classes", 0, "provisioning", "gke", "hourlyPrice"),
+            -1,
+            "classes[0].provisioning.gke.hourlyPrice: -1 is not a price above 0 and at most 10000. "
+            "Fix: write what one node costs you an hour in USD, such as hourlyPrice: 12.5",
+        ),
+        (
+            ("classes", 0, "provisioning", "gke", "hourlyPrice"),
+            "nan",
+            "classes[0].provisioning.gke.hourlyPrice: 'nan' is not a price above 0 and at most 10000. "
+            "Fix: write what one node costs you an hour in USD, such as hourlyPrice: 12.5",
+        ),
+        (
+            ("classes", 0, "provisioning", "gke", "hourlyPrice"),
+            True,
+            "classes[0].provisioning.gke.hourlyPrice: True is not a price. "
+            "Fix: write what one node costs you an hour in USD, such as hourlyPrice: 12.5",
+        ),
         # A mapping given as something else names its keys, never the class behind it.
         (
             ("classes", 0, "provisioning", "gke", "accelerator"),

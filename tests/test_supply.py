@@ -307,19 +307,23 @@ def needing(source: str, **need: Any) -> dict[str, Any]:
 def test_a_class_that_names_its_accelerator_gets_the_cheapest_priced_machine_that_carries_it() -> None:
     fleet = fleet_of(needing("GKE", accelerator="nvidia-l4"))  # one GPU of that type
     gpu = fleet.classes[0]
-    # g2-standard-4 carries one L4 too, but has no price in the catalog: the choice is by price.
-    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-8"
+    # Every g2 machine with one L4 fits; the choice is by price, and g2-standard-4 is the cheapest.
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-4"
     assert gpu.provisioning.accelerator is not None
     assert (gpu.provisioning.accelerator.type, gpu.provisioning.accelerator.count) == ("nvidia-l4", 1)
     assert gpu.accelerator is None  # met by the block now
     assert [(d.driver, d.count) for d in gpu.devices] == [("gpu.nvidia.com", 1)]
-    assert gpu.supplied is not None and [m.name for m in gpu.supplied.chosen_from] == ["g2-standard-8"]
+    one_l4 = ["g2-standard-4", "g2-standard-8", "g2-standard-12", "g2-standard-16", "g2-standard-32"]
+    assert gpu.supplied is not None and [m.name for m in gpu.supplied.chosen_from] == one_l4
     assert fleet_violations(fleet, FILE) == []
     derived = derive_fleet(fleet)[0].pool("gpu").as_json(PLAN_POOL_KEYS)["derived"]
     assert derived["keys"][0] == "provisioning.gke.machineType"
-    assert derived["values"]["provisioning.gke.machineType"] == "g2-standard-8"
-    assert derived["chosenFrom"] == [{"machineType": "g2-standard-8", "priceUsdHour": "0.85362"}]
-    assert "chose g2-standard-8 ($0.85362/h), the cheapest that fits" in derived_text(derived)
+    assert derived["values"]["provisioning.gke.machineType"] == "g2-standard-4"
+    assert derived["chosenFrom"][:2] == [
+        {"machineType": "g2-standard-4", "priceUsdHour": "0.70683"},  # 0.14679 + one L4 at 0.56004
+        {"machineType": "g2-standard-8", "priceUsdHour": "0.85362"},
+    ]
+    assert "chose g2-standard-4 ($0.70683/h), the cheapest that fits" in derived_text(derived)
 
 
 def test_a_class_that_names_a_minimum_gpu_memory_gets_the_cheapest_machine_with_that_much() -> None:
@@ -348,9 +352,9 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
         return {p.name: (p.machine, p.as_json(PLAN_POOL_KEYS)["derived"]) for p in facts.pools}
 
     before = plan_of_pools()
-    row = machine("GKE", "g2-standard-8")
+    row = machine("GKE", "g2-standard-4")
     assert row is not None
-    cheaper = dataclasses.replace(row, name="g2-cheaper-8", price_usd_hour=row.price_usd_hour / 2)  # type: ignore[operator]
+    cheaper = dataclasses.replace(row, name="g2-cheaper-4", price_usd_hour=row.price_usd_hour / 2)  # type: ignore[operator]
     gke = clouds.cloud("GKE")
     moved = dataclasses.replace(gke, machines=(*gke.machines, cheaper))
     monkeypatch.setattr(infra.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
@@ -359,9 +363,9 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
     )
     after = plan_of_pools()
     # The class that named what it needs moves, and its plan says so; the class that named its machine stays.
-    assert (before["gpu"][0], after["gpu"][0]) == ("g2-standard-8", "g2-cheaper-8")
+    assert (before["gpu"][0], after["gpu"][0]) == ("g2-standard-4", "g2-cheaper-4")
     assert before["gpu"][1]["values"] != after["gpu"][1]["values"]
-    assert [c["machineType"] for c in after["gpu"][1]["chosenFrom"]] == ["g2-cheaper-8", "g2-standard-8"]
+    assert [c["machineType"] for c in after["gpu"][1]["chosenFrom"]][:2] == ["g2-cheaper-4", "g2-standard-4"]
     assert before["pinned"] == after["pinned"] and after["pinned"][0] == "g2-standard-8"
 
 
@@ -382,7 +386,7 @@ def test_a_multi_gpu_need_gets_a_machine_with_that_many_gpus_under_the_type_aske
 def test_a_need_that_writes_its_devices_keeps_them() -> None:
     written = [{"name": "accel", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com", "count": 1}]
     gpu = fleet_of(needing("GKE", accelerator="nvidia-l4", devices=written)).classes[0]
-    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-8"
+    assert gpu.provisioning is not None and gpu.provisioning.machine_name == "g2-standard-4"
     assert [(d.name, d.count) for d in gpu.devices] == [("accel", 1)]
     assert gpu.supplied is not None
     assert gpu.supplied.keys == ("provisioning.gke.machineType", "provisioning.gke.accelerator")

@@ -30,7 +30,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from clouds import SOURCES
-from infra.cost import combine_totals
+from infra.cost import PRICE_FROM_CLASS, combine_totals
 from infra.serving.catalog import CATALOG, supported_drivers
 from infra.serving.telemetry import render_telemetry_doc
 from tooling.analyzer import check_pack_config
@@ -239,7 +239,7 @@ def usd(value: float | None) -> str:
 
 
 def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
-    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown` otherwise.
+    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown: <why>` otherwise.
 
     The machine itself is on the pool's line already (`on <machine>`).
     """
@@ -248,9 +248,11 @@ def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
     if not cost:
         return ""
     if cost["monthly"] is None:
-        return " — price unknown"
+        reason = cost.get("unpricedReason")
+        return f" — price unknown: {reason['text']}" if reason else " — price unknown"
     at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
-    return f" — {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
+    own = " (the class's own price)" if cost.get("priceFrom") == PRICE_FROM_CLASS else ""
+    return f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthly'])}{at_max}/month"
 
 
 def source_text(release: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ its package (`clouds.spec.Cloud.keys`), the ones every cloud shares in form are 
 from __future__ import annotations
 
 from clouds import CLOUDS
-from infra.config.base import KeyDoc
+from infra.config.base import MAX_HOURLY_PRICE, KeyDoc
 from infra.config.issues import fields_of
 from infra.config.rules import MIN_KUBERNETES
 
@@ -59,9 +59,17 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
             keys[(machine, "uncatalogued")] = Key(
                 "Take a machine type the machine catalog does not know, unchecked and unpriced. Without it such a "
                 "machine stops the run (a typo would otherwise reach the cloud); with it the plan lists the pool "
-                "as unpriced and never calls the stack within budget.",
+                "as unpriced and never calls the stack within budget, unless the class states its `hourlyPrice`.",
                 "`unknown-machine-type`; the cost and `cost-over-budget`",
                 "uncatalogued: true",
+            )
+            keys[(machine, "hourlyPrice")] = Key(
+                f"What one node of the class costs you an hour, in USD (above 0, at most {MAX_HOURLY_PRICE}): your contract "
+                "rate, or a price for a machine the catalog has none for. The cost prices the class's pools at it "
+                "instead of the catalog's public price, the plan marks it `priceFrom: class`, and "
+                "`cost-over-budget` counts it, so a budget can be mandatory with any machine (docs/machines.md).",
+                "the cost (`infra/cost.py`) and `cost-over-budget`",
+                "hourlyPrice: 12.5",
             )
             if "diskSizeGb" in fields_of(c.machine_block):
                 keys[(machine, "diskSizeGb")] = Key(

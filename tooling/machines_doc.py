@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from clouds import CLOUDS
+from infra.machines import UNPRICED_REASONS
 
 
 def _price(value: Decimal | None) -> str:
     return "unknown" if value is None else f"${value}"
+
+
+def _price_sources() -> list[str]:
+    """One line per cloud: the price lists its rows were read from, and the days they were read."""
+    out = []
+    for cloud in (c for c in CLOUDS if c.price_region is not None):
+        sources = sorted({u for m in cloud.machines for u in re.findall(r"https://[^\s,()]+", m.price_source or "")})
+        days = sorted({m.price_read_on for m in cloud.machines if m.price_read_on})
+        if sources:
+            out.append(f"- {cloud.source} ({cloud.price_region}): {', '.join(sources)}, read {', '.join(days)}")
+        else:
+            out.append(f"- {cloud.source} ({cloud.price_region}): no price list could be read (see its rows)")
+    return out
 
 
 def render_machines_doc() -> str:
@@ -36,9 +51,50 @@ def render_machines_doc() -> str:
         "  autoscaled pools at `maxNodeCount` is within `modelplane:budget.monthlyUsd`.",
         "",
         "Cost per pool is the hourly price x `nodeCount` (and x `maxNodeCount` when autoscaled), per",
-        "cluster plus the system pool and the control plane fee, over a 730-hour month. A price shown",
-        "as unknown could not be read on a public page: the plan leaves it out of the totals and lists",
-        "the machine under `unpriced`, never counts it as free.",
+        "cluster plus the system pool and the control plane fee, over a 730-hour month. Every row has an",
+        "on-demand price with the price list it was read from and the day, or says why it has none, as",
+        "one of these reasons:",
+        "",
+        *(f"- `{key}`: {text}" for key, text in UNPRICED_REASONS.items()),
+        "",
+        "The first three are facts about the cloud; the last two say a price exists but could not be",
+        "taken, and `tests/test_machines.py` holds the rows in them to a fixed list.",
+        "",
+        "The plan leaves a machine without a price out of the totals, lists it under `unpriced` with its",
+        "reason (`unpricedReason` per pool, `unpricedReasons` per cluster in the JSON; the tree prints it",
+        "on the pool's line), and never counts it as free.",
+        "",
+        "## Where the prices come from",
+        "",
+        "Each price is the on-demand rate for Linux in the one region the catalog prices its cloud in",
+        "(the heading of each table below), read from a public price list at a fixed commit, so the",
+        "figure can be checked and re-read. The `price source` and `price read` columns give the file and",
+        "the day for every row. The price lists read:",
+        "",
+        *_price_sources(),
+        "",
+        "GCP bills a GPU machine as its machine part plus its GPUs: the price is the machine row plus the",
+        "GPU row (GPU type x count) of the same region. A price changes only by re-reading its list and",
+        "changing its row, its source and its date in `clouds/<cloud>/machines.py`.",
+        "",
+        "## The price you pay",
+        "",
+        "A contract rate, a discount, or a machine the catalog cannot price: a class states what one node",
+        "costs its owner an hour, in USD, in its provisioning block:",
+        "",
+        "```yaml",
+        "modelplane:classes:",
+        "  - name: h100",
+        "    provisioning:",
+        "      provider: GKE",
+        "      gke: {machineType: a3-highgpu-8g, hourlyPrice: 60}",
+        "```",
+        "",
+        "or `pulumi config set --path 'modelplane:classes[0].provisioning.gke.hourlyPrice' 60`. The cost",
+        "prices the class's pools at that figure instead of the catalog's, the plan marks it as the class's",
+        'own (`priceFrom: class` in the JSON, "the class\'s own price" in the tree; catalog prices are',
+        "`priceFrom: catalog`), and `cost-over-budget` counts it, so a budget can be mandatory with any",
+        "machine. A value that is not a number above 0 is an error at its path (docs/configuration.md).",
         "",
         "## Control plane fees",
         "",
@@ -52,19 +108,23 @@ def render_machines_doc() -> str:
             "",
             f"## {cloud.source} (prices for {cloud.price_region})",
             "",
-            "| machine type | vCPUs | memory GiB | GPUs | GPU memory GiB | accelerator types | USD/hour | source | read |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| machine type | vCPUs | memory GiB | GPUs | GPU memory GiB | accelerator types | source | read "
+            "| USD/hour | price source | price read |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in cloud.machines:
             gpus = f"{m.gpu.count}x {m.gpu.vendor} {m.gpu.model}" if m.gpu else "—"
             gib = str(m.gpu.memory_gib) if m.gpu else "—"
             types = ", ".join(f"`{t}`" for t in m.accelerator_types) or "—"
             memory = f"{m.memory_gib:g}"
-            source = (
-                m.source if m.price_source is None or m.price_source == m.source else f"{m.source}, {m.price_source}"
-            )
+            if m.unpriced is not None:
+                price = f"none (`{m.unpriced.reason}`: {m.unpriced.detail})"
+                price_source, price_read = m.unpriced.source, m.unpriced.read_on
+            else:
+                price, price_source, price_read = _price(m.price_usd_hour), str(m.price_source), str(m.price_read_on)
             lines.append(
-                f"| `{m.name}` | {m.vcpus} | {memory} | {gpus} | {gib} | {types} | {_price(m.price_usd_hour)} | {source} | {m.read_on} |"
+                f"| `{m.name}` | {m.vcpus} | {memory} | {gpus} | {gib} | {types} | {m.source} | {m.read_on} "
+                f"| {price} | {price_source} | {price_read} |"
             )
     lines += [
         "",
@@ -74,9 +134,11 @@ def render_machines_doc() -> str:
         "   GPU vendor, model, count and memory per GPU; for GKE also the accelerator type the API takes",
         "   (https://cloud.google.com/compute/docs/gpus).",
         "2. Add a row to `rows()` in the cloud's `clouds/<cloud>/machines.py` with `source` set to that",
-        "   page and `read_on` to the day you read it. Add the price to that module's `PRICES` (on-demand,",
-        "   Linux, for the cloud's `price_region` in `clouds/<cloud>/__init__.py`) with its source only",
-        "   when you read it on the cloud's price page; otherwise leave the price unknown.",
+        "   page and `read_on` to the day you read it.",
+        "   Add its price to that module's `PRICES` (on-demand, Linux, for the cloud's `price_region` in",
+        "   `clouds/<cloud>/__init__.py`) with the price list you read it on and the day, or, when there",
+        "   is no such price, add it to `UNPRICED` with one of the reasons above and what you read: a row",
+        "   with neither does not load, and `tests/test_machines.py` lists every unpriced row.",
         "3. Run `make docs` (`modelplane docs`) and commit this file with the row; the test suite fails",
         "   while it is stale.",
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import A100_40, A100_80, H100_NVL, SKYPILOT_CATALOG, MachineType, cpu, gpu
+from infra.machines import A100_40, A100_80, H100_NVL, SKYPILOT_CATALOG, MachineType, Price, cpu, gpu
 
 # Azure VM sizes as Microsoft's Aspire AKS hosting package lists them (vCPUs, RAM, GPU count per size).
 _ASPIRE_AKS = "https://aspire.dev/reference/api/csharp/aspire.hosting.azure.kubernetes"
@@ -59,14 +59,21 @@ def rows() -> list[MachineType]:
     return rows
 
 
-PRICES: Mapping[str, tuple[Decimal, str]] = {
-    "Standard_NC24ads_A100_v4": (Decimal("3.673"), SKYPILOT_AZURE),
-    "Standard_NC48ads_A100_v4": (Decimal("7.346"), SKYPILOT_AZURE),
-    "Standard_NC96ads_A100_v4": (Decimal("14.692"), SKYPILOT_AZURE),
-    "Standard_NC40ads_H100_v5": (Decimal("6.98"), SKYPILOT_AZURE),
-    "Standard_NC80adis_H100_v5": (Decimal("13.96"), SKYPILOT_AZURE),
-    "Standard_ND96asr_v4": (Decimal("27.197"), SKYPILOT_AZURE),
-    "Standard_ND96amsr_A100_v4": (Decimal("32.77"), SKYPILOT_AZURE),
+# On-demand USD per hour in eastus, the catalog's `Price` column [SKYPILOT_AZURE]: the GPU sizes as
+# read on _FIRST_READ, the Dsv5 sizes as read on 2026-12-03.
+_FIRST_READ = "2026-12-01"
+
+PRICES: Mapping[str, Price] = {
+    "Standard_NC24ads_A100_v4": (Decimal("3.673"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_NC48ads_A100_v4": (Decimal("7.346"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_NC96ads_A100_v4": (Decimal("14.692"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_NC40ads_H100_v5": (Decimal("6.98"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_NC80adis_H100_v5": (Decimal("13.96"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_ND96asr_v4": (Decimal("27.197"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_ND96amsr_A100_v4": (Decimal("32.77"), SKYPILOT_AZURE, _FIRST_READ),
+    "Standard_D2s_v5": (Decimal("0.096"), SKYPILOT_AZURE),
     "Standard_D4s_v5": (Decimal("0.192"), SKYPILOT_AZURE),
     "Standard_D8s_v5": (Decimal("0.384"), SKYPILOT_AZURE),
+    "Standard_D16s_v5": (Decimal("0.768"), SKYPILOT_AZURE),
+    "Standard_D32s_v5": (Decimal("1.536"), SKYPILOT_AZURE),
 }

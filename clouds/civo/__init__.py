@@ -46,7 +46,7 @@ CLOUD = Cloud(
     key="civo",
     cluster_block=CivoCluster,
     machine_block=CivoMachine,
-    machines=priced(machines.rows(), {}),
+    machines=priced(machines.rows(), {}, machines.UNPRICED),
     price_region="LON1",
     control_plane_fee=ControlPlaneFee(
         SOURCE, None, "no control plane price could be read", "https://www.civo.com/pricing"

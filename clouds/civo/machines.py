@@ -6,9 +6,12 @@ says how to add a row.
 
 from __future__ import annotations
 
-from infra.machines import L40S, MachineType, cpu, gpu
+from collections.abc import Mapping
+
+from infra.machines import L40S, MachineType, Unpriced, cpu, gpu
 
 CIVO_SIZES = "https://www.civo.com/api/instances#listing-available-sizes"
+CIVO_PRICING = "https://www.civo.com/pricing"
 
 
 def rows() -> list[MachineType]:
@@ -27,3 +30,11 @@ def rows() -> list[MachineType]:
     # `an.g1.l40s.kube.x1`: 12 cores, 98304 MB, gpu_count 1, gpu_type nvidia.com/AD102GL_L40S.
     rows.append(MachineType("Civo", "an.g1.l40s.kube.x1", 12, 96, gpu("nvidia", "L40S", 1, 48), L40S, CIVO_SIZES))
     return rows
+
+
+# Civo publishes its node prices on CIVO_PRICING, but no copy of that page, nor any other public
+# listing of them, could be read for this catalog (searched 2026-12-03); the size list carries no price.
+_UNREAD = Unpriced(
+    "price-page-unread", "Civo's size list carries no price, and its price page could not be read", CIVO_PRICING
+)
+UNPRICED: Mapping[str, Unpriced] = {row.name: _UNREAD for row in rows()}

@@ -109,7 +109,7 @@ CLOUD = Cloud(
     key="eks",
     cluster_block=EksCluster,
     machine_block=EksMachine,
-    machines=priced(machines.rows(), machines.PRICES),
+    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
     price_region="us-east-1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

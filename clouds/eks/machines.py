@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import A10G, A100_40, H100_80, H200, L4, L40S, SKYPILOT_CATALOG, MachineType, cpu, gpu
+from infra.machines import A10G, A100_40, H100_80, H200, L4, L40S, SKYPILOT_CATALOG, MachineType, Unpriced, cpu, gpu
 
 AWS_ACCELERATED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
 AWS_CAPACITY_BLOCKS = "https://aws.amazon.com/ec2/capacityblocks/pricing/"
 AWS_GENERAL_PURPOSE = "https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html"
 AWS_COMPUTE_OPTIMIZED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/co.html"
-SKYPILOT_AWS = f"{SKYPILOT_CATALOG}/001367d22a0033fac286a8c71aeac7109e431bcb/catalogs/v7/aws/vms.csv"
+SKYPILOT_AWS_V8 = f"{SKYPILOT_CATALOG}/e385a0d348eda9cefd9806423e7725944dc249e4/catalogs/v8/aws/vms.csv"
 
 
 def rows() -> list[MachineType]:
@@ -52,11 +52,39 @@ def rows() -> list[MachineType]:
     return rows
 
 
+# On-demand USD per hour, Linux, us-east-1: the catalog's `Price` column [SKYPILOT_AWS_V8], read
+# 2026-12-03. It has AWS's June 2025 cut of P4d and P5 on-demand prices: p5.48xlarge is 55.04
+# there, 98.32 in the same repository's catalogs/v7/aws/vms.csv at 001367d22a00 (before the cut).
 PRICES: Mapping[str, tuple[Decimal, str]] = {
-    "g6.xlarge": (Decimal("0.8048"), SKYPILOT_AWS),
-    "g6e.xlarge": (Decimal("1.861"), SKYPILOT_AWS),
-    "m6i.xlarge": (Decimal("0.192"), SKYPILOT_AWS),
-    "m7i.2xlarge": (Decimal("0.4032"), SKYPILOT_AWS),
-    "m7i.4xlarge": (Decimal("0.8064"), SKYPILOT_AWS),
-    "p5.48xlarge": (Decimal("98.32"), SKYPILOT_AWS),
+    "p4d.24xlarge": (Decimal("21.957642"), SKYPILOT_AWS_V8),
+    "p5.48xlarge": (Decimal("55.04"), SKYPILOT_AWS_V8),
+    "g5.xlarge": (Decimal("1.006"), SKYPILOT_AWS_V8),
+    "g5.2xlarge": (Decimal("1.212"), SKYPILOT_AWS_V8),
+    "g5.12xlarge": (Decimal("5.672"), SKYPILOT_AWS_V8),
+    "g5.48xlarge": (Decimal("16.288"), SKYPILOT_AWS_V8),
+    "g6.xlarge": (Decimal("0.8048"), SKYPILOT_AWS_V8),
+    "g6.2xlarge": (Decimal("0.9776"), SKYPILOT_AWS_V8),
+    "g6.12xlarge": (Decimal("4.6016"), SKYPILOT_AWS_V8),
+    "g6.48xlarge": (Decimal("13.3504"), SKYPILOT_AWS_V8),
+    "g6e.xlarge": (Decimal("1.861"), SKYPILOT_AWS_V8),
+    "g6e.2xlarge": (Decimal("2.24208"), SKYPILOT_AWS_V8),
+    "g6e.12xlarge": (Decimal("10.49264"), SKYPILOT_AWS_V8),
+    "g6e.48xlarge": (Decimal("30.13118"), SKYPILOT_AWS_V8),
+    "m6i.xlarge": (Decimal("0.192"), SKYPILOT_AWS_V8),
+    "m7i.xlarge": (Decimal("0.2016"), SKYPILOT_AWS_V8),
+    "m7i.2xlarge": (Decimal("0.4032"), SKYPILOT_AWS_V8),
+    "m7i.4xlarge": (Decimal("0.8064"), SKYPILOT_AWS_V8),
+    "c7i.xlarge": (Decimal("0.1785"), SKYPILOT_AWS_V8),
+    "c7i.2xlarge": (Decimal("0.357"), SKYPILOT_AWS_V8),
+    "c7i.4xlarge": (Decimal("0.714"), SKYPILOT_AWS_V8),
+}
+
+UNPRICED: Mapping[str, Unpriced] = {
+    # The capacity blocks page prices p5e.48xlarge as a reservation only; the catalog has no
+    # on-demand price for it in any region.
+    "p5e.48xlarge": Unpriced(
+        "capacity-blocks-only",
+        "P5e is sold as EC2 Capacity Blocks for ML; the price list read has no on-demand price for it in any region",
+        AWS_CAPACITY_BLOCKS,
+    ),
 }

@@ -83,7 +83,7 @@ CLOUD = Cloud(
     key="gke",
     cluster_block=GkeCluster,
     machine_block=GkeMachine,
-    machines=priced(machines.rows(), machines.PRICES),
+    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
     price_region="us-central1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import SKYPILOT_CATALOG, MachineType, cpu, gpu
+from infra.machines import SKYPILOT_CATALOG, MachineType, Unpriced, cpu, gpu
 
 GCP_ACCELERATOR_MACHINES = "https://cloud.google.com/compute/docs/accelerator-optimized-machines"
 GCP_GPUS = "https://cloud.google.com/compute/docs/gpus"
@@ -90,18 +90,63 @@ def rows() -> list[MachineType]:
     return rows
 
 
+# On-demand USD per hour in us-central1 [SKYPILOT_GCP], read 2026-12-03: the machine row plus the
+# GPU row (AcceleratorName x AcceleratorCount) of the same zone.
+L4 = {1: Decimal("0.56004"), 2: Decimal("1.12008"), 4: Decimal("2.24016"), 8: Decimal("4.48032")}
+A100 = {
+    1: Decimal("2.93391"),
+    2: Decimal("5.86782"),
+    4: Decimal("11.73563"),
+    8: Decimal("23.47126"),
+    16: Decimal("46.94253"),
+}
+
 PRICES: Mapping[str, tuple[Decimal, str]] = {
     "e2-standard-4": (Decimal("0.13402"), SKYPILOT_GCP),
+    "e2-standard-8": (Decimal("0.26805"), SKYPILOT_GCP),
+    "n2-standard-4": (Decimal("0.19424"), SKYPILOT_GCP),
+    "n2-standard-8": (Decimal("0.38847"), SKYPILOT_GCP),
+    "n2-standard-16": (Decimal("0.77694"), SKYPILOT_GCP),
+    "n2-standard-32": (Decimal("1.55389"), SKYPILOT_GCP),
     "c3-standard-4": (Decimal("0.20161"), SKYPILOT_GCP),
     "c3-standard-8": (Decimal("0.40322"), SKYPILOT_GCP),
+    "c3-standard-22": (Decimal("1.10884"), SKYPILOT_GCP),
     "c3-standard-44": (Decimal("2.21769"), SKYPILOT_GCP),
-    "g2-standard-8": (Decimal("0.29358") + Decimal("0.56004"), _GCP_GPU),  # + 1x L4
-    "g2-standard-48": (Decimal("1.7615") + Decimal("2.24016"), _GCP_GPU),  # + 4x L4
-    "a2-highgpu-1g": (Decimal("0.73948") + Decimal("2.93391"), _GCP_GPU),  # + 1x A100
-    "a2-highgpu-2g": (Decimal("1.47895") + Decimal("5.86782"), _GCP_GPU),  # + 2x A100
-    "a2-highgpu-4g": (Decimal("2.95791") + Decimal("11.73563"), _GCP_GPU),  # + 4x A100
-    "a2-highgpu-8g": (Decimal("5.91582") + Decimal("23.47126"), _GCP_GPU),  # + 8x A100
-    "a2-megagpu-16g": (Decimal("8.79698") + Decimal("46.94253"), _GCP_GPU),  # + 16x A100
+    "g2-standard-4": (Decimal("0.14679") + L4[1], _GCP_GPU),
+    "g2-standard-8": (Decimal("0.29358") + L4[1], _GCP_GPU),
+    "g2-standard-12": (Decimal("0.44038") + L4[1], _GCP_GPU),
+    "g2-standard-16": (Decimal("0.58717") + L4[1], _GCP_GPU),
+    "g2-standard-24": (Decimal("0.88075") + L4[2], _GCP_GPU),
+    "g2-standard-32": (Decimal("1.17434") + L4[1], _GCP_GPU),
+    "g2-standard-48": (Decimal("1.7615") + L4[4], _GCP_GPU),
+    "g2-standard-96": (Decimal("3.52301") + L4[8], _GCP_GPU),
+    "a2-highgpu-1g": (Decimal("0.73948") + A100[1], _GCP_GPU),
+    "a2-highgpu-2g": (Decimal("1.47895") + A100[2], _GCP_GPU),
+    "a2-highgpu-4g": (Decimal("2.95791") + A100[4], _GCP_GPU),
+    "a2-highgpu-8g": (Decimal("5.91582") + A100[8], _GCP_GPU),
+    "a2-megagpu-16g": (Decimal("8.79698") + A100[16], _GCP_GPU),
     "a3-megagpu-8g": (Decimal("9.46006") + Decimal("82.75421"), _GCP_GPU),  # + 8x H100-MEGA
     "a3-ultragpu-8g": (Decimal("12.266") + Decimal("74.49392"), _GCP_GPU),  # + 8x H200
+}
+
+# The same catalog has a GPU row for these, but its us-central1 figure cannot be the on-demand rate:
+# it is under half the same GPU's row in a region whose machine rows are priced exactly alike (read
+# 2026-12-03). The figure is left out rather than guessed.
+_A100_80 = Unpriced(
+    "source-conflict",
+    "the us-central1 A100 80GB row, 1.8462 USD per GPU-hour, is under half us-east5's 4.4242, though the "
+    "a2-ultragpu machine rows of the two regions are equal (1.09962 USD an hour for a2-ultragpu-1g)",
+    SKYPILOT_GCP,
+)
+UNPRICED: Mapping[str, Unpriced] = {
+    "a2-ultragpu-1g": _A100_80,
+    "a2-ultragpu-2g": _A100_80,
+    "a2-ultragpu-4g": _A100_80,
+    "a2-ultragpu-8g": _A100_80,
+    "a3-highgpu-8g": Unpriced(
+        "source-conflict",
+        "the us-central1 row for 8 H100 GPUs, 33.60609 USD an hour, is under half us-east4's 78.37241 and "
+        "under half the same region's 8x H100-MEGA row, 82.75421, for the same machine part (9.46006)",
+        SKYPILOT_GCP,
+    ),
 }

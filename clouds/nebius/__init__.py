@@ -91,7 +91,7 @@ CLOUD = Cloud(
     key="nebius",
     cluster_block=NebiusCluster,
     machine_block=NebiusMachine,
-    machines=priced(machines.rows(), machines.PRICES),
+    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
     price_region="eu-north1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

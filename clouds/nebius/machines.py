@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from clouds.nebius.config import machine_name
-from infra.machines import H100_80, H200, L40S, SKYPILOT_CATALOG, MachineType, cpu, gpu
+from infra.machines import H100_80, H200, L40S, SKYPILOT_CATALOG, MachineType, Price, Unpriced, cpu, gpu
 
 # SkyPilot's Nebius catalog: `InstanceType` is `<platform>_<preset>`, with the vCPUs, memory, GPUs
 # (model, count, memory in MiB) and the on-demand `Price` per region.
@@ -60,8 +60,9 @@ def rows() -> list[MachineType]:
     return rows
 
 
-# On-demand USD per hour in eu-north1, the catalog's `Price` column [SKYPILOT_NEBIUS]; the B200
-# row is priced only in us-central1 there, so it stays unpriced here.
+# On-demand USD per hour in eu-north1, the catalog's `Price` column [SKYPILOT_NEBIUS], read on
+# _FIRST_READ; the B200 row is priced only in us-central1 there, so it is unpriced here.
+_FIRST_READ = "2026-12-01"
 _PRICED = {
     ("gpu-h100-sxm", "1gpu-16vcpu-200gb"): "2.95",
     ("gpu-h100-sxm", "8gpu-128vcpu-1600gb"): "23.60",
@@ -90,7 +91,13 @@ def _source(platform: str, preset: str) -> str:
     return SKYPILOT_NEBIUS
 
 
-PRICES: Mapping[str, tuple[Decimal, str]] = {
-    machine_name(platform, preset): (Decimal(usd), _source(platform, preset))
+PRICES: Mapping[str, Price] = {
+    machine_name(platform, preset): (Decimal(usd), _source(platform, preset), _FIRST_READ)
     for (platform, preset), usd in _PRICED.items()
+}
+
+UNPRICED: Mapping[str, Unpriced] = {
+    machine_name("gpu-b200-sxm", "8gpu-160vcpu-1792gb"): Unpriced(
+        "not-offered-in-price-region", "the catalog offers B200 in us-central1 only, not in eu-north1", SKYPILOT_NEBIUS
+    ),
 }

@@ -48,7 +48,7 @@ CLOUD = Cloud(
     key="vultr",
     cluster_block=VultrCluster,
     machine_block=VultrMachine,
-    machines=priced(machines.rows(), machines.PRICES),
+    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
     price_region="ewr",
     control_plane_fee=ControlPlaneFee(
         SOURCE, None, "no control plane price could be read", "https://www.vultr.com/pricing/"

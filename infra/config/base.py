@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from types import UnionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union, get_args, get_origin
 
@@ -19,7 +20,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from infra.config.names import MAX_DEVICES_PER_NODE, label_value_problem
+from infra.config.names import MAX_DEVICES_PER_NODE, label_value_problem, shown
 
 
 class Model(BaseModel):
@@ -82,6 +83,11 @@ class Accelerator(Model):
         return self.type.split("-", 1)[0]
 
 
+# The most a class may say one node costs an hour, in USD: far above the dearest machine of the
+# catalog (about 114), and small enough that every sum of the cost stays exact (infra/cost.py).
+MAX_HOURLY_PRICE = Decimal(10000)
+
+
 class MachineBlock(Model):
     """A class's `provisioning.<cloud>` block: the machine to provision, and its accelerator.
 
@@ -97,6 +103,26 @@ class MachineBlock(Model):
     # The machine type is not in the machine catalog and the class takes it unchecked and unpriced
     # (`unknown-machine-type` stops a run otherwise: infra/devices.py).
     uncatalogued: bool | None = None
+    # What the class's owner pays for one node an hour, in USD: the cost prices the class's pools at
+    # it instead of the catalog's public price, and the plan marks it as the class's own (infra/cost.py).
+    hourly_price: Annotated[Decimal, Field(gt=0, le=MAX_HOURLY_PRICE)] | None = None  # bounds for the schema
+
+    @field_validator("hourly_price", mode="before")
+    @classmethod
+    def _price(cls, v: Any) -> Any:
+        """A positive, finite number of USD (a number, or its text as `pulumi config set --path` writes it)."""
+        fix = "write what one node costs you an hour in USD, such as hourlyPrice: 12.5"
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int | float | str | Decimal):
+            raise ValueError(f"{shown(v)} is not a price; {fix}")
+        try:
+            price = Decimal(str(v).strip())
+        except InvalidOperation:
+            raise ValueError(f"{shown(v)} is not a number; {fix}") from None
+        if not price.is_finite() or not 0 < price <= MAX_HOURLY_PRICE:
+            raise ValueError(f"{shown(v)} is not a price above 0 and at most {MAX_HOURLY_PRICE}; {fix}")
+        return price
 
     @property
     def machine_name(self) -> str:
