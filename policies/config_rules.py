@@ -23,6 +23,7 @@ from infra.devices import (
     CLASS_PROVIDER_MISMATCH,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
+    MACHINE_OUTSIDE_REGION,
     UNKNOWN_MACHINE_TYPE,
     UNSUPPORTED_DEVICES,
     ZONE_OUTSIDE_REGION,
@@ -128,6 +129,12 @@ zone_outside_region = ResourceValidationPolicy(
     validate=_validator(ZONE_OUTSIDE_REGION),
 )
 
+machine_outside_region = ResourceValidationPolicy(
+    name=MACHINE_OUTSIDE_REGION,
+    description="A pool's machine type is offered in its cluster's region, where the catalog records the regions.",
+    validate=_validator(MACHINE_OUTSIDE_REGION),
+)
+
 unknown_machine_type = ResourceValidationPolicy(
     name=UNKNOWN_MACHINE_TYPE,
     description="A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
@@ -142,5 +149,6 @@ CONFIG_POLICIES = [
     accelerator_type_unknown,
     cpu_claim_exceeds_machine,
     zone_outside_region,
+    machine_outside_region,
     unknown_machine_type,
 ]

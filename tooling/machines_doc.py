@@ -28,6 +28,8 @@ def render_machines_doc() -> str:
         "  dra-driver-cpu reserves (`driverConfig.reservedCPUs` in `infra/serving/values.py`);",
         "- `zone-outside-region`: a pool's zones are zones of its cluster's region (AKS: `1`, `2`, `3`;",
         "  Civo and Vultr have no zones);",
+        "- `machine-outside-region`: a machine whose row lists the regions its cloud offers it in runs",
+        "  only in one of them;",
         "- `unknown-machine-type`: a machine type with no row here stops the run, unless the class's",
         "  provisioning block sets `uncatalogued: true` to take it unchecked and unpriced;",
         "- `cost-over-budget` (advisory; mandatory through pack config): the stack's monthly cost with",
