@@ -7,7 +7,7 @@ UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: plan test lint typecheck pytest engine golden docs bench bench-check mutate sync clean
+.PHONY: plan test demo lint typecheck pytest engine golden docs bench bench-check mutate sync clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -22,6 +22,11 @@ plan: sync
 	$(RUN) modelplane plan --all
 
 test: sync lint typecheck engine pytest
+
+# Optional: `pulumi up` for real on a local cluster (docs/demo.md); STACK names another Existing stack.
+STACK ?= byo-mixed
+demo: sync engine
+	$(RUN) python -m tests.engine.demo --stack $(STACK)
 
 lint: sync
 	$(RUN) ruff check .
@@ -38,15 +43,16 @@ pytest: sync
 	$(RUN) pytest -n 2 --dist worksteal
 
 # The outside tools the tests run: the Pulumi CLI, and the kube-apiserver and etcd the engine
-# tier's kubernetes test provider sends objects to (tests/engine/), and an OpenTelemetry collector
-# that validates the telemetry config (tests/test_telemetry.py). Built from the Go module proxy into
-# a cache outside the repository, once per version per machine (engine/build.sh says where and how
-# long: tens of minutes for all four the first time, nothing once built).
+# tier's kubernetes test provider sends objects to (tests/engine/), an OpenTelemetry collector
+# that validates the telemetry config (tests/test_telemetry.py), and for the cluster tier
+# (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK and the
+# real pulumi-kubernetes provider. Built from the Go module proxy into a cache outside the
+# repository, once per version per machine (engine/build.sh says where; docs/benchmarks.md how
+# long: about 45 minutes for all eight the first time on two cores, nothing once built).
+ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok pulumi-resource-kubernetes
+
 engine:
-	bash engine/build.sh pulumi >/dev/null
-	bash engine/build.sh etcd >/dev/null
-	bash engine/build.sh kube-apiserver >/dev/null
-	bash engine/build.sh otelcol >/dev/null
+	for t in $(ENGINE_TOOLS); do bash engine/build.sh $$t >/dev/null || exit 1; done
 
 # Regenerate the golden plans and generated docs; review the diff before committing.
 golden: sync

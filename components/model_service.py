@@ -25,7 +25,7 @@ from infra import tokens
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec
 from infra.facts import ClusterFacts
 from infra.placement import PodPlacement
-from infra.serving.catalog import cluster_components
+from infra.serving.catalog import CATALOG
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -99,7 +99,9 @@ def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
 
 
 def gateway_namespace(facts: ClusterFacts) -> str:
-    return next(c.namespace for c in cluster_components(facts) if c.key == ENVOY_GATEWAY_COMPONENT)
+    # The catalog row's namespace, installed or not: a cluster that runs its own Envoy Gateway
+    # (`existing.preinstalled`) runs it there too (docs/existing-clusters.md).
+    return next(c.namespace for c in CATALOG[facts.source] if c.key == ENVOY_GATEWAY_COMPONENT)
 
 
 def gateway_proxy_placement(facts: ClusterFacts) -> PodPlacement:

@@ -100,6 +100,9 @@ def planned_release(component: Component, wait: bool) -> dict[str, Any]:
         "chart": args["chart"],
         "repo": component.repo,
         "version": args["version"],
+        # Where the chart comes from: the catalog's own pin and whether a chart mirror serves it;
+        # the `mirror-chart-version` policy reads a mirror's version that is not the pin.
+        "chartSource": component.chart_source,
         "namespace": args["namespace"],
         "values": args["values"],
         "draDrivers": sorted(component.dra_drivers),
@@ -130,6 +133,8 @@ class ServingStack(pulumi.ComponentResource):
             "components": [c.key for c in components],
             # The owner runs the GPU operator: its row is left out (the policy pack joins the same way).
             "ownerGpuOperator": facts.owner_gpu_operator,
+            # Components the cluster runs itself: left out, as the pack joins too.
+            "preinstalled": list(facts.preinstalled),
             "releases": [planned_release(c, c.key in awaited) for c in components],
         }
         super().__init__(tokens.SERVING_STACK, name, planned, opts)

@@ -10,8 +10,14 @@
 #   etcd            the store behind that API server
 #   otelcol         an OpenTelemetry collector of the components our collector config uses, which
 #                   tests/test_telemetry.py validates the rendered config with
+#   kube-controller-manager, kube-scheduler
+#                   the controllers and the scheduler of the local cluster (tests/engine/cluster.py)
+#   kwok            the kubelets of that cluster's nodes (sigs.k8s.io/kwok)
+#   pulumi-resource-kubernetes
+#                   the real pulumi-kubernetes provider the cluster tier runs the program with
 #
-# Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/) whose go.mod and go.sum
+# Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/,
+# kubernetes/) whose go.mod and go.sum
 # pin the release, into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
 #
@@ -31,6 +37,15 @@ ETCD_VERSION=3.6.8
 # engine/otelcol/go.mod: the collector release of the pinned opentelemetry-collector chart's image
 # (infra/serving/telemetry.py, IMAGE_TAG).
 OTELCOL_VERSION=0.161.0
+# engine/kwok/go.mod.
+KWOK_VERSION=0.8.0
+# engine/kubernetes/go.mod: the one version of provider/v4 the Go module proxy serves, a
+# pseudo-version at the commit of tag v4.25.0. The SDK we lock (pulumi-kubernetes 4.34.2) names
+# plugin version 4.34.2; tests/engine/harness.py installs this build under that name, and
+# tests/engine/test_real_provider_schema.py holds every input the program sets to this schema.
+K8S_PROVIDER_VERSION=4.25.0
+K8S_PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
+K8S_PROVIDER_PSEUDO=v4.0.0-20260115033456-f47bc2d6f199
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELPLANE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelplane-infra}
@@ -62,8 +77,20 @@ case "$tool" in
   otelcol)
     version=$OTELCOL_VERSION module=otelcol package=. minutes=20 ldflags=
     ;;
+  kube-controller-manager | kube-scheduler)
+    version=$KUBE_VERSION module=kube package=k8s.io/kubernetes/cmd/$tool minutes=3
+    ldflags="-X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION"
+    ;;
+  kwok)
+    version=$KWOK_VERSION module=kwok package=sigs.k8s.io/kwok/cmd/kwok minutes=3 ldflags=
+    ;;
+  pulumi-resource-kubernetes)
+    version=$K8S_PROVIDER_VERSION module=kubernetes package=./cmd/pulumi-resource-kubernetes minutes=15
+    # What the provider's Makefile sets (VERSION_PATH in pulumi/pulumi-kubernetes's Makefile).
+    ldflags="-X $K8S_PROVIDER_MODULE/pkg/version.Version=$K8S_PROVIDER_VERSION"
+    ;;
   *)
-    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd or otelcol)" >&2
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok or pulumi-resource-kubernetes)" >&2
     exit 2
     ;;
 esac
@@ -92,6 +119,10 @@ built() {
     kube-apiserver) said=$("$bin" --version 2>/dev/null) && [ "$said" = "Kubernetes v$KUBE_VERSION" ] ;;
     etcd) said=$("$bin" --version 2>/dev/null) && [ "$(head -n 1 <<<"$said")" = "etcd Version: $ETCD_VERSION" ] ;;
     otelcol) said=$("$bin" --version 2>/dev/null) && [ "$said" = "otelcol version $OTELCOL_VERSION" ] ;;
+    kube-controller-manager | kube-scheduler) said=$("$bin" --version 2>/dev/null) && [ "$said" = "Kubernetes v$KUBE_VERSION" ] ;;
+    kwok) said=$("$bin" --version 2>/dev/null) && [ "${said%% go*}" = "kwok version v$KWOK_VERSION" ] ;;
+    # The provider has no version flag; the build stamps the module version it was built from.
+    pulumi-resource-kubernetes) [ "$(cat "$bin.version" 2>/dev/null)" = "$K8S_PROVIDER_PSEUDO" ] ;;
   esac
 }
 
@@ -109,11 +140,32 @@ command -v go >/dev/null || { echo "engine/build.sh: building $tool needs Go 1.2
 mkdir -p "$root/bin"
 echo "engine/build.sh: building $tool v$version into $root (about $minutes minutes on two cores, once)" >&2
 start=$SECONDS
-(
-  cd "$here/$module"
-  # -mod=readonly: the module graph is the committed go.mod/go.sum, never re-resolved here.
-  go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$root/bin/$tool.tmp" "$package"
-)
+if [ "$tool" = pulumi-resource-kubernetes ]; then
+  # The provider's own module, made buildable: a writable copy of the proxy's zip (checked against
+  # engine/kubernetes/go.sum), without its replace of sdk/v4 by ../sdk, with the checksums of
+  # engine/kubernetes/go.sum, and with the two embedded files its `go generate` writes from the
+  # committed JSON (cmd/pulumi-resource-kubernetes/generate.go).
+  work=$(mktemp -d)
+  trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+  (
+    cd "$here/$module"
+    src=$(go mod download -json "$K8S_PROVIDER_MODULE@$K8S_PROVIDER_PSEUDO" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    cp -r "$src/." "$work/"
+    chmod -R u+w "$work"
+    cat go.sum >>"$work/go.sum"
+    cd "$work"
+    go mod edit -dropreplace=github.com/pulumi/pulumi-kubernetes/sdk/v4
+    (cd cmd/pulumi-resource-kubernetes && VERSION=$K8S_PROVIDER_VERSION go run generate.go)
+    CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$root/bin/$tool.tmp" "$package"
+  )
+  echo "$K8S_PROVIDER_PSEUDO" >"$root/bin/$tool.version"
+else
+  (
+    cd "$here/$module"
+    # -mod=readonly: the module graph is the committed go.mod/go.sum, never re-resolved here.
+    go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$root/bin/$tool.tmp" "$package"
+  )
+fi
 mv "$root/bin/$tool.tmp" "$root/bin/$tool"
 echo "engine/build.sh: built $tool in $((SECONDS - start)) s" >&2
 built || { echo "engine/build.sh: the built $tool does not report v$version" >&2; exit 1; }

@@ -25,7 +25,7 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
-from infra.config.model import Device, Fleet, InferenceClass, InferenceCluster, Supplied
+from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
 from infra.machines import MachineType
@@ -211,6 +211,8 @@ class ClusterFacts:
     supported_drivers: tuple[str, ...]
     taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
+    chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
+    preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
 
     @property
     def region(self) -> str | None:
@@ -371,6 +373,8 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         supported_drivers=cloud.supported_drivers,
         taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
+        chart_mirror=fleet.chart_mirror,
+        preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),
     )
 
 

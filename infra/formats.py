@@ -171,3 +171,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+# An exact chart version: semver, optionally `v`-prefixed (`v1.20.2`, `0.19.0`), with no range
+# operator or wildcard; a range would let `pulumi up` install a chart nobody reviewed. The catalog's
+# pins, `modelplane:chartMirror`'s versions and the `pinned-versions` policy all hold to it.
+EXACT_CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")

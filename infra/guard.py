@@ -18,6 +18,7 @@ from infra.config.model import Fleet
 from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, declared_zones, derive_fleet
 from infra.schedulable import schedulability_issues
+from infra.serving.catalog import preinstalled_problems
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,23 @@ class GuardResult:
 def guard(fleet: Fleet, file: str) -> GuardResult:
     """Every device rule, cloud rule and schedulability rule over the fleet, and its derived facts."""
     facts = derive_fleet(fleet)
-    issues = fleet_issues(fleet, facts, file) + schedulability_issues(fleet, facts, file)
+    issues = (
+        fleet_issues(fleet, facts, file) + preinstalled_issues(fleet, file) + schedulability_issues(fleet, facts, file)
+    )
     return GuardResult(fleet_violations(fleet, file), issues, facts)
+
+
+def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Each `existing.preinstalled` name that is not a component of the cluster's catalog (`preinstalled_problems`)."""
+    issues = []
+    for ki, cluster in enumerate(fleet.clusters):
+        owner = cluster.owner_block
+        if owner is None:
+            continue
+        block = f"clusters[{ki}].{cloud(cluster.source).key}.preinstalled"
+        for i, problem, fix in preinstalled_problems(cluster.source, owner.preinstalled):
+            issues.append(ConfigIssue(file, f"{block}[{i}]", problem, fix))
+    return issues
 
 
 def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:

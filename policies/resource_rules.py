@@ -14,7 +14,6 @@ A value that is unknown in a preview is said so (`policies.props.undecided`), ne
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from infra.facts import (
     Taint,
     gpu_taint,
 )
-from infra.formats import image_problem, tag_problem
+from infra.formats import EXACT_CHART_VERSION, image_problem, tag_problem
 from infra.vocabulary import UPPER_EFFECT
 from policies.props import get, mappings, plain, strings, undecided
 
@@ -176,9 +175,6 @@ pool_role_marking = ResourceValidationPolicy(
 # --------------------------------------------------------------------------------------------
 # pinned-versions
 
-# An exact chart version: semver, optionally `v`-prefixed, with no range operator or wildcard.
-EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
-
 
 def _is_image_key(key: str) -> bool:
     return key == "image" or key.endswith("Image")
@@ -262,7 +258,7 @@ def _validate_pinned_versions(args: ResourceValidationArgs, report_violation: Re
         with undecided(f"the chart version or values of release {release}"):
             version = str(plain(props.get("version")) or "")
             problems = image_problems(props.get("values") or {})
-        if not EXACT_VERSION.match(version):
+        if not EXACT_CHART_VERSION.match(version):
             shown = f"'{version}'" if version else "no version"
             report_violation(
                 f"release {release} (chart {chart_name(props)}) pins {shown}; pin an exact chart version", None
@@ -401,6 +397,38 @@ no_wildcard_tolerations = ResourceValidationPolicy(
 )
 
 # --------------------------------------------------------------------------------------------
+# mirror-chart-version
+
+
+def _validate_mirror_chart_version(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    for release, props in judged_releases(args):
+        with undecided(f"the chart source of release {release}"):
+            source = plain(props.get("chartSource")) or {}
+            version = str(plain(props.get("version")) or "")
+        if not isinstance(source, dict) or source.get("from") != "mirror":
+            continue
+        pinned = str(source.get("pinnedVersion") or "")
+        if version != pinned:
+            report_violation(
+                f"release {release} (component {props.get('key') or release}) installs chart {chart_name(props)} "
+                f"{version} from the mirror {props.get('repo')}, not the pinned {pinned}; its values were checked "
+                f"against {pinned} only. Fix: serve {pinned} from the mirror, or review the values against {version}",
+                None,
+            )
+
+
+mirror_chart_version = ResourceValidationPolicy(
+    name="mirror-chart-version",
+    description=(
+        "A release whose chart comes from `modelplane:chartMirror` at another version than the catalog's pin "
+        "is reported: its values were checked against the pin only."
+    ),
+    validate=_validate_mirror_chart_version,
+    # Advisory: a mirror may hold another release on purpose (modelplane:chartMirror.components.<key>.version).
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+# --------------------------------------------------------------------------------------------
 # protect-clusters
 
 PROTECTED_TYPES = frozenset(CLUSTER_TYPES) | frozenset(POOL_TYPES)
@@ -436,4 +464,11 @@ protect_clusters = ResourceValidationPolicy(
     ),
 )
 
-RESOURCE_POLICIES = [pool_role_marking, pinned_versions, amd_operator_values, no_wildcard_tolerations, protect_clusters]
+RESOURCE_POLICIES = [
+    pool_role_marking,
+    pinned_versions,
+    mirror_chart_version,
+    amd_operator_values,
+    no_wildcard_tolerations,
+    protect_clusters,
+]

@@ -104,6 +104,7 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
             )
     catalog = CATALOG[source]
     owner_operator = plain(stack.props.get("ownerGpuOperator")) is True
+    own = [str(k) for k in plain(stack.props.get("preinstalled")) or []]
     by_key = {c.key: c for c in catalog}
     planned: set[str] = set()
     for release in mappings(stack.props["releases"]):
@@ -118,13 +119,18 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
                 f"cluster '{cluster_name}': release {component.release} installs a second GPU operator next to "
                 "the one the cluster's owner runs (ownerGpuOperator)"
             )
+        if component.key in own:
+            problems.append(
+                f"cluster '{cluster_name}': release {component.release} installs a second copy of {component.key}, "
+                "which the cluster already runs (existing.preinstalled)"
+            )
         if component.dra_drivers and not set(component.dra_drivers) & set(claimed):
             problems.append(
                 f"cluster '{cluster_name}': release {component.release} is for {', '.join(component.dra_drivers)}, "
                 f"which no pool claims (claimed: {', '.join(claimed) or 'none'})"
             )
     served = sorted(set(claimed) & set(supported_drivers(source)))
-    for component in join_components(catalog, served, owner_operator):
+    for component in join_components(catalog, served, owner_operator, own):
         if component.dra_drivers and component.key not in planned:
             drivers = ", ".join(d for d in component.dra_drivers if d in served)
             problems.append(

@@ -26,6 +26,10 @@ def modelplane(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]
     )
 
 
+def stderr_lines(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return out.stderr.splitlines()
+
+
 def check_shape(doc: dict[str, Any]) -> None:
     """The SPEC 9 document, key by key and type by type."""
     assert set(doc) >= {"stack", "ok", "errors", "violations", "clusters", "deployments", "resources"}
@@ -71,7 +75,8 @@ def check_shape(doc: dict[str, Any]) -> None:
             assert set(r) >= {"name", "chart", "repo", "version", "namespace", "draDrivers", "dependsOn", "values"}
             assert r["name"] == f"mp-{r['chart']}" and isinstance(r["values"], dict)
     for r in doc["resources"]:
-        assert set(r) == {"type", "name", "parent", "inputs"} and isinstance(r["inputs"], dict)
+        assert set(r) == {"type", "name", "parent", "urn", "protect", "inputs"} and isinstance(r["inputs"], dict)
+        assert r["urn"].startswith(f"urn:pulumi:{doc['stack']}::modelplane::") and r["urn"].endswith(f"::{r['name']}")
         assert r["parent"] is None or isinstance(r["parent"], str)
 
 
@@ -135,6 +140,8 @@ def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> 
     assert doc["ok"] is False
     assert doc["errors"][0]["path"] == "clusters[0].nodePools[0].className"
     assert "Pulumi.bad.yaml" in doc["errors"][0]["message"]
+    # stderr carries the same verdicts, one line each, for a log that shows no stdout.
+    assert stderr_lines(out) == [f"{path}: {e['path']}: error: {e['message']}" for e in doc["errors"]]
     human = modelplane("plan", "--stack-file", str(path))
     assert human.returncode == 1 and "clusters[0].nodePools[0].className" in human.stderr
     assert "clusters[0].nodePools[0].className" not in human.stdout
@@ -179,6 +186,9 @@ def test_rule_violation_exits_1_and_names_the_policy(tmp_path: Path) -> None:
     assert "(at clusters[0].nodePools[0] (class classes[0]))" in message
     assert doc["resources"] == []  # stopped before registering anything
     assert doc["errors"] == []
+    assert stderr_lines(out) == [
+        f"{path}: {v['resource']}: {v['policy']} (mandatory): {v['message']}" for v in doc["violations"]
+    ]
 
 
 def test_bad_usage_exits_2() -> None:
@@ -268,6 +278,7 @@ def test_silent_cases_are_errors_naming_what_is_missing(tmp_path: Path) -> None:
         assert out.returncode == 1, (name, out.stderr)
         [error] = json.loads(out.stdout)["errors"]
         assert error["path"] == where and problem in error["message"], error
+        assert stderr_lines(out) == [f"{path}: {where}: error: {error['message']}"]
         assert "modelplane:clusters" in error["message"] and f"Pulumi.{name}.yaml" in error["message"]
 
 
@@ -293,6 +304,9 @@ def test_pack_config_makes_the_budget_mandatory_as_the_cli_would(tmp_path: Path)
     doc = json.loads(mandatory.stdout)
     assert [(v["policy"], v["enforcement"]) for v in doc["violations"]] == [("cost-over-budget", "mandatory")]
     assert doc["ok"] is False
+    [line] = stderr_lines(mandatory)
+    assert line.startswith(f"{stack}: ") and ": cost-over-budget (mandatory): " in line
+    assert doc["violations"][0]["message"] in line
 
 
 @pytest.mark.parametrize(

@@ -147,7 +147,7 @@ def test_the_fleet_finds_a_class_and_a_cluster_by_name_and_names_a_missing_one()
 
 KNOWN_KEYS = (
     "modelplane:classes, modelplane:clusters, modelplane:deployments, modelplane:services, "
-    "modelplane:protect, modelplane:budget"
+    "modelplane:protect, modelplane:budget, modelplane:chartMirror"
 )
 
 

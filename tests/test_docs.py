@@ -85,7 +85,7 @@ DEFAULT_NAMESPACE = "default"
 # The Gateway the program creates on each cluster with a service (docs/serving.md).
 GATEWAY_NAMESPACE, GATEWAY_NAME = "envoy-gateway-system", "modelplane"
 # `modelplane:` keys that are fleet config, not a kubeconfig's secret key.
-FLEET_KEYS = {"classes", "clusters", "deployments", "services", "budget", "protect"}
+FLEET_KEYS = {"classes", "clusters", "deployments", "services", "budget", "protect", "chartMirror"}
 # Options whose value is the next word, per program (a flag not listed takes no value).
 VALUE_FLAGS = {
     "pulumi": {

@@ -55,7 +55,10 @@ def release_props(c: Component) -> dict[str, Any]:
 
 
 def stack_of(
-    components: list[Component], dra_drivers: list[str] | None = None, owner_gpu_operator: bool = False
+    components: list[Component],
+    dra_drivers: list[str] | None = None,
+    owner_gpu_operator: bool = False,
+    preinstalled: tuple[str, ...] = (),
 ) -> list[PolicyResource]:
     """A cluster component, its ServingStack and one Release per component, parented as the program does,
     each with the outputs `AnalyzeStack` gets: the components' registered facts, the Releases' state."""
@@ -70,6 +73,7 @@ def stack_of(
             "supportedDrivers": list(facts.supported_drivers),
             "components": [c.key for c in components],
             "ownerGpuOperator": owner_gpu_operator,
+            "preinstalled": list(preinstalled),
             "releases": [planned_release(c, False) for c in components],
         },
         name="byo-stack",
@@ -88,6 +92,28 @@ def test_stack_without_the_operator_its_owner_runs_passes() -> None:
     facts, _ = byo_facts()
     without = [c for c in cluster_components(facts) if c.key != "amd-gpu-operator"]
     assert run(device_stack_filtered, stack_args(stack_of(without, owner_gpu_operator=True))) == []
+
+
+def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected() -> None:
+    facts, _ = byo_facts()
+    # node-feature-discovery is tagged: without the cluster's own copy, leaving it out is a missing release.
+    without = [c for c in cluster_components(facts) if c.key not in ("cert-manager", "node-feature-discovery")]
+    assert (
+        run(
+            device_stack_filtered,
+            stack_args(stack_of(without, preinstalled=("cert-manager", "node-feature-discovery"))),
+        )
+        == []
+    )
+    assert (
+        "release mp-node-feature-discovery is not installed"
+        in run(device_stack_filtered, stack_args(stack_of(without)))[0]
+    )
+    found = run(device_stack_filtered, stack_args(stack_of(cluster_components(facts), preinstalled=("cert-manager",))))
+    assert found == [
+        "cluster 'byo': release mp-cert-manager installs a second copy of cert-manager, which the cluster already "
+        "runs (existing.preinstalled)"
+    ]
 
 
 def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:

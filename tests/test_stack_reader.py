@@ -368,7 +368,7 @@ FIRST_KEYS = "modelplane:classes and modelplane:clusters (every key: docs/config
                 FILE,
                 "config",
                 "'config:' has no modelplane: keys (modelplane:classes, modelplane:clusters, modelplane:deployments, "
-                "modelplane:services, modelplane:protect, modelplane:budget)",
+                "modelplane:services, modelplane:protect, modelplane:budget, modelplane:chartMirror)",
                 f"add {FIRST_KEYS}",
             ),
         ),
@@ -487,7 +487,7 @@ def test_the_valid_fleet_parses() -> None:
             ("bogus",),
             1,
             "bogus: unknown key 'bogus'. "
-            "Fix: remove or rename it (known keys: classes, clusters, deployments, services, protect, budget)",
+            "Fix: remove or rename it (known keys: classes, clusters, deployments, services, protect, budget, chartMirror)",
         ),
         # Under a name the user chose (an attribute's), the keys are those of its value.
         (

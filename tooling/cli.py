@@ -1,6 +1,7 @@
 """The `modelplane` command line: the offline plan, the catalog, the stack-file schema, generated files.
 
     modelplane plan (--stack NAME | --stack-file PATH | --all) [--json] [--out DIR] [--mode preview|update]
+                    [--against OLD.json]
     modelplane catalog [--json]
     modelplane schema    print the JSON Schema of stack files
     modelplane --version
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,16 @@ from infra.cost import combine_totals
 from infra.serving.catalog import CATALOG, supported_drivers
 from infra.serving.telemetry import render_telemetry_doc
 from tooling.analyzer import check_pack_config
+from tooling.changes import (
+    AgainstError,
+    change_errors,
+    change_lines,
+    check_against,
+    compare,
+    plan_of,
+    read_plans,
+    summary,
+)
 from tooling.machines_doc import render_machines_doc
 from tooling.plan import MODES, dumps, plan_stack
 from tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
@@ -84,6 +95,8 @@ def listed(items: Sequence[str]) -> str:
 
 def render_plan(doc: dict[str, Any], console: Console, err: Console) -> None:
     status = "[green]clean[/]" if doc["ok"] else "[red]rejected[/]"
+    if "changes" in doc:
+        render_changes(doc, console)
     if doc["clusters"]:
         render_tree(doc, console, status)
     else:
@@ -121,11 +134,16 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
         if cluster.get("cost"):
             node.add(cost_text(cluster["cost"], "cost"))
+        for own in cluster.get("preinstalled") or []:
+            needed = f", needed by {', '.join(own['dependents'])}" if own["dependents"] else ""
+            node.add(esc(f"relies on the cluster's own {own['key']}{needed}: {own['needs']}"))
         releases = node.add(f"releases ({len(cluster['releases'])})")
         for r in cluster["releases"]:
             tags = f" [yellow]{esc(','.join(r['draDrivers']))}[/]" if r["draDrivers"] else ""
             deps = esc(f" after {', '.join(r['dependsOn'])}") if r["dependsOn"] else ""
-            releases.add(esc(f"{r['name']} {r['chart']}@{r['version']} -n {r['namespace']}") + tags + deps)
+            releases.add(
+                esc(f"{r['name']} {r['chart']}@{r['version']} {source_text(r)} -n {r['namespace']}") + tags + deps
+            )
     if doc.get("deployments"):
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
@@ -137,6 +155,15 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
     console.print(f"{len(doc['resources'])} resources registered")
+
+
+def render_changes(doc: dict[str, Any], console: Console) -> None:
+    """`--against`: the summary line first, then one line per resource that changes."""
+    console.print(
+        f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {summary(doc['changes'])}", soft_wrap=True
+    )
+    for line in change_lines(doc["changes"]):
+        console.print("  " + esc(line), soft_wrap=True)
 
 
 def derived_text(derived: dict[str, Any]) -> str:
@@ -194,6 +221,19 @@ def render_verdicts(doc: dict[str, Any], err: Console) -> None:
         err.print(f"[red]placement: {len(placement['violations'])} violation(s)[/]")
 
 
+def verdict_lines(doc: dict[str, Any], file: str) -> list[str]:
+    """Each error and policy verdict of a plan as one line: `<file>: <path or resource>: <kind>: <message>`.
+
+    The message carries the fix. A line is never wrapped or cut, so a log keeps it whole and a
+    tool can read it line by line.
+    """
+    lines = [f"{file}: {e['path'] or '-'}: error: {e['message']}" for e in doc["errors"]]
+    lines += [
+        f"{file}: {v['resource'] or '-'}: {v['policy']} ({v['enforcement']}): {v['message']}" for v in doc["violations"]
+    ]
+    return [" ".join(line.split()) for line in lines]
+
+
 def usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
 
@@ -211,6 +251,15 @@ def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
         return " — price unknown"
     at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
     return f" — {usd(cost['unitHourly'])}/h, {usd(cost['monthly'])}{at_max}/month"
+
+
+def source_text(release: Mapping[str, Any]) -> str:
+    """Where a release's chart comes from: its public repository, or the mirror and the pin it stands in for."""
+    source = release["chartSource"]
+    if source["from"] != "mirror":
+        return f"from {release['repo']}"
+    pin = f", pinned {source['pinnedVersion']}" if source["pinnedVersion"] != release["version"] else ""
+    return f"from mirror {release['repo']} (instead of {source['publicRepo']}{pin})"
 
 
 def cost_text(cost: dict[str, Any], label: str) -> str:
@@ -329,18 +378,51 @@ def cmd_plan(args: argparse.Namespace, console: Console, err: Console) -> int:
             err.print(escape(f"{args.policy_pack_config}: {problem}"), soft_wrap=True)
             return EXIT_USAGE
     docs = [plan_stack(p, display=display_path(p), mode=args.mode, pack_config=pack_config) for p in paths]
+    if args.against:
+        try:
+            against(docs, Path(args.against), every=args.all)
+        except AgainstError as problem:
+            err.print(escape(f"--against {args.against}: {problem}"), soft_wrap=True)
+            return EXIT_USAGE
     if args.out:
         write_values(Path(args.out), docs)
     # `--all` adds the fleet-wide total of every stack that planned (`infra.cost`).
     total = combine_totals([d["cost"] for d in docs if d.get("cost")]) if args.all else None
     if args.json:
         sys.stdout.write(dumps({"stacks": docs, "cost": total} if args.all else docs[0]))
+        # The document stays on stdout for tools; a log (CI) still shows why a plan failed.
+        for path, d in zip(paths, docs, strict=True):
+            sys.stderr.writelines(line + "\n" for line in verdict_lines(d, display_path(path)))
     else:
         for d in docs:
             render_plan(d, console, err)
         if total is not None:
             console.print(cost_text(total, f"all {len(docs)} stacks"))
     return EXIT_OK if all(d["ok"] for d in docs) else EXIT_FAIL
+
+
+def against(docs: Sequence[dict[str, Any]], old_path: Path, every: bool) -> None:
+    """Add each plan's `changes` against its earlier plan in `old_path`; what `up` would refuse is an error.
+
+    With `--all`, a stack the earlier document does not hold is new: every resource is a create.
+    """
+    olds = read_plans(old_path)
+    for doc in docs:
+        old = plan_of(olds, doc["stack"])
+        if old is None:
+            if not every:
+                held = ", ".join(sorted(p["stack"] for p in olds))
+                raise AgainstError(
+                    f"it holds no plan of stack '{doc['stack']}' (it holds: {held}); pass an earlier plan of it"
+                )
+            old = {**doc, "resources": []}
+        check_against(old, doc)
+        doc["against"] = display_path(old_path)
+        doc["changes"] = compare(old, doc)
+        refused = change_errors(doc["changes"])
+        if refused:
+            doc["errors"] += refused
+            doc["ok"] = False
 
 
 def write_values(out: Path, docs: Sequence[dict[str, Any]]) -> None:
@@ -455,6 +537,12 @@ def parser() -> argparse.ArgumentParser:
         choices=MODES,
         default="preview",
         help="preview: a first preview of a new stack (default); update: an update of a stack that exists",
+    )
+    plan.add_argument(
+        "--against",
+        metavar="OLD.json",
+        help="an earlier `plan --json` of the same stack(s): say per resource what `up` would create, update, "
+        "replace or delete, and refuse a protected delete or replace",
     )
     plan.set_defaults(func=cmd_plan)
     catalog = sub.add_parser("catalog", help="print the component-by-cloud matrix and supported drivers")

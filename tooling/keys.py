@@ -110,6 +110,14 @@ KEYS: dict[tuple[str, str], Key] = {
         "policy `cost-over-budget` (`infra/cost.py`); advisory unless the pack config makes it mandatory",
         "modelplane:budget: {monthlyUsd: 5000}",
     ),
+    ("Fleet", "chartMirror"): Key(
+        "Take every serving-stack chart from one Helm repository instead of its public one, as an air-gapped "
+        "network needs (docs/air-gapped.md): an `http(s)://` chart repository URL, or an `oci://` registry "
+        "prefix under which each chart is `<prefix>/<chart>`. Or a mapping of `url` and `components`, "
+        "which overrides it per component. The plan shows where each release's chart comes from.",
+        "the serving stack's releases (`infra/serving/mirror.py`); policy `mirror-chart-version`",
+        "modelplane:chartMirror: oci://registry.example.internal/charts",
+    ),
     ("Fleet", "protect"): Key(
         "Protect everything registered for each cluster but its providers (network, cluster, node pools, serving "
         "stack, deployments, routes): `pulumi destroy` and `pulumi up` refuse to delete or replace them. "
@@ -363,6 +371,27 @@ KEYS: dict[tuple[str, str], Key] = {
     ("ServiceTls", "issuerRef"): Key("The cert-manager issuer.", "the Certificate", "issuerRef: {name: letsencrypt}"),
     ("IssuerRef", "name"): Key("Issuer name.", "the Certificate", "name: letsencrypt"),
     ("IssuerRef", "kind"): Key("`ClusterIssuer` (default) or `Issuer`.", "the Certificate", "kind: ClusterIssuer"),
+    ("ChartMirror", "url"): Key(
+        "The mirror every component's chart comes from unless its own entry names another.",
+        "the serving stack's releases",
+        "url: https://charts.example.internal",
+    ),
+    ("ChartMirror", "components"): Key(
+        "Per component (its catalog key, as `modelplane catalog` lists them): a URL, or `{url, version}`.",
+        "`infra/serving/mirror.py`: unknown keys are refused with the closest names",
+        "components: {dra-driver-cpu: {url: oci://registry.example.internal/charts, version: 0.3.1}}",
+    ),
+    ("MirroredChart", "url"): Key(
+        "Where this component's chart comes from; defaults to `chartMirror.url`.",
+        "the component's release",
+        "url: oci://registry.example.internal/charts",
+    ),
+    ("MirroredChart", "version"): Key(
+        "The exact chart version the mirror serves, when it is not the catalog's pin. The values were checked "
+        "against the pin only; the plan and `pulumi preview` say so.",
+        "the component's release; policy `mirror-chart-version` (advisory)",
+        "version: 0.3.1",
+    ),
     ("Budget", "monthlyUsd"): Key("The monthly budget in USD.", "policy `cost-over-budget`", "monthlyUsd: 5000"),
     ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
     ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
@@ -390,4 +419,6 @@ SECTIONS: list[tuple[str, str]] = [
     ("ServiceTls", "modelplane:services[].tls"),
     ("IssuerRef", "modelplane:services[].tls.issuerRef"),
     ("Budget", "modelplane:budget"),
+    ("ChartMirror", "modelplane:chartMirror"),
+    ("MirroredChart", "modelplane:chartMirror.components.<key>"),
 ]

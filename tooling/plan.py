@@ -29,9 +29,10 @@ from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthl
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
 from infra.guard import guard
-from infra.serving.catalog import Component, cluster_components
+from infra.serving.catalog import Component, cluster_components, relied_on
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.changes import PLAN_FORMAT
 from tooling.hooks import PlanContext, PlanHook
 from tooling.mockrun import Registration, run_under_mocks
 from tooling.placement import placement_hook
@@ -41,8 +42,11 @@ from tooling.stackconfig import config_of, config_size_issue
 MODES = ("preview", "update")
 
 
-def empty_doc(stack: str) -> dict[str, Any]:
+def empty_doc(stack: str, mode: str = "preview") -> dict[str, Any]:
     return {
+        # What `--against` checks before it compares two plans (`tooling.changes.check_against`).
+        "format": PLAN_FORMAT,
+        "mode": mode,
         "stack": stack,
         "ok": True,
         "errors": [],
@@ -71,6 +75,7 @@ def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list
                 "chart": component.chart,
                 "repo": component.repo,
                 "version": inputs.get("version", component.version),
+                "chartSource": component.chart_source,
                 "namespace": inputs.get("namespace", component.namespace),
                 "draDrivers": sorted(component.dra_drivers),
                 "dependsOn": [components[d].release for d in component.depends_on if d in components],
@@ -96,6 +101,8 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
             for p in facts.pools
         ],
         "releases": releases_of(facts, registered),
+        # What the stack leaves to the cluster's own copy (`existing.preinstalled`), and who needs it.
+        "preinstalled": relied_on(facts),
         "schedulablePools": plain(facts.schedulable_pools()),
     }
 
@@ -157,8 +164,17 @@ def engine_view(value: Any) -> Any:
 
 def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     # Registration order depends on when outputs resolve; sort so plans compare and diff stably.
+    # The URN is what `--against` matches resources by; `protect` is what `up` would refuse to delete.
     rows = [
-        {"type": r.type, "name": r.name, "parent": r.parent, "inputs": engine_view(dict(r.inputs))} for r in registered
+        {
+            "type": r.type,
+            "name": r.name,
+            "parent": r.parent,
+            "urn": r.urn,
+            "protect": r.protect,
+            "inputs": engine_view(dict(r.inputs)),
+        }
+        for r in registered
     ]
     return sorted(rows, key=lambda r: (r["parent"] or "", r["name"], r["type"]))
 
@@ -212,7 +228,7 @@ def plan_stack(
         stack_name = stack_name_of(path)
     except ConfigError:
         stack_name = path.stem
-    doc = empty_doc(stack_name)
+    doc = empty_doc(stack_name, mode)
     try:
         stack = load_stack_file(path, display=file)
     except ConfigError as err:

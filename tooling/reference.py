@@ -21,10 +21,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from clouds import CLOUDS, PROVISIONED
-from infra.config.model import Fleet
+from infra.config.model import MIRROR_URL_RE, Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE
 from infra.config.rules import MIN_KUBERNETES
-from infra.formats import QUANTITY_RE
+from infra.formats import EXACT_CHART_VERSION, QUANTITY_RE
 from tooling.keys import KEYS, SECTIONS, Key
 
 SCHEMA_PATH = "docs/stack.schema.json"
@@ -139,6 +139,19 @@ def fleet_defs() -> dict[str, Any]:
         for prop in node.get("properties", {}).values():
             if {"$ref": "#/$defs/Accelerator"} in prop.get("anyOf", []):
                 prop["anyOf"].insert(0, {"type": "string", "minLength": 1})
+    # `chartMirror: <url>` and `components.<key>: <url>` are the URL alone (`infra.config.model.ChartMirror`).
+    mirror_url = {"type": "string", "pattern": schema_pattern(MIRROR_URL_RE)}
+    for name in ("ChartMirror", "MirroredChart"):
+        defs[name]["properties"]["url"] = {**defs[name]["properties"]["url"], "anyOf": [mirror_url, {"type": "null"}]}
+    defs["MirroredChart"]["properties"]["version"]["anyOf"] = [
+        {"type": "string", "pattern": schema_pattern(EXACT_CHART_VERSION)},
+        {"type": "null"},
+    ]
+    defs["ChartMirror"]["properties"]["components"]["additionalProperties"] = {
+        "anyOf": [mirror_url, {"$ref": "#/$defs/MirroredChart"}]
+    }
+    mirror = defs["Fleet"]["properties"]["chartMirror"]
+    mirror["anyOf"] = [mirror_url, *mirror["anyOf"]]
     providers = [c.source for c in PROVISIONED]
     defs["Provisioning"]["allOf"] = _one_block("provider", providers, required=False)
     # A class that says what it needs (`accelerator`, `minGpuMemoryGib`) may leave the machine to the

@@ -25,6 +25,13 @@ KEYS = {
         "the version floor and the capacity rule in `infra/config/rules.py` (`check_owner_version`)",
         'kubernetesVersion: "1.36"',
     ),
+    ("ExistingCluster", "preinstalled"): KeyDoc(
+        "Catalog components the cluster already runs (`modelplane catalog` lists the keys): the stack installs no "
+        "second copy, still installs what depends on them, and the plan says it relies on the cluster's own "
+        "(docs/existing-clusters.md).",
+        "`infra.serving.catalog.join_components`, checked by `preinstalled_problems`; policy `device-stack-filtered`",
+        "preinstalled: [cert-manager, kube-prometheus-stack]",
+    ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
         "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
         "(docs/existing-clusters.md).",

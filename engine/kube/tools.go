@@ -1,7 +1,12 @@
 //go:build tools
 
-// Keeps kube-apiserver's packages in this module's build list so that `go mod tidy` records every
-// module it needs; engine/build.sh then runs `go build k8s.io/kubernetes/cmd/kube-apiserver`.
+// Keeps the packages of kube-apiserver, kube-controller-manager and kube-scheduler in this
+// module's build list so that `go mod tidy` records every module they need; engine/build.sh then
+// runs `go build k8s.io/kubernetes/cmd/<tool>`.
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)

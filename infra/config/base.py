@@ -138,6 +138,10 @@ class OwnerClusterBlock(Model):
     # The cluster already runs the GPU operator for its GPUs (NVIDIA's or AMD's): the serving stack
     # installs no second one and relies on the owner's (docs/existing-clusters.md).
     owner_gpu_operator: bool = False
+    # Catalog components the cluster already runs (`cert-manager`, `kube-prometheus-stack`, ...):
+    # left out of the serving stack, whose dependents then rely on the cluster's own copy
+    # (`join_components`; the names are checked by `preinstalled_problems`, both in infra/serving/catalog.py).
+    preinstalled: tuple[str, ...] = ()
 
 
 class ProvisionedClusterBlock(Model):

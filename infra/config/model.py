@@ -6,12 +6,14 @@ and `infra.config.rules`; reading a stack file is `infra.config.stackfile`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
+    BeforeValidator,
     Discriminator,
     Field,
     PrivateAttr,
@@ -41,7 +43,7 @@ from infra.config.names import (
     qualified_name_problem,
     shown,
 )
-from infra.formats import parse_quantity
+from infra.formats import EXACT_CHART_VERSION, parse_quantity
 from infra.machines import MachineType
 
 
@@ -456,6 +458,94 @@ class Budget(Model):
     monthly_usd: Annotated[Decimal, Field(gt=0)]
 
 
+def _mirror_url(v: Any) -> Any:
+    """A chart mirror's URL: an HTTP(S) Helm repository or an `oci://` registry prefix, with its host."""
+    if not isinstance(v, str):
+        return v  # the type check says what the key takes
+    if not v.strip():
+        raise ValueError(
+            "the URL is empty; write the mirror's URL, such as https://charts.example.internal or "
+            "oci://registry.example.internal/charts"
+        )
+    scheme, sep, _ = v.partition("://")
+    if not sep or scheme not in MIRROR_SCHEMES:
+        raise ValueError(
+            f"{shown(v)} is not an http://, https:// or oci:// URL; Helm reads charts from an HTTP(S) chart "
+            "repository or an OCI registry, so write one of those"
+        )
+    if not MIRROR_URL_RE.match(v):
+        raise ValueError(
+            f"{shown(v)} names no host, or has spaces, a query or a fragment; write {scheme}://<host>[/<path>]"
+        )
+    # Charts are addressed below the URL (`<url>/index.yaml`, `<prefix>/<chart>`): one form, no trailing slash.
+    return v.rstrip("/")
+
+
+def _chart_version(v: Any) -> Any:
+    if isinstance(v, str) and not EXACT_CHART_VERSION.match(v):
+        raise ValueError(
+            f"{shown(v)} is not an exact chart version (semver such as 1.2.3 or v1.2.3, no range or wildcard); "
+            "write the version the mirror serves"
+        )
+    return v
+
+
+# The schemes Helm fetches charts over: an HTTP(S) chart repository, or an OCI registry.
+MIRROR_SCHEMES = ("http", "https", "oci")
+# A host, then an optional path; no spaces, query or fragment (Helm appends `/index.yaml` or `/<chart>`).
+MIRROR_URL_RE = re.compile(r"^(?:https?|oci)://[^/\s?#]+(?:/[^\s?#]*)?$")
+
+MirrorUrl = Annotated[str, BeforeValidator(_mirror_url)]
+ChartVersion = Annotated[str, BeforeValidator(_chart_version)]
+
+
+class MirroredChart(Model):
+    """`modelplane:chartMirror.components.<key>`: where one component's chart comes from instead.
+
+    A URL alone may be written as the value. `version` names the version the mirror serves when
+    it is not the catalog's pin (the plan then warns that the values were checked against the pin).
+    """
+
+    url: MirrorUrl | None = None
+    version: ChartVersion | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_alone(cls, v: Any) -> Any:
+        return {"url": v} if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _says_something(self) -> MirroredChart:
+        if self.url is None and self.version is None:
+            raise ValueError("names neither url nor version; write {url: ...}, {version: ...} or remove the entry")
+        return self
+
+
+class ChartMirror(Model):
+    """`modelplane:chartMirror`: a Helm repository serving every component's chart in place of its own.
+
+    A URL alone may be written as the value. Which component keys exist, and where each row's
+    chart then comes from, is the serving stack's (`infra.serving.mirror`).
+    """
+
+    url: MirrorUrl | None = None
+    components: dict[str, MirroredChart] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_alone(cls, v: Any) -> Any:
+        return {"url": v} if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ChartMirror:
+        if self.url is None and not self.components:
+            raise ValueError(
+                "names no mirror; write the mirror's URL (chartMirror: https://charts.example.internal) "
+                "or per-component entries under components"
+            )
+        return self
+
+
 class Fleet(Model):
     classes: list[InferenceClass] = Field(default_factory=list)
     clusters: list[InferenceCluster] = Field(default_factory=list)
@@ -463,6 +553,7 @@ class Fleet(Model):
     services: list[ModelServiceSpec] = Field(default_factory=list)
     protect: bool = False
     budget: Budget | None = None
+    chart_mirror: ChartMirror | None = None
 
     @field_validator("protect", mode="before")
     @classmethod

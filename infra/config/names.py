@@ -86,7 +86,7 @@ MAX_REPLICAS = 2**31 - 1
 NAMESPACE = "modelplane"
 
 
-FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budget")
+FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budget", "chartMirror")
 
 
 # A `secure:` env value makes the engine mark the whole `modelplane:deployments` key secret and hand

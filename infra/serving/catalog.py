@@ -19,6 +19,7 @@ can never disagree.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from clouds import PROFILES, SOURCES, profile
 from infra.facts import ClusterFacts
 from infra.serving import telemetry
 from infra.serving import values as v
+from infra.serving.mirror import served_from
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET
@@ -60,6 +62,28 @@ class Component:
     # Some of its pods run at `system-node-critical` or `system-cluster-critical`, which some
     # clouds admit outside kube-system only under a ResourceQuota (`CloudProfile.critical_pods_quota`).
     critical_pods: bool = False
+    # What its dependents need of a copy the cluster already runs (`existing.preinstalled`); empty
+    # means the version pinned here, the one they were checked against (`needs_of`).
+    needs: str = ""
+
+    # Set when the chart comes from `modelplane:chartMirror` (`infra.serving.mirror.served_from`):
+    # the row's own repository and pin, while `repo` and `version` say what the mirror serves.
+    public_repo: str | None = None
+    pinned_version: str | None = None
+
+    @property
+    def mirrored(self) -> bool:
+        return self.public_repo is not None
+
+    @property
+    def chart_source(self) -> dict[str, str]:
+        """Where the chart comes from, as the plan and the policy pack read it: `mirror` or `public`,
+        the row's public repository and its pinned version (`repo` and `version` are what is served)."""
+        return {
+            "from": "mirror" if self.mirrored else "public",
+            "publicRepo": self.public_repo or self.repo,
+            "pinnedVersion": self.pinned_version or self.version,
+        }
 
     @property
     def release(self) -> str:
@@ -101,7 +125,18 @@ def _neutral_rows(cloud: str) -> list[Component]:
     # The neutral rows are pinned to the releases their values below were checked against (each
     # chart's values.yaml at that tag); moving one is editing its row after checking those keys.
     return [
-        Component("cert-manager", "cert-manager", JETSTACK, "v1.20.2", "cert-manager", values=v.cert_manager(cloud)),
+        Component(
+            "cert-manager",
+            "cert-manager",
+            JETSTACK,
+            "v1.20.2",
+            "cert-manager",
+            values=v.cert_manager(cloud),
+            # The dependents' webhooks take their certificates through cert-manager's CRDs
+            # (`values.cert_manager`), the `cert-manager.io/v1` API cert-manager serves from v1.0.0
+            # on (cert-manager's v1.0 release notes: the API graduated to v1).
+            needs="cert-manager v1.0.0 or later (the `cert-manager.io/v1` API)",
+        ),
         Component(
             "kube-prometheus-stack",
             "kube-prometheus-stack",
@@ -253,22 +288,71 @@ GPU_OPERATOR_KEYS = (NVIDIA_OPERATOR_KEY, AMD_OPERATOR_KEY)
 
 
 def join_components(
-    catalog: Sequence[Component], dra_drivers: Iterable[str] | None, owner_gpu_operator: bool = False
+    catalog: Sequence[Component],
+    dra_drivers: Iterable[str] | None,
+    owner_gpu_operator: bool = False,
+    preinstalled: Iterable[str] = (),
 ) -> list[Component]:
     """The components a cluster installs.
 
     An untagged component always installs; a tagged one installs only when at least one of its
     drivers is claimed. Unset drivers mean none are claimed: only untagged components install.
-    A cluster whose owner runs the GPU operator gets no operator row; the rows that depend on it
-    (the NVIDIA DRA driver) install against the owner's.
+    A cluster whose owner runs the GPU operator gets no operator row, and a cluster that already
+    runs a component (`existing.preinstalled`) gets no second copy of it: two copies fight over
+    the same CRDs and webhooks. The rows that depend on a left-out one still install, against the
+    cluster's own copy (`relied_on` says what they need of it).
     """
     claimed = set(dra_drivers or ())
+    own = set(preinstalled)
     return [
         c
         for c in catalog
         if (not c.dra_drivers or claimed.intersection(c.dra_drivers))
         and not (owner_gpu_operator and c.key in GPU_OPERATOR_KEYS)
+        and c.key not in own
     ]
+
+
+def preinstalled_problems(cloud: str, names: Sequence[str]) -> list[tuple[int, str, str]]:
+    """`(index, problem, fix)` for each `existing.preinstalled` name that is not a catalog component, or repeats."""
+    keys = [c.key for c in CATALOG[cloud]]
+    problems = []
+    for i, name in enumerate(names):
+        if name not in keys:
+            close = difflib.get_close_matches(name, keys, n=1)
+            fix = f"did you mean '{close[0]}'?" if close else f"use a catalog component key: {', '.join(keys)}"
+            problems.append((i, f"'{name}' is not a serving-stack component of the {cloud} catalog", fix))
+        elif name in names[:i]:
+            problems.append((i, f"'{name}' is listed twice", "list each component once"))
+    return problems
+
+
+def needs_of(component: Component) -> str:
+    """What dependents need of a cluster's own copy of `component`."""
+    return component.needs or f"{component.chart} {component.version}, the version its dependents were checked against"
+
+
+def relied_on(facts: ClusterFacts) -> list[dict[str, Any]]:
+    """The components the cluster runs itself that the stack would have installed, with who needs them and what."""
+    catalog = CATALOG[facts.source]
+    full = {c.key: c for c in join_components(catalog, facts.dra_drivers, facts.owner_gpu_operator)}
+    installed = cluster_components(facts)
+    out = []
+    for key in facts.preinstalled:
+        component = full.get(key)
+        if component is None:
+            continue  # not one this cluster's pools would install
+        dependents = [c.release for c in installed if key in c.depends_on]
+        out.append(
+            {
+                "key": key,
+                "chart": component.chart,
+                "pinnedVersion": component.version,
+                "dependents": dependents,
+                "needs": needs_of(component),
+            }
+        )
+    return out
 
 
 def check_dependencies(cloud: str, catalog: Sequence[Component]) -> None:
@@ -352,8 +436,15 @@ def supported_drivers(cloud: str) -> list[str]:
 
 
 def cluster_components(facts: ClusterFacts) -> list[Component]:
-    """The components this cluster installs: its cloud's catalog joined with its claimed drivers."""
-    return join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator)
+    """The components this cluster installs: its cloud's catalog joined with its claimed drivers
+    and less what the cluster already runs, each from where the stack's chart mirror serves it."""
+    joined = join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator, facts.preinstalled)
+    return [served_from(c, facts.chart_mirror) for c in joined]
+
+
+def component_keys() -> set[str]:
+    """Every component key of every cloud's catalog: what `modelplane:chartMirror.components` may name."""
+    return {c.key for rows in CATALOG.values() for c in rows}
 
 
 def release_values(facts: ClusterFacts) -> dict[str, Mapping[str, Any]]:

@@ -29,9 +29,13 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from infra.config.stackfile import load_stack_file
 from program.main import run as program
 from tests.engine.kube import ServerPool
 from tests.engine.schema import SDK_PACKAGES
+from tests.tools import tool
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import config_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "modelplane"
@@ -67,13 +71,27 @@ def sdk_plugin(package: str) -> tuple[str, str]:
     return name, metadata.version(dist)
 
 
-def install_plugins(home: Path) -> None:
+# The real provider, where a tier runs it (`Engine.real`): the build of `engine/build.sh`.
+REAL_KUBERNETES = "pulumi-resource-kubernetes"
+
+
+def install_plugins(home: Path, real: bool = False) -> None:
     """One launcher per provider plugin, where the engine looks for `pulumi-resource-<name>`
-    (sdk/go/common/workspace/plugins.go, `PluginDescriptor.Dir`/`File`)."""
+    (sdk/go/common/workspace/plugins.go, `PluginDescriptor.Dir`/`File`).
+
+    With `real`, the kubernetes plugin is the real provider (`engine/build.sh
+    pulumi-resource-kubernetes`, v4.25.0), installed under the version the locked SDK names
+    (4.34.2): the engine then logs that the plugin reports an older version, and runs it.
+    tests/engine/test_real_provider_schema.py holds every input the program sets to its schema.
+    """
     for name, version in sorted({sdk_plugin(package) for package in SDK_PACKAGES}):
         folder = home / "plugins" / f"resource-{name}-v{version}"
         folder.mkdir(parents=True, exist_ok=True)
         launcher = folder / f"pulumi-resource-{name}"
+        if real and name == "kubernetes":
+            launcher.unlink(missing_ok=True)
+            launcher.symlink_to(tool(REAL_KUBERNETES))
+            continue
         launcher.write_text(
             f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.engine.provider {name} {version} "$@"\n'
         )
@@ -121,6 +139,8 @@ class Engine:
     base: Path
     cli: Path
     kube: ServerPool | None = None
+    # The real kubernetes provider in place of the test one (`install_plugins`).
+    real: bool = False
     project: Path = field(init=False)
     home: Path = field(init=False)
     providers: Path = field(init=False)
@@ -137,8 +157,10 @@ class Engine:
         shutil.copy(ROOT / "Pulumi.yaml", self.project / "Pulumi.yaml")
         for stack_file in (ROOT / "stacks").glob("Pulumi.*.yaml"):
             shutil.copy(stack_file, self.project / "stacks" / stack_file.name)
-        install_plugins(self.home)
+        install_plugins(self.home, self.real)
         self.pack = pack_launcher(self.base / "pack")
+        scratch = self.base / "tmp"
+        scratch.mkdir(exist_ok=True)
         self.env = {
             "PULUMI_BACKEND_URL": backend.as_uri(),
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
@@ -146,6 +168,14 @@ class Engine:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "MODELPLANE_TEST_PROVIDER_DIR": str(self.providers),
             **(self.kube.env() if self.kube else {}),
+            # The real provider writes each cluster's kubeconfig to a file under $TMPDIR and never
+            # removes it (provider/pkg/provider/provider.go, Configure, through util.go `writeKubeconfigToFile`); Helm keeps
+            # its repository index and chart cache under its HELM_* homes (helm.sh/helm/v3
+            # pkg/cli/environment.go). Both stay inside the run's folder.
+            "TMPDIR": str(scratch),
+            "HELM_CACHE_HOME": str(self.base / "helm" / "cache"),
+            "HELM_CONFIG_HOME": str(self.base / "helm" / "config"),
+            "HELM_DATA_HOME": str(self.base / "helm" / "data"),
         }
 
     def stack_file(self, stack: str) -> Path:
@@ -244,3 +274,28 @@ def walk_secrets(value: Any) -> Iterator[Any]:
     elif isinstance(value, list):
         for item in value:
             yield from walk_secrets(item)
+
+
+def mock_urns(stack_file: Path) -> set[str]:
+    """What the offline plan registers for this stack in an update, with the root stack."""
+    stack = load_stack_file(stack_file)
+    config, secret_keys = config_of(stack)
+    result = run_under_mocks(program, stack.stack, config, secret_keys, preview=False)
+    assert result.error is None, result.error
+    assert result.stack is not None
+    return {r.urn for r in result.resources} | {result.stack.urn}
+
+
+def assert_secrets_kept(state: dict[str, Any], stack: auto.Stack) -> None:
+    """Every kubeconfig a provider takes or the stack exports is a secret, and no secret config
+    value of the stack appears in the state in plain text."""
+    text = json.dumps(state)
+    for resource in resources(state):
+        if resource["type"] == "pulumi:providers:kubernetes":
+            assert list(walk_secrets(resource["inputs"]["kubeconfig"])), f"{resource['urn']}: kubeconfig in plain text"
+    outputs = next(r for r in resources(state) if r["type"] == "pulumi:pulumi:Stack")["outputs"]
+    for cluster, exported in outputs["clusters"].items():
+        assert list(walk_secrets(exported["kubeconfig"])), f"the exported kubeconfig of {cluster} is in plain text"
+    for key, value in stack.get_all_config().items():
+        if value.secret:
+            assert json.dumps(value.value)[1:-1] not in text, f"{key} is stored in plain text"

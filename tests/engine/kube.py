@@ -145,8 +145,11 @@ class ApiServer:
     # Start and stop
 
     @classmethod
-    def start(cls, folder: Path, etcd_url: str, prefix: str, extra_flags: tuple[str, ...] = ()) -> ApiServer:
-        """Start a server whose objects live under `prefix` in etcd, wait until ready, install CRDs."""
+    def start(
+        cls, folder: Path, etcd_url: str, prefix: str, extra_flags: tuple[str, ...] = (), crds: bool = True
+    ) -> ApiServer:
+        """Start a server whose objects live under `prefix` in etcd, wait until ready, and install
+        the Gateway API CRDs unless `crds` is off (a cluster whose charts install them)."""
         folder.mkdir(parents=True, exist_ok=True)
         key = folder / "sa.key"
         if not key.exists():
@@ -197,7 +200,8 @@ class ApiServer:
         else:
             server.stop()
             raise RuntimeError("kube-apiserver was not ready in 90 s")
-        server.install_crds()
+        if crds:
+            server.install_crds()
         return server
 
     def stop(self) -> None:
@@ -316,6 +320,18 @@ class ApiServer:
         plural, _ = self.resource(api_version, str(kind["kind"]))
         base = api_root(api_version)
         return list(self._request("GET", f"{base}/namespaces/{namespace}/{plural}")["items"])
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """POST an object to its collection, status included (a Node's status is taken on create)."""
+        path = self.path(obj).rsplit("/", 1)[0]
+        return dict(self._request("POST", path, json.dumps(obj).encode()))
+
+    def list_all(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Every object of a kind, in one namespace or, for None, in all of them (or cluster-wide)."""
+        plural, namespaced = self.resource(api_version, kind)
+        base = api_root(api_version)
+        where = f"/namespaces/{namespace}" if namespaced and namespace else ""
+        return list(self._request("GET", f"{base}{where}/{plural}")["items"])
 
     def delete(self, obj: Mapping[str, Any]) -> None:
         try:

@@ -39,14 +39,26 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     script = ROOT / "engine" / "build.sh"
     done = subprocess.run(["bash", str(script), "--locate", "kubectl"], capture_output=True, text=True, check=False)
     assert done.returncode == 2
-    assert "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd or otelcol)" in done.stderr
+    assert (
+        "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
+        "kwok or pulumi-resource-kubernetes)" in done.stderr
+    )
 
 
-@pytest.mark.parametrize("name", ["kube-apiserver", "etcd", "otelcol"])
+@pytest.mark.parametrize(
+    "name", ["kube-apiserver", "etcd", "otelcol", "kube-controller-manager", "kube-scheduler", "kwok"]
+)
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
     # A binary that answers with another version, where the pinned one would be: not located.
     script = ROOT / "engine" / "build.sh"
-    versions = {"kube-apiserver": "v1.36.0", "etcd": "v3.6.8", "otelcol": "v0.161.0"}
+    versions = {
+        "kube-apiserver": "v1.36.0",
+        "etcd": "v3.6.8",
+        "otelcol": "v0.161.0",
+        "kube-controller-manager": "v1.36.0",
+        "kube-scheduler": "v1.36.0",
+        "kwok": "v0.8.0",
+    }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)
     (folder / name).write_text("#!/bin/sh\necho 'version 0.0.1'\n")
@@ -54,3 +66,24 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
     env = {**os.environ, "MODELPLANE_TOOLS_CACHE": str(tmp_path / "cache")}
     done = subprocess.run(["bash", str(script), "--locate", name], env=env, capture_output=True, text=True, check=True)
     assert done.stdout == ""
+
+
+def test_a_provider_build_without_its_stamp_or_of_another_module_version_is_not_used(tmp_path: Path) -> None:
+    # The provider has no version flag: only the stamp of the module version it was built from counts.
+    script = ROOT / "engine" / "build.sh"
+    folder = tmp_path / "cache" / "pulumi-resource-kubernetes-v4.25.0" / "bin"
+    folder.mkdir(parents=True)
+    binary = folder / "pulumi-resource-kubernetes"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    env = {**os.environ, "MODELPLANE_TOOLS_CACHE": str(tmp_path / "cache")}
+
+    def located() -> str:
+        args = ["bash", str(script), "--locate", "pulumi-resource-kubernetes"]
+        return subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert located() == ""
+    (folder / "pulumi-resource-kubernetes.version").write_text("v4.0.0-20250101000000-000000000000\n")
+    assert located() == ""
+    (folder / "pulumi-resource-kubernetes.version").write_text("v4.0.0-20260115033456-f47bc2d6f199\n")
+    assert located() == str(tmp_path / "cache" / "pulumi-resource-kubernetes-v4.25.0")

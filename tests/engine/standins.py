@@ -1,0 +1,219 @@
+"""Stand-in charts for the cluster tier: one per catalog row, at its chart name and pinned version.
+
+The pinned charts' archives are not in this repository and cannot be fetched in CI
+(`charts/README.md` records where each comes from, to fill a mirror), so the cluster tier
+installs stand-ins that Helm renders from the same values. Each stand-in renders, from the values
+paths its real chart reads (`tooling.placement.AGENT_WORKLOADS`, taken from each chart's
+values.yaml at its pinned tag, with the chart's defaults where the values leave a path unset):
+
+- one DaemonSet per node agent of its release: the chart's own (a DRA kubelet plugin, NFD's
+  worker, node-exporter) or one its operator creates from its custom resource (the NVIDIA
+  operator's operands, the AMD operator's DRA driver, node labeller, metrics exporter), with the
+  node selector, affinity and tolerations those paths resolve to, and none when its `enabled`
+  path turns it off;
+- the DeviceClass its real chart creates, with that chart's CEL selector;
+- a controller Deployment (every chart has one or more), on whatever node admits it;
+- for cert-manager, a post-install hook Job as its `startupapicheck` is; for gateway-helm, the
+  Gateway API CRDs in `crds/` (the Gateway API release engine/crds pins, as its chart carries them).
+
+So the tier proves the real provider's Helm installs, awaits and hooks, the program's own objects,
+the scheduler's placement of every agent from our values, and DRA allocation; it does not prove
+the real charts' templates, which `tests/test_values.py` checks offline against each chart's
+values.yaml keys.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+from infra.serving.catalog import CATALOG, Component
+from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
+from tests.engine.kube import gateway_api_crds
+from tooling.placement import AGENT_WORKLOADS, AgentWorkload
+
+# What every stand-in pod runs; KWOK runs no container, so it is never pulled.
+IMAGE = "registry.k8s.io/pause:3.10"
+# The DeviceClass each real chart creates and its selector: dra-driver-nvidia-gpu 0.4.1
+# templates/deviceclass-gpu.yaml; dra-driver-cpu templates/deviceclass.yaml; AMD gpu-operator-charts
+# v1.5.1 templates/dra-driver-deviceclass.yaml, behind `draDriver.deviceClass.create`.
+DEVICE_CLASSES: Mapping[str, tuple[str, str, tuple[str, ...] | None]] = {
+    "mp-dra-driver-nvidia-gpu": (
+        NVIDIA_GPU_DRIVER,
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        None,
+    ),
+    "mp-dra-driver-cpu": (CPU_DRIVER, 'device.driver == "dra.cpu"', None),
+    "mp-gpu-operator-charts": (
+        AMD_GPU_DRIVER,
+        "device.driver == 'gpu.amd.com'",
+        ("draDriver", "deviceClass", "create"),
+    ),
+}
+HOOKED = {"mp-cert-manager"}
+WITH_GATEWAY_CRDS = {"mp-gateway-helm"}
+
+
+def _lookup(var: str, path: Sequence[str]) -> str:
+    """Template lines that set `$<var>` to the value at `path` and `$<var>Ok` to whether it is set."""
+    keys = " ".join(json.dumps(k) for k in path)
+    return (
+        f"{{{{- ${var} := .Values.AsMap }}}}{{{{- ${var}Ok := true }}}}\n"
+        f"{{{{- range $k := list {keys} }}}}"
+        f'{{{{- if and ${var}Ok (kindIs "map" ${var}) (hasKey ${var} $k) }}}}{{{{- ${var} = index ${var} $k }}}}'
+        f"{{{{- else }}}}{{{{- ${var}Ok = false }}}}{{{{- end }}}}{{{{- end }}}}\n"
+    )
+
+
+def daemonset(agent: AgentWorkload) -> str:
+    """A DaemonSet placed as `tooling.placement.agent_placement` resolves the agent's values."""
+    out = []
+    if agent.enabled is not None:
+        out.append(_lookup("on", agent.enabled))
+        out.append(f"{{{{- if (ternary $on {json.dumps(agent.enabled_default)} $onOk) }}}}\n")
+    out.append(_lookup("tol", agent.tolerations))
+    out.append(
+        f"{{{{- if not $tolOk }}}}{{{{- $tol = fromJsonArray {json.dumps(json.dumps(list(agent.default_tolerations)))} }}}}{{{{- end }}}}\n"
+    )
+    out.append(f"{{{{- $sel := fromJson {json.dumps(json.dumps(dict(agent.default_node_selector)))} }}}}\n")
+    out.append("{{- $selDone := false }}\n")
+    for i, path in enumerate(agent.node_selectors):
+        last = i == len(agent.node_selectors) - 1
+        out.append(_lookup(f"s{i}", path))
+        # An empty component selector defers to the shared one; an empty last one selects every node.
+        cond = f"$s{i}Ok" if last else f"(and $s{i}Ok $s{i})"
+        out.append(
+            f"{{{{- if and (not $selDone) {cond} }}}}{{{{- $sel = (default dict $s{i}) }}}}{{{{- $selDone = true }}}}{{{{- end }}}}\n"
+        )
+    out.append(f"{{{{- $aff := fromJson {json.dumps(json.dumps(agent.default_affinity or {}))} }}}}\n")
+    if agent.affinity is not None:
+        out.append(_lookup("af", agent.affinity))
+        out.append("{{- if $afOk }}{{- $aff = (default dict $af) }}{{- end }}\n")
+    name = f"{{{{ .Release.Name }}}}-{agent.workload}"
+    out.append(
+        f"""apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {name}
+  namespace: {{{{ .Release.Namespace }}}}
+spec:
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      nodeSelector: {{{{ $sel | toJson }}}}
+      affinity: {{{{ $aff | toJson }}}}
+      tolerations: {{{{ $tol | toJson }}}}
+      containers:
+        - {{name: agent, image: {IMAGE}}}
+"""
+    )
+    if agent.enabled is not None:
+        out.append("{{- end }}\n")
+    return "".join(out)
+
+
+def controller() -> str:
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{{{ .Release.Name }}}}-controller
+  namespace: {{{{ .Release.Namespace }}}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: {{{{ .Release.Name }}}}-controller}}
+  template:
+    metadata:
+      labels: {{app: {{{{ .Release.Name }}}}-controller}}
+    spec:
+      containers:
+        - {{name: controller, image: {IMAGE}}}
+"""
+
+
+def hook_job() -> str:
+    # cert-manager's startupapicheck: a post-install/post-upgrade hook Job (templates/startupapicheck-job.yaml).
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{{{ .Release.Name }}}}-startupapicheck
+  namespace: {{{{ .Release.Namespace }}}}
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 4
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+        - {{name: check, image: {IMAGE}}}
+"""
+
+
+def device_class(name: str, cel: str, gate: tuple[str, ...] | None) -> str:
+    body = f"""apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: {name}
+spec:
+  selectors:
+    - cel:
+        expression: {json.dumps(cel)}
+"""
+    if gate is None:
+        return body
+    return _lookup("dc", gate) + "{{- if (ternary $dc true $dcOk) }}\n" + body + "{{- end }}\n"
+
+
+def files_of(component: Component) -> dict[str, str]:
+    files = {
+        "Chart.yaml": yaml.safe_dump(
+            {
+                "apiVersion": "v2",
+                "name": component.chart,
+                "version": component.version,
+                "description": f"Stand-in for {component.chart} {component.version} (tests/engine/standins.py)",
+            },
+            sort_keys=False,
+        ),
+        "values.yaml": "{}\n",
+        "templates/controller.yaml": controller(),
+    }
+    for agent in AGENT_WORKLOADS:
+        if agent.release == component.release:
+            files[f"templates/{agent.workload}.yaml"] = daemonset(agent)
+    if component.release in DEVICE_CLASSES:
+        files["templates/deviceclass.yaml"] = device_class(*DEVICE_CLASSES[component.release])
+    if component.release in HOOKED:
+        files["templates/hook.yaml"] = hook_job()
+    if component.release in WITH_GATEWAY_CRDS:
+        files["crds/gateway-api.yaml"] = yaml.safe_dump_all(gateway_api_crds(), sort_keys=False)
+    return files
+
+
+def package(component: Component, folder: Path) -> Path:
+    """The stand-in as a chart archive, `<chart>-<version>.tgz`, as `helm package` lays it out."""
+    archive = folder / f"{component.chart}-{component.version}.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in sorted(files_of(component).items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{component.chart}/{name}")
+            info.size = len(data)
+            info.mtime = 0
+            tar.addfile(info, io.BytesIO(data))
+    return archive
+
+
+def build(folder: Path, source: str = "Existing") -> list[Path]:
+    """A stand-in archive for every catalog row of a cloud, in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [package(c, folder) for c in CATALOG[source]]

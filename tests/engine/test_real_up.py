@@ -1,0 +1,184 @@
+"""`pulumi up` for real: the real Kubernetes provider installs the serving stack on a local cluster.
+
+Through the real CLI, with the pack, the real `pulumi-resource-kubernetes` (harness.py,
+`Engine.real`) and a local cluster (cluster.py: real API server, controllers and scheduler, KWOK
+nodes publishing ResourceSlices as the DRA drivers do), charts from the vendored archives served
+as a Helm repository on 127.0.0.1 (`modelplane:chartMirror`). Every assertion reads the cluster
+(site.py), not our harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
+from tests.engine import charts as mirror
+from tests.engine.devices import SIMULATED
+from tests.engine.harness import assert_secrets_kept, mock_urns, urns
+from tests.engine.kube import Etcd
+from tests.engine.stackrun import Run
+from tests.tools import require
+
+# The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
+# created by the AMD operator from its DeviceConfig, and no operator really runs here.
+DRIVER_RELEASES = {NVIDIA_GPU_DRIVER: "mp-dra-driver-nvidia-gpu", CPU_DRIVER: "mp-dra-driver-cpu"}
+
+
+@pytest.fixture(scope="module")
+def real_tools() -> Path:
+    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"):
+        require(name, "the cluster tier")
+    require("pulumi-resource-kubernetes", "the cluster tier")
+    return require("pulumi", "the cluster tier").parent.parent
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterator[Etcd]:
+    etcd = Etcd.start(tmp_path_factory.mktemp("etcd"))
+    yield etcd
+    etcd.stop()
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with mirror.served_charts(tmp_path_factory.mktemp("charts")) as url:
+        yield url
+
+
+@pytest.fixture
+def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
+    started: list[Run] = []
+
+    def start(stack: str) -> Run:
+        started.append(Run(tmp_path, real_tools, store, charts, stack))
+        return started[-1]
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+def claiming_nodes(run: Run, driver: str) -> set[str]:
+    """The nodes of the pools whose class claims `driver`, from the stack's config."""
+    pools = {p.name for p in run.facts.pools if driver in p.claimed_drivers}
+    return {node for node, pool in run.site.node_pools().items() if pool in pools}
+
+
+def check_installed(run: Run) -> None:
+    """What the issue's run reads from the cluster after `up`, for any of the stacks."""
+    site = run.site
+    releases = site.releases()
+    # Every release the plan names is on the cluster, deployed.
+    assert {r.name: r.status for r in releases.values()} == {name: "deployed" for name in run.planned_releases}
+    # Each driver's kubelet plugin runs on the nodes of the pools that claim its driver, and no other.
+    for driver, release in DRIVER_RELEASES.items():
+        expected = claiming_nodes(run, driver)
+        assert (release in releases) == bool(expected), driver
+        if expected:
+            assert site.daemonsets(release), release
+            assert site.release_nodes(release) == expected, driver
+    # NFD's worker goes where the catalog's values tolerate it: every node but the CPU pools'
+    # (infra/serving/values.py, `node_feature_discovery`: the GPU taints only).
+    if "mp-node-feature-discovery" in releases:
+        cpu_nodes = claiming_nodes(run, CPU_DRIVER)
+        assert site.release_nodes("mp-node-feature-discovery") == set(site.node_pools()) - cpu_nodes
+    # Each model's pods run on its pool's nodes, Ready, with their claims allocated on their own
+    # node from the claimed driver's published devices, in the count (and capacity) asked.
+    pools = site.node_pools()
+    allocated = {(a.namespace, a.claim): a for a in site.allocations()}
+    published = site.published()
+    devices_of = {p.name: {d.name: d for d in p.devices} for p in run.facts.pools}
+    for dep in run.deployments():
+        pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == f"Deployment/{dep['name']}"]
+        assert len(pods) == dep.get("replicas", 1), dep["name"]
+        for pod in pods:
+            assert pod.ready and pod.phase == "Running", (dep["name"], pod)
+            assert pools[pod.node or ""] == dep["pool"], (dep["name"], pod.node)
+            assert len(pod.claims) == 1, (dep["name"], pod.claims)
+            got = allocated[(pod.namespace, pod.claims[0])]
+            (want,) = dep["devices"]
+            device = devices_of[dep["pool"]][want["name"]]
+            assert got.node == pod.node
+            assert got.driver == device.driver
+            assert len(got.devices) == want.get("count", 1), (dep["name"], got.devices)
+            assert set(got.devices) <= published[(pod.node or "", got.driver)]
+            if got.driver == CPU_DRIVER:
+                assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
+    # The state holds what the offline plan registers, and keeps every secret a secret.
+    state = run.engine.export(run.stack)
+    assert urns(state) == mock_urns(run.engine.stack_file(run.name)), "the engine's state and the offline plan differ"
+    assert_secrets_kept(state, run.stack)
+    # The DeviceClasses the charts and the program create are there for every claimed driver.
+    classes = {c["metadata"]["name"] for c in run.cluster.list("resource.k8s.io/v1", "DeviceClass")}
+    claimed = {d.device_class_name for p in run.facts.pools for d in p.devices if d.driver in SIMULATED}
+    assert claimed <= classes
+
+
+def test_three_vendors_side_by_side_install_settle_move_refuse_and_destroy(run: Any) -> None:
+    mixed = run("byo-mixed")
+    assert {d for p in mixed.facts.pools for d in p.claimed_drivers} >= {NVIDIA_GPU_DRIVER, AMD_GPU_DRIVER, CPU_DRIVER}
+    mixed.up()
+    check_installed(mixed)
+
+    # A second up finds nothing to change.
+    again = mixed.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+
+    # A changed claim: its template is replaced (its name follows the claim), the Deployment rolls
+    # its pods onto the new one, and nothing else changes.
+    old_pods = {p.name for p in mixed.site.pods() if p.owner == "Deployment/qwen-mi300x"}
+    mixed.edit_deployment("qwen-mi300x", devices=[{"name": "gpu", "count": 4}])
+    steps = mixed.preview()
+    kinds = sorted((op, type_.rsplit(":", 1)[-1]) for op, type_ in steps.values())
+    assert kinds == [("replace", "ResourceClaimTemplate"), ("update", "Deployment")], kinds
+    mixed.up()
+    check_installed(mixed)
+    assert not old_pods & {p.name for p in mixed.site.pods() if p.owner == "Deployment/qwen-mi300x"}
+
+    # A device rule broken (an NVIDIA accelerator on a class that claims AMD GPUs): preview and up
+    # stop, and nothing on the cluster changes.
+    before = mixed.site.state()
+    config = mixed.engine.config("byo-mixed")
+    for cls in config["modelplane:classes"]:
+        if cls["name"] == "mi300x-byo":
+            cls["accelerator"] = {"type": "nvidia-h100", "count": 8}
+    mixed.engine.write_config("byo-mixed", config)
+    with pytest.raises(auto.CommandError, match="accelerator-driver-mismatch"):
+        mixed.preview()
+    with pytest.raises(auto.CommandError, match="accelerator-driver-mismatch"):
+        mixed.up()
+    assert mixed.site.state() == before
+
+    # Destroy removes every release and every object of the stack.
+    mixed.stack.destroy()
+    assert mixed.site.releases() == {}
+    assert not [p for p in mixed.site.pods() if p.owner.startswith("Deployment/qwen")]
+
+
+def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destroy(run: Any, tmp_path: Path) -> None:
+    amd = run("byo-amd")
+    amd.up()
+    check_installed(amd)
+    again = amd.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+    with pytest.raises(auto.CommandError, match="protect"):
+        amd.stack.destroy()
+    assert {r.status for r in amd.site.releases().values()} == {"deployed"}
+
+    # A mirror that does not serve a chart: `up` fails naming the chart, its version and the URL
+    # tried; once the mirror serves it, a second `up` finishes the install.
+    recipe = run("recipe-qwen-mi325x")
+    full = recipe.engine.config("recipe-qwen-mi325x")
+    with mirror.served_charts(tmp_path / "partial", without=["lws"]) as partial:
+        recipe.engine.write_config("recipe-qwen-mi325x", {**full, **mirror.mirror_config(partial)})
+        with pytest.raises(auto.CommandError) as failed:
+            recipe.up()
+    assert f'chart "lws" version "v0.8.0" not found in {partial} repository' in str(failed.value)
+    recipe.engine.write_config("recipe-qwen-mi325x", full)
+    recipe.up()
+    check_installed(recipe)

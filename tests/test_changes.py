@@ -1,0 +1,238 @@
+"""`modelplane plan --against OLD.json`: what `up` would do per resource, from the command as a user runs it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tooling.changes import PLAN_FORMAT, AgainstError, changed_leaves, check_against, compare, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def modelplane(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tooling.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+
+
+def stack_file(folder: Path, name: str, edit: Any = None) -> Path:
+    """stacks/Pulumi.<name>.yaml copied into `folder` (as the same stack), `edit` applied to its config."""
+    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())
+    if edit is not None:
+        edit(doc["config"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def planned(path: Path, out: Path) -> Path:
+    result = modelplane("plan", "--stack-file", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    out.write_text(result.stdout, encoding="utf-8")
+    return out
+
+
+def not_same(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["op"], c["name"]) for c in doc["changes"] if c["op"] != "same"]
+
+
+def test_an_unchanged_stack_has_only_same(tmp_path: Path) -> None:
+    path = stack_file(tmp_path, "civo-dev")
+    old = planned(path, tmp_path / "old.json")
+    out = modelplane("plan", "--stack-file", str(path), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["changes"] and {c["op"] for c in doc["changes"]} == {"same"}
+    assert {c["urn"] for c in doc["changes"]} == {r["urn"] for r in doc["resources"]}
+    for c in doc["changes"]:
+        assert set(c) >= {"op", "urn", "type", "name", "paths", "protected"}
+    human = modelplane("plan", "--stack-file", str(path), "--against", str(old))
+    assert human.returncode == 0
+    first = human.stdout.splitlines()[0]
+    assert first.endswith(f"0 to create, 0 to update, 0 to replace, 0 to delete ({len(doc['changes'])} unchanged)")
+
+
+def unprotected(config: dict[str, Any]) -> None:
+    config["modelplane:protect"] = False
+
+
+def bigger_cpu_machine(config: dict[str, Any]) -> None:
+    for cls in config["modelplane:classes"]:
+        eks = (cls.get("provisioning") or {}).get("eks") or {}
+        if eks.get("instanceType") == "m7i.2xlarge":
+            eks["instanceType"] = "m7i.4xlarge"
+            # The capacity the class claims follows its machine's CPUs.
+            for device in cls.get("devices") or []:
+                if "dra.cpu/cpu" in (device.get("capacity") or {}):
+                    device["capacity"]["dra.cpu/cpu"]["value"] = "14"
+
+
+def test_a_machine_change_replaces_the_pool_and_a_protected_one_is_refused(tmp_path: Path) -> None:
+    # Unprotected: the EKS node group is replaced (instance_types forces a new node group).
+    old = planned(stack_file(tmp_path / "old", "eks-prod", unprotected), tmp_path / "old.json")
+    new = stack_file(tmp_path / "new", "eks-prod", lambda c: (unprotected(c), bigger_cpu_machine(c)))
+    out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    [replace] = [c for c in doc["changes"] if c["op"] == "replace"]
+    assert (replace["type"], replace["name"]) == ("aws:eks/nodeGroup:NodeGroup", "eks-us-east-1-cpu")
+    assert replace["paths"] == ["instanceTypes[0]"] and replace["protected"] is False
+    human = modelplane("plan", "--stack-file", str(new), "--against", str(old))
+    assert (
+        human.stdout.splitlines()[0].split(": ", 1)[1].startswith("0 to create, 1 to update, 1 to replace, 0 to delete")
+    )
+    assert "+- replace eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup): replaced by instanceTypes[0]" in human.stdout
+
+    # Protected (the stack as committed): `up` would fail, so the plan does, naming the pool.
+    old = planned(stack_file(tmp_path / "old-p", "eks-prod"), tmp_path / "old-p.json")
+    new = stack_file(tmp_path / "new-p", "eks-prod", bigger_cpu_machine)
+    out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    [error] = doc["errors"]
+    assert "cannot replace 1 protected resource(s): eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup)" in error["message"]
+    assert "modelplane:protect: false" in error["message"]
+    assert out.stderr.strip() and error["message"] in out.stderr
+
+
+def second_cluster(config: dict[str, Any]) -> None:
+    twin = copy.deepcopy(config["modelplane:clusters"][0])
+    twin["name"] = "byo-lab-2"
+    config["modelplane:clusters"].append(twin)
+
+
+def test_a_removed_protected_cluster_is_refused_with_its_resources_listed(tmp_path: Path) -> None:
+    old = planned(stack_file(tmp_path / "old", "byo-amd", second_cluster), tmp_path / "old.json")
+    out = modelplane("plan", "--stack-file", str(stack_file(tmp_path, "byo-amd")), "--against", str(old), "--json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    deleted = [c for c in doc["changes"] if c["op"] == "delete"]
+    old_doc = json.loads(old.read_text())
+    twin = {r["urn"] for r in old_doc["resources"] if "byo-lab-2" in r["name"]}
+    assert {c["urn"] for c in deleted} == twin
+    # `modelplane:protect` protects everything of the cluster but its Kubernetes provider.
+    guarded = [c for c in deleted if c["protected"]]
+    assert {c["type"] for c in deleted if not c["protected"]} == {"pulumi:providers:kubernetes"}
+    assert "modelplane:existing:ExistingCluster" in {c["type"] for c in guarded}
+    [error] = doc["errors"]
+    assert f"cannot delete {len(guarded)} protected resource(s)" in error["message"]
+    for c in guarded:
+        assert f"{c['name']} ({c['type']})" in error["message"]
+    assert error["message"] in out.stderr
+
+
+def test_a_plan_of_another_stack_or_an_older_format_is_refused(tmp_path: Path) -> None:
+    other = planned(stack_file(tmp_path, "vultr-dev"), tmp_path / "vultr.json")
+    out = modelplane("plan", "--stack", "civo-dev", "--against", str(other), "--json")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "holds no plan of stack 'civo-dev' (it holds: vultr-dev)" in out.stderr
+
+    older = json.loads(other.read_text())
+    for key in ("format", "mode"):
+        older.pop(key)
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    out = modelplane(
+        "plan", "--stack-file", str(tmp_path / "Pulumi.vultr-dev.yaml"), "--against", str(tmp_path / "older.json")
+    )
+    assert out.returncode == 2
+    assert (
+        f"an older plan format (before URNs were recorded): format 1, and this modelplane reads format {PLAN_FORMAT}"
+        in out.stderr
+    )
+
+
+def plan_doc(resources: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {"format": PLAN_FORMAT, "mode": "preview", "stack": "s", "ok": True, "resources": resources, **top}
+
+
+def row(name: str, type_: str, inputs: dict[str, Any], protect: bool = False) -> dict[str, Any]:
+    return {
+        "urn": f"urn:pulumi:s::modelplane::{type_}::{name}",
+        "type": type_,
+        "name": name,
+        "protect": protect,
+        "inputs": inputs,
+    }
+
+
+GKE_POOL = "gcp:container/nodePool:NodePool"
+
+
+def test_gke_updates_a_machine_type_in_place_but_replaces_for_new_accelerators() -> None:
+    pool = {"nodeConfig": {"machineType": "g2-standard-8", "guestAccelerators": [{"type": "nvidia-l4", "count": 1}]}}
+    bigger = copy.deepcopy(pool)
+    bigger["nodeConfig"]["machineType"] = "g2-standard-16"
+    [change] = compare(plan_doc([row("p", GKE_POOL, pool)]), plan_doc([row("p", GKE_POOL, bigger)]))
+    assert (change["op"], change["paths"]) == ("update", ["nodeConfig.machineType"])
+    two = copy.deepcopy(pool)
+    two["nodeConfig"]["guestAccelerators"][0]["count"] = 2
+    [change] = compare(plan_doc([row("p", GKE_POOL, pool)]), plan_doc([row("p", GKE_POOL, two)]))
+    assert change["op"] == "replace" and change["replacedBy"] == ["nodeConfig.guestAccelerators[0].count"]
+
+
+def test_a_provider_that_cannot_change_a_pools_size_is_an_error_not_an_update() -> None:
+    from tooling.changes import change_errors
+
+    civo = "civo:index/kubernetesNodePool:KubernetesNodePool"
+    changes = compare(
+        plan_doc([row("p", civo, {"size": "g4s.kube.small"})]), plan_doc([row("p", civo, {"size": "g4s.kube.large"})])
+    )
+    assert [c["op"] for c in changes] == ["update"]
+    [error] = change_errors(changes)
+    assert "cannot change size of p" in error["message"] and "not available at this moment" in error["message"]
+
+
+def test_created_deleted_and_labels_with_dots_are_named_by_path() -> None:
+    deployment = "kubernetes:apps/v1:Deployment"
+    old = plan_doc(
+        [row("a", deployment, {"metadata": {"labels": {"modelplane.ai/pool": "x"}}}), row("gone", deployment, {})]
+    )
+    new = plan_doc(
+        [row("a", deployment, {"metadata": {"labels": {"modelplane.ai/pool": "y"}}}), row("new", deployment, {})]
+    )
+    changes = compare(old, new)
+    assert [(c["op"], c["name"], c["paths"]) for c in changes] == [
+        ("update", "a", ['metadata.labels["modelplane.ai/pool"]']),
+        ("create", "new", []),
+        ("delete", "gone", []),
+    ]
+    assert summary(changes) == "1 to create, 1 to update, 0 to replace, 1 to delete (0 unchanged)"
+    # A renamed object is replaced (pulumi-kubernetes forces a new object on .metadata.name).
+    [renamed] = compare(
+        plan_doc([row("a", deployment, {"metadata": {"name": "x"}})]),
+        plan_doc([row("a", deployment, {"metadata": {"name": "y"}})]),
+    )
+    assert renamed["op"] == "replace"
+
+
+def test_a_block_that_appears_gives_its_leaves() -> None:
+    assert changed_leaves({"a": 1}, {"a": 1, "b": {"c": [1, {"d": 2}]}}) == [("b", "c", 0), ("b", "c", 1, "d")]
+
+
+@pytest.mark.parametrize(
+    ("old", "said"),
+    [
+        (plan_doc([], stack="other"), "it is a plan of stack 'other', not 's'"),
+        (plan_doc([], format=PLAN_FORMAT + 1), "a newer plan format"),
+        (plan_doc([], mode="update"), "planned with `--mode update` and this plan with `--mode preview`"),
+        (plan_doc([], ok=False), "rejected before the program ran"),
+    ],
+)
+def test_an_earlier_plan_that_cannot_be_compared_is_refused(old: dict[str, Any], said: str) -> None:
+    with pytest.raises(AgainstError, match=None) as refused:
+        check_against(old, plan_doc([]))
+    assert said in str(refused.value)
