@@ -122,9 +122,9 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
     "nebius:index/mk8sV1Cluster:Mk8sV1Cluster": ("controlPlane.subnetId", "kubeNetwork"),
     "nebius:index/computeV1GpuCluster:ComputeV1GpuCluster": ("infinibandFabric",),
     # digitalocean/terraform-provider-digitalocean at 401992a1, ForceNew: digitalocean/kubernetes/
-    # kubernetes.go `nodePoolSchema` (size, gpu_partition_mode; cluster_id on the resource),
-    # resource_kubernetes_cluster.go (region, vpc_uuid, worker_subnet_uuid, the two subnets,
-    # isolated_workers), vpc/resource_vpc.go (region, ip_range).
+    # kubernetes.go `nodePoolSchema` (size, gpu_partition_mode; cluster_id on the resource; the
+    # cluster's inline node_pool too), resource_kubernetes_cluster.go (region, vpc_uuid,
+    # worker_subnet_uuid, the two subnets, isolated_workers), vpc/resource_vpc.go (region, ip_range).
     "digitalocean:index/kubernetesNodePool:KubernetesNodePool": ("clusterId", "size", "gpuPartitionMode"),
     "digitalocean:index/kubernetesCluster:KubernetesCluster": (
         "region",
@@ -133,6 +133,8 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
         "clusterSubnet",
         "serviceSubnet",
         "isolatedWorkers",
+        "nodePool.size",
+        "nodePool.gpuPartitionMode",
     ),
     "digitalocean:index/vpc:Vpc": ("region", "ipRange"),
 }
