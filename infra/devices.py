@@ -259,16 +259,16 @@ def class_cpu_claim(cls: InferenceClass) -> int:
     )
 
 
-def zone_problem(source: str, region: str, zone: str) -> str | None:
-    """Why `zone` is not a zone of `region` on this cloud (its `CloudProfile` zone form), or None when it is."""
+def zone_problem(source: str, region: str, zone: str, *, uncatalogued: bool = False) -> str | None:
+    """Why `zone` is not a zone of `region` on this cloud, or None when it is.
+
+    A zone has the cloud's form (`CloudProfile.zone_names` or `zone_pattern`) and, where the zone
+    catalog lists the region (`CloudProfile.zones_by_region`, each cloud's `zones.py` with its
+    source), is one of its zones: a letter the region does not have (`us-central1-e`, a seventh
+    zone of us-east-1) would fail only when the cloud creates the pool. A pool that takes zones
+    the catalog does not list yet says so (`uncatalogued`).
+    """
     cloud = profile(source)
-    if cloud.zones_by_region:
-        known = cloud.zones_by_region.get(region)
-        if known is None:
-            return f"the catalog lists no zones for {source} region {region}, so zone '{zone}' cannot be checked"
-        if zone in known:
-            return None
-        return f"{source} region {region} has the zones {', '.join(known)}, not '{zone}'"
     if cloud.zone_names:
         if zone in cloud.zone_names:
             return None
@@ -282,7 +282,23 @@ def zone_problem(source: str, region: str, zone: str) -> str | None:
         return f"'{zone}' is not a {source} zone name"
     if match.group("region") != region:
         return f"zone '{zone}' is in region {match.group('region')}, not in the cluster's region {region}"
+    known = cloud.zones_by_region.get(region)
+    if known and zone not in known and not uncatalogued:
+        return f"zone '{zone}' is not a zone of {region} in the zone catalog"
     return None
+
+
+def zone_fix(source: str, region: str, zone: str, pool_at: str) -> str:
+    """The fix for a zone `zone_problem` refuses: the region's zones, where the catalog lists them, and
+    for a zone of the region's form that the catalog does not list, how to take it anyway."""
+    cloud = profile(source)
+    known = cloud.zones_by_region.get(region)
+    listed = f" ({', '.join(known)})" if known else ""
+    fix = f"list only zones of {region}{listed} in the pool's zones, or drop zones to let the cloud choose"
+    match = cloud.zone_pattern.match(zone) if cloud.zone_pattern else None
+    if known and match is not None and match.group("region") == region:
+        fix += f"; if the zone exists and the catalog does not list it yet, set {pool_at}.uncataloguedZones: true"
+    return fix
 
 
 def check_machine(
@@ -293,6 +309,7 @@ def check_machine(
     region: str | None = None,
     zones: Sequence[str] = (),
     *,
+    uncatalogued_zones: bool = False,
     file: str = "",
     pool_path: str = "",
     class_path: str = "",
@@ -315,13 +332,10 @@ def check_machine(
 
     if region is not None:
         for i, zone in enumerate(zones):
-            problem = zone_problem(source, region, zone)
+            problem = zone_problem(source, region, zone, uncatalogued=uncatalogued_zones)
             if problem is not None:
                 reject(
-                    ZONE_OUTSIDE_REGION,
-                    problem,
-                    f"list only zones of {region} in the pool's zones, or drop zones to let the cloud choose",
-                    path=f"{pool_at}.zones[{i}]",
+                    ZONE_OUTSIDE_REGION, problem, zone_fix(source, region, zone, pool_at), path=f"{pool_at}.zones[{i}]"
                 )
     if prov is None or prov.provider != source:
         return out
@@ -473,6 +487,7 @@ def check_fleet_machines(fleet: Fleet, file: str) -> list[Violation]:
                     cls,
                     region,
                     pool.zones,
+                    uncatalogued_zones=pool.uncatalogued_zones,
                     file=file,
                 )
             )

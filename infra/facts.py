@@ -70,6 +70,8 @@ class PoolFacts:
     min_node_count: int | None
     max_node_count: int | None
     zones: tuple[str, ...] = ()
+    # The pool takes zones the zone catalog does not list (`NodePool.uncatalogued_zones`).
+    uncatalogued_zones: bool = False
     devices: tuple[Device, ...] = ()
     claimed_drivers: tuple[str, ...] = ()
     machine: str | None = None
@@ -119,6 +121,7 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "accelerator": lambda p: {"type": p.accelerator.type, "count": p.accelerator.count} if p.accelerator else None,
     "machine": lambda p: p.machine,
     "zones": lambda p: list(p.zones),
+    "uncataloguedZones": lambda p: p.uncatalogued_zones,
     "nodeCount": lambda p: p.node_count,
     "minNodeCount": lambda p: p.min_node_count,
     "maxNodeCount": lambda p: p.max_node_count,
@@ -154,6 +157,7 @@ REGISTERED_POOL_KEYS = (
     "class",
     "machine",
     "zones",
+    "uncataloguedZones",
     "nodeCount",
     "maxNodeCount",
 )
@@ -354,6 +358,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 min_node_count=pool.min_node_count,
                 max_node_count=pool.max_node_count,
                 zones=tuple(pool.zones),
+                uncatalogued_zones=pool.uncatalogued_zones,
                 devices=tuple(cls.devices),
                 claimed_drivers=tuple(drivers),
                 machine=own.machine_name if own is not None else None,

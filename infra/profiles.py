@@ -114,8 +114,8 @@ class CloudProfile:
     # inside a region to pick.
     zone_names: tuple[str, ...] = ()
     zone_pattern: re.Pattern[str] | None = None
-    # Or: the zones of each region, where regions differ in how many they have (OCI's availability
-    # domains); a region missing here has no zones the catalog knows.
+    # The zones of each region the catalog knows (`zone_pattern` clouds); a region missing here is
+    # checked against the zone form only.
     zones_by_region: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property

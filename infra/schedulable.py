@@ -112,6 +112,37 @@ def node_memory(cf: ClusterFacts, pool: PoolFacts) -> NodeMemory | None:
     return NodeMemory(row, machine_memory(row), reserved_memory(cf.source, row), node_agents_memory(cf, pool))
 
 
+def most_pod_memory(source: str, row: MachineType, role: Role) -> Decimal:
+    """What a node of `row` can give a pod at the least: `NodeMemory.for_pods` with every node agent
+    of the pool's role counted, installed or not (the config rules run before the cluster's
+    components are known), so a request within it passes `memory_issues` on any such pool."""
+    agents = sum((parse_quantity(m) or Decimal(0) for roles, m in NODE_AGENTS.values() if role in roles), Decimal(0))
+    return machine_memory(row) - reserved_memory(source, row) - agents
+
+
+# What the fix for an engine without a memory request proposes where its node can hold it: enough
+# for a small model's weights staged through host RAM plus the default shmSize.
+SUGGESTED_MEMORY = 32 * GIB
+
+
+def suggested_memory(source: str, row: MachineType | None, role: Role, shm_size: str) -> str | None:
+    """A memory request the next plan accepts for a pod on a node of `row`, or None when none can.
+
+    `SUGGESTED_MEMORY`, raised above `shmSize` (which counts against memory: `check_serving`) and
+    lowered to what the node can give a pod (`most_pod_memory`; no bound where the catalog does not
+    know the machine, as `memory_issues` has none). None when the node cannot hold more than `shmSize`.
+    """
+    shm = parse_quantity(shm_size) or Decimal(0)
+    wanted = max(SUGGESTED_MEMORY, (shm // GIB + 1) * GIB)
+    if row is not None:
+        most = most_pod_memory(source, row, role)
+        fits = (most // GIB) * GIB if most >= GIB else (max(most, Decimal(0)) // MIB) * MIB
+        wanted = min(wanted, fits)
+    if wanted <= shm:
+        return None
+    return f"{int(wanted // GIB)}Gi" if wanted % GIB == 0 else f"{int(wanted // MIB)}Mi"
+
+
 # --------------------------------------------------------------------------------------------
 # The issues
 

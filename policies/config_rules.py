@@ -61,7 +61,12 @@ def cluster_violations(cluster: str, props: Any) -> list[Violation]:
         name = str(pool["name"])
         found.extend(check_pool(cluster, source, name, cls))
         zones = [str(z) for z in plain(pool.get("zones")) or []]
-        found.extend(check_machine(cluster, source, name, cls, str(region) if region else None, zones))
+        uncatalogued = bool(pool.get("uncataloguedZones"))
+        found.extend(
+            check_machine(
+                cluster, source, name, cls, str(region) if region else None, zones, uncatalogued_zones=uncatalogued
+            )
+        )
     return found
 
 

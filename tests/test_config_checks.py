@@ -925,3 +925,30 @@ def test_image_and_serving_issues_name_the_stack_file() -> None:
     # Both checks run with the reference checks; an issue from each carries the file it was found in.
     found = reference_issues(set_deployments(deployment(image="vllm/vllm-openai"), deployment(memory=None)))
     assert [(i.file, i.path) for i in found] == [(FILE, "deployments[0].image"), (FILE, "deployments[1].memory")]
+
+
+@pytest.mark.parametrize(
+    ("value", "flag"), [({"secure": "v1:AAABAK"}, "--secret --path"), ("debug", "--path"), (5000, "--path")]
+)
+@pytest.mark.parametrize("key", ["deployments[2].env.HF_TOKEN", "budget.monthlyUsd"])
+def test_a_key_set_without_path_is_refused_with_the_command_that_sets_it_inside_the_fleet_key(
+    key: str, value: Any, flag: str
+) -> None:
+    # `pulumi config set 'modelplane:deployments[2].env.HF_TOKEN' ...` without --path stores a
+    # key of that name beside `modelplane:deployments`, which nothing reads.
+    head = key.split("[")[0].split(".")[0]
+    assert split_issues({"modelplane:clusters": CLUSTERS, f"modelplane:{key}": value}) == [
+        ConfigIssue(
+            FILE,
+            f"config.modelplane:{key}",
+            f"'modelplane:{key}' is a config key of its own, not a value inside 'modelplane:{head}' (it was set "
+            "without --path), so nothing reads it",
+            f"remove it and set the value again with --path: pulumi config rm 'modelplane:{key}' && "
+            f"pulumi config set {flag} 'modelplane:{key}' <value>",
+        )
+    ]
+
+
+def test_a_key_that_only_starts_like_a_fleet_key_is_not_taken_for_a_path() -> None:
+    [issue] = split_issues({"modelplane:clusters": CLUSTERS, "modelplane:deploymentsx": 1})
+    assert issue.problem == "unknown config key 'modelplane:deploymentsx'"

@@ -486,6 +486,26 @@ def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_
             "zone 'us-west-2b' is in region us-west-2, not in the cluster's region us-east-1",
         ),
         ("EKS", "us-east-1", "use1-az1", "'use1-az1' is not a EKS zone name"),
+        # Letters a region does not have: a fifth zone letter in a GCP region, a seventh AZ in us-east-1.
+        (
+            "GKE",
+            "us-central1",
+            "us-central1-e",
+            "zone 'us-central1-e' is not a zone of us-central1 in the zone catalog",
+        ),
+        (
+            "GKE",
+            "europe-west1",
+            "europe-west1-a",
+            "zone 'europe-west1-a' is not a zone of europe-west1 in the zone catalog",
+        ),
+        ("GKE", "us-central1", "us-central1-f", None),
+        ("EKS", "us-east-1", "us-east-1f", None),
+        ("EKS", "us-east-1", "us-east-1g", "zone 'us-east-1g' is not a zone of us-east-1 in the zone catalog"),
+        ("EKS", "ca-central-1", "ca-central-1d", None),
+        ("EKS", "eu-west-1", "eu-west-1d", "zone 'eu-west-1d' is not a zone of eu-west-1 in the zone catalog"),
+        # A region the catalog does not list is checked against the zone form only.
+        ("GKE", "us-west8", "us-west8-e", None),
         ("AKS", "eastus", "2", None),
         ("AKS", "eastus", "eastus-1", "AKS zones are the location's zone numbers 1, 2 or 3, not 'eastus-1'"),
         ("Civo", "LON1", "a", "Civo clusters have no zones inside a region, so zone 'a' cannot be honoured"),
@@ -494,3 +514,14 @@ def test_pool_whose_class_claims_no_compute_device_is_rejected_at_load_with_its_
 )
 def test_a_zone_is_checked_in_its_clouds_form(source: str, region: str, zone: str, problem: str | None) -> None:
     assert zone_problem(source, region, zone) == problem
+
+
+@pytest.mark.parametrize(
+    ("source", "region", "zone"), [("GKE", "us-central1", "us-central1-e"), ("EKS", "us-east-1", "us-east-1g")]
+)
+def test_a_zone_the_catalog_does_not_list_is_taken_when_the_pool_says_so(source: str, region: str, zone: str) -> None:
+    assert zone_problem(source, region, zone, uncatalogued=True) is None
+    # The region is still the cluster's: the catalog is what the flag sets aside, not the region.
+    assert zone_problem(
+        source, region, zone.replace(region, "asia-east1" if source == "GKE" else "ap-east-1"), uncatalogued=True
+    )

@@ -58,7 +58,13 @@ EKS_SEVEN_ZONES = {
     "nodePools": [
         # Names of the region's form (`infra.devices.zone_problem`), seven of them.
         {"name": "a", "className": "eks-cpu", "zones": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]},
-        {"name": "b", "className": "eks-cpu", "zones": ["us-east-1d", "us-east-1e", "us-east-1f", "us-east-1g"]},
+        # us-east-1 has six zones (clouds/eks/zones.py): the seventh is taken as not catalogued yet.
+        {
+            "name": "b",
+            "className": "eks-cpu",
+            "zones": ["us-east-1d", "us-east-1e", "us-east-1f", "us-east-1g"],
+            "uncataloguedZones": True,
+        },
     ],
 }
 
@@ -240,3 +246,43 @@ def test_a_device_rule_and_a_schedulability_issue_are_reported_in_one_run() -> N
         f"{issue}"
     )
     assert guard_report(checked) in error
+
+
+def gke_pool_zones(zones: list[str], **pool: Any) -> dict[str, Any]:
+    return {
+        "name": "gke",
+        "source": "GKE",
+        "gke": CLUSTER_BLOCKS["GKE"],
+        "nodePools": [{"name": "cpu", "className": "gke-cpu", "zones": zones, **pool}],
+    }
+
+
+def test_a_zone_letter_the_region_does_not_have_is_refused_at_its_path_with_the_regions_zones(tmp_path: Path) -> None:
+    gke_cpu = cpu_class("gke-cpu", "GKE", CPU_BLOCKS["GKE"])
+    assert CLUSTER_BLOCKS["GKE"]["region"] == "us-central1"
+    raw = fleet_with(gke_pool_zones(["us-central1-a", "us-central1-e"]), gke_cpu)
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}), encoding="utf-8")
+    doc = plan_stack(path, display="Pulumi.test.yaml")
+    assert doc["ok"] is False and doc["resources"] == []
+    assert doc["violations"] == [
+        {
+            "policy": "zone-outside-region",
+            "enforcement": "mandatory",
+            "message": "Pulumi.test.yaml: cluster 'gke', pool 'cpu', class 'gke-cpu': zone 'us-central1-e' is not a "
+            "zone of us-central1 in the zone catalog (at clusters[name=gke].nodePools[name=cpu].zones[1]). Fix: list "
+            "only zones of us-central1 (us-central1-a, us-central1-b, us-central1-c, us-central1-f) in the pool's "
+            "zones, or drop zones to let the cloud choose; if the zone exists and the catalog does not list it yet, "
+            "set clusters[name=gke].nodePools[name=cpu].uncataloguedZones: true",
+            "resource": "gke/cpu",
+        }
+    ]
+    # Both ways the fix names hold: the region's listed zones, or the pool saying its zones are not
+    # catalogued yet.
+    listed = fleet_with(gke_pool_zones(["us-central1-a", "us-central1-f"]), gke_cpu)
+    taken = fleet_with(gke_pool_zones(["us-central1-a", "us-central1-e"], uncataloguedZones=True), gke_cpu)
+    for fixed in (listed, taken):
+        path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in fixed.items()}}), encoding="utf-8")
+        doc = plan_stack(path, display="Pulumi.test.yaml")
+        assert (doc["ok"], doc["errors"]) == (True, [])
+        assert [v for v in doc["violations"] if v["policy"] == "zone-outside-region"] == []

@@ -197,7 +197,8 @@ CASES: dict[str, tuple[InferenceClass, list[str], list[tuple[str, str | None, st
                 ZONE_OUTSIDE_REGION,
                 None,
                 "zone 'us-east1-b' is in region us-east1, not in the cluster's region us-central1",
-                "list only zones of us-central1 in the pool's zones, or drop zones to let the cloud choose",
+                "list only zones of us-central1 (us-central1-a, us-central1-b, us-central1-c, us-central1-f) in the "
+                "pool's zones, or drop zones to let the cloud choose",
                 "clusters[name=k].nodePools[name=p].zones[0]",
             )
         ],

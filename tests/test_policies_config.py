@@ -230,7 +230,8 @@ def test_zones_of_a_cluster_component_that_registers_no_region_are_left_unchecke
     assert validated(ZONE_OUTSIDE_REGION, "modelplane:gke:GkeCluster", props) == [
         "cluster 'gke-a', pool 'gpu', class 'l4-bare': zone 'us-central1-a' is in region us-central1, not in the "
         "cluster's region europe-west4 (at clusters[name=gke-a].nodePools[name=gpu].zones[0]). Fix: list only zones "
-        "of europe-west4 in the pool's zones, or drop zones to let the cloud choose"
+        "of europe-west4 (europe-west4-a, europe-west4-b, europe-west4-c) in the pool's zones, or drop zones to let "
+        "the cloud choose"
     ]
     del props["region"]
     assert validated(ZONE_OUTSIDE_REGION, "modelplane:gke:GkeCluster", props) == []

@@ -31,7 +31,7 @@ from infra.schedulable import (
     schedulability_issues,
 )
 from infra.serving.catalog import catalog_for
-from tests.conftest import CPU_BLOCKS, cpu_class, fleet_of, gke_fleet, run_fleet
+from tests.conftest import CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, run_fleet
 from tests.conftest import cloud_fleet as two_pools
 from tooling.plan import plan_stack
 
@@ -456,3 +456,38 @@ def test_a_shared_claim_cache_stays_check_servings_to_refuse() -> None:
     with pytest.raises(ConfigError) as err:
         fleet_of(copy.deepcopy(raw))
     assert [i.path for i in err.value.issues] == ["deployments[0].cache.volume"]
+
+
+# --------------------------------------------------------------------------------------------
+# The fix for a GPU engine without memory
+
+
+def memory_issue(raw: dict[str, Any]) -> ConfigIssue | None:
+    """The issue at deployments[0].memory, from the config rules or the guard, or None."""
+    try:
+        fleet = fleet_of(raw)
+    except ConfigError as err:
+        return next((i for i in err.issues if i.path == "deployments[0].memory"), None)
+    return next((i for i in guard(fleet, FILE).issues if i.path == "deployments[0].memory"), None)
+
+
+@pytest.mark.parametrize("shm", ["2Gi", "12Gi"])
+@pytest.mark.parametrize("source", sorted(GPU_BLOCKS))
+def test_the_memory_a_gpu_engine_without_one_is_told_to_set_passes_the_next_plan(source: str, shm: str) -> None:
+    # Every cloud's example GPU machine (g6.xlarge has 16 GiB, less than a fixed 32Gi would ask).
+    dep = deployment("llm", memory=None, shmSize=shm)
+    raw = cloud_fleet(source, dep)
+    issue = memory_issue(raw)
+    assert issue is not None and issue.problem == "deployment 'llm' runs on GPU pool 'gpu' without a memory request"
+    value = issue.fix.rsplit("e.g. memory: ", 1)[1]
+    raw["deployments"][0]["memory"] = value
+    assert memory_issue(raw) is None, (value, memory_issue(raw))
+
+
+def test_a_node_that_cannot_hold_shm_and_an_engine_is_told_so_instead_of_a_value() -> None:
+    issue = memory_issue(cloud_fleet("EKS", deployment("llm", memory=None, shmSize="15Gi")))
+    assert issue is not None
+    assert issue.fix == (
+        "a g6.xlarge node cannot hold shmSize 15Gi and the engine: lower shmSize, or use a larger machine for the "
+        "pool's class, then set memory"
+    )

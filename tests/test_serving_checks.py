@@ -583,3 +583,129 @@ def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
     fleet = fleet.model_copy(update={"classes": [fleet.classes[0], both]})
     [issue] = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35")
     assert issue.problem.startswith("pool 'p' (class 'cpu') claims capacity dra.cpu/cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# check_serving: parallelism against the GPUs a replica claims
+
+
+def eight_gpu_fleet(args: list[str], claimed: int = 8) -> dict[str, Any]:
+    """An Existing pool of 8-GPU nodes, and a deployment claiming `claimed` of them with `args`."""
+    raw = raw_fleet("Existing", deployment(args=args, devices=[{"name": "gpu", "count": claimed}]))
+    raw["classes"][0]["devices"][0]["count"] = 8
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("args", "at", "asked", "split", "fix"),
+    [
+        (["--model", "m", "--tensor-parallel-size", "16"], 2, 16, "tensor 16 x pipeline 1 x data 1", "8"),
+        (["-tp", "4"], 0, 4, "tensor 4 x pipeline 1 x data 1", "8"),
+        (["--tensor-parallel-size=2", "--pipeline-parallel-size=2"], 0, 4, "tensor 2 x pipeline 2 x data 1", "4"),
+        (["-pp", "2", "-tp", "8"], 0, 16, "tensor 8 x pipeline 2 x data 1", "4"),
+    ],
+)
+def test_parallelism_that_differs_from_the_replicas_gpus_is_refused_with_both_numbers(
+    args: list[str], at: int, asked: int, split: str, fix: str
+) -> None:
+    assert serving(eight_gpu_fleet(args)) == [
+        (
+            f"deployments[0].args[{at}]",
+            f"args ask for {asked} GPUs ({split} parallel) but one replica claims 8 GPU devices",
+            f"set --tensor-parallel-size {fix}, or claim {asked} GPU devices in deployments[0].devices",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--tensor-parallel-size", "8"],
+        ["-tp=4", "-pp=2"],
+        ["--tensor-parallel-size", "2", "--data-parallel-size", "4"],
+        ["--max-model-len", "8192"],  # no parallelism flag: not read
+    ],
+)
+def test_parallelism_equal_to_the_replicas_gpus_passes(args: list[str]) -> None:
+    assert serving(eight_gpu_fleet(args)) == []
+
+
+def test_a_parallelism_flag_without_a_whole_number_is_refused() -> None:
+    assert paths(eight_gpu_fleet(["--tensor-parallel-size", "eight"])) == ["deployments[0].args[0]"]
+    assert paths(eight_gpu_fleet(["-tp"])) == ["deployments[0].args[0]"]
+
+
+def test_the_fix_for_too_much_parallelism_passes_the_next_check() -> None:
+    raw = eight_gpu_fleet(["-tp", "16"], claimed=2)
+    [(_, _, fix)] = serving(raw)
+    assert fix.startswith("set --tensor-parallel-size 2,")
+    raw["deployments"][0]["args"] = ["--tensor-parallel-size", "2"]
+    assert serving(raw) == []
+
+
+# --------------------------------------------------------------------------------------------
+# check_serving: weights against the GPU memory a replica claims
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "problem"),
+    [
+        (
+            "meta-llama/Llama-3.1-70B-Instruct",
+            [],
+            "model 'meta-llama/Llama-3.1-70B-Instruct' has about 70B parameters, 130.4 GiB of 16-bit weights, more "
+            "than the 21.6 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims (gpu-memory-utilization 0.9), "
+            "before any KV cache",
+        ),
+        (
+            "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+            [],
+            "model 'hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4' has about 70B parameters, 32.6 GiB of 4-bit "
+            "weights, more than the 21.6 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims "
+            "(gpu-memory-utilization 0.9), before any KV cache",
+        ),
+        (
+            "Qwen/Qwen2.5-14B-Instruct",
+            ["--gpu-memory-utilization", "0.5"],
+            "model 'Qwen/Qwen2.5-14B-Instruct' has about 14B parameters, 26.1 GiB of 16-bit weights, more than the "
+            "12.0 GiB vLLM may use of the 1 x 24 GiB GPUs one replica claims (gpu-memory-utilization 0.5), before "
+            "any KV cache",
+        ),
+    ],
+)
+def test_a_model_whose_weights_cannot_fit_the_claimed_gpus_is_refused_at_its_model_arg(
+    model: str, extra: list[str], problem: str
+) -> None:
+    # GKE's example GPU pool: one 24 GiB L4 (g2-standard-8) per replica.
+    assert serving(raw_fleet("GKE", deployment(args=["--model", model, *extra]))) == [
+        (
+            "deployments[0].args[0]",
+            problem,
+            "claim more GPUs per replica (and set --tensor-parallel-size to match), use a quantized build of the "
+            "model (FP8, AWQ, GPTQ), or a pool with larger GPUs",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "meta-llama/Llama-3.1-8B-Instruct"],  # 14.9 GiB in 16-bit
+        ["--model=Qwen/Qwen2.5-14B-Instruct", "--quantization", "fp8"],  # 13.0 GiB in 8-bit
+        ["--model", "mistralai/Mixtral-8x7B-Instruct-v0.1"],  # experts x size: the total is not read
+        ["--model", "my-org/finetuned-model"],  # no parameter count
+    ],
+)
+def test_a_model_that_may_fit_or_whose_size_is_unknown_passes(args: list[str]) -> None:
+    assert serving(raw_fleet("GKE", deployment(args=args))) == []
+
+
+def test_on_existing_the_gpu_memory_comes_from_the_devices_memory_capacity() -> None:
+    raw = eight_gpu_fleet(["--model", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "8"])
+    assert serving(raw) == []  # no memory written: not checked
+    raw["classes"][0]["devices"][0]["capacity"] = {"memory": {"value": "16Gi"}}
+    [(path, problem, _)] = serving(raw)
+    assert path == "deployments[0].args[0]"
+    assert "the 115.2 GiB vLLM may use of the 8 x 16 GiB GPUs" in problem
+    raw["classes"][0]["devices"][0]["capacity"] = {"memory": {"value": "80Gi"}}
+    assert serving(raw) == []

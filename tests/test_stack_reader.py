@@ -757,3 +757,24 @@ def test_an_unquoted_version_is_answered_with_the_text_as_written(tmp_path: Path
     [issue] = stack_issues(tmp_path, data.encode())
     assert issue.path == "clusters[0].gke.kubernetesVersion"
     assert issue.fix == fix
+
+
+@pytest.mark.parametrize("written", ["yes", "on", "Yes", "ON", "no", "off"])
+def test_a_bare_yaml_1_1_boolean_for_protect_is_refused_as_the_cli_reads_it(tmp_path: Path, written: str) -> None:
+    data = yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in gke_fleet().items()}}, sort_keys=False)
+    data += f"  modelplane:protect: {written}\n"
+    [issue] = stack_issues(tmp_path, data.encode())
+    assert issue.path == "protect"
+    assert issue.problem == f"{written!r} is not true or false"
+    assert issue.fix == "write protect: true or protect: false"
+
+
+@pytest.mark.parametrize(("written", "read"), [("true", True), ("TRUE", True), ("False", False)])
+def test_the_boolean_spellings_the_cli_reads_as_booleans_stay_booleans(
+    tmp_path: Path, written: str, read: bool
+) -> None:
+    assert read_yaml_text(tmp_path, f"a: {written}\nb: yes\n") == {"a": read, "b": "yes"}
+
+
+def read_yaml_text(tmp_path: Path, text: str) -> Any:
+    return read(tmp_path, text.encode())

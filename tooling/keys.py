@@ -121,7 +121,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("Fleet", "protect"): Key(
         "Protect everything registered for each cluster but its providers (network, cluster, node pools, serving "
         "stack, deployments, routes): `pulumi destroy` and `pulumi up` refuse to delete or replace them. "
-        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `1`).',
+        '`pulumi config set modelplane:protect true` writes the string `"true"`, which is accepted; so are `True` and `False`, as Pulumi reads booleans, and nothing else (`yes`, `on`, `1`). The stack file is read as the Pulumi CLI reads it, with YAML 1.2 booleans (`true`, `True`, `TRUE` and the `false` forms), so a bare `protect: yes` or `protect: on` is the text it spells, and refused.',
         "policy `protect-clusters`; the cluster component's `protect` option, which its children inherit",
         "modelplane:protect: true",
     ),
@@ -265,9 +265,17 @@ KEYS: dict[tuple[str, str], Key] = {
         "Autoscaling upper bound; set with `minNodeCount`.", "the cloud's autoscaler", "maxNodeCount: 4"
     ),
     ("NodePool", "zones"): Key(
-        "Zones for the pool's nodes; empty lets the cloud choose.",
-        "the cloud's node pool locations",
+        "Zones for the pool's nodes; empty lets the cloud choose. Each is a zone of the cluster's region: on GKE "
+        "and EKS one the zone catalog lists for the region (`clouds/gke/zones.py`, `clouds/eks/zones.py`, each "
+        "with its source), where the catalog knows the region.",
+        "the cloud's node pool locations; `zone-outside-region`",
         "zones: [us-central1-a]",
+    ),
+    ("NodePool", "uncataloguedZones"): Key(
+        "The pool's zones exist though the zone catalog does not list them for the region yet; they are then "
+        "checked against the zone form and the region only.",
+        "`zone-outside-region` (`infra/devices.py`)",
+        "uncataloguedZones: true",
     ),
     # Deployments
     ("ModelDeploymentSpec", "name"): Key("Deployment and Service name.", "`ModelDeployment`", "name: qwen"),
@@ -288,7 +296,11 @@ KEYS: dict[tuple[str, str], Key] = {
         "image: vllm/vllm-openai:v0.23.0",
     ),
     ("ModelDeploymentSpec", "args"): Key(
-        "Container arguments; quote numbers.", "the container", 'args: [--max-model-len, "8192"]'
+        "Container arguments; quote numbers. A credential flag (`--hf-token`, `--api-key`, `--token`) or a value "
+        "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value. vLLM's "
+        "parallelism flags must multiply to the GPUs a replica claims (docs/serving.md).",
+        "the container; `credential_arg_issues` (`infra/config/rules.py`)",
+        'args: [--max-model-len, "8192"]',
     ),
     ("ModelDeploymentSpec", "replicas"): Key("Pod replicas.", "the Deployment", "replicas: 1"),
     ("ModelDeploymentSpec", "devices"): Key(
@@ -298,7 +310,9 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelDeploymentSpec", "env"): Key(
         "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
-        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`. "
+        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`; "
+        "set without `--path`, the CLI makes a key of that name instead, which is refused (`path_key_issue`, "
+        "`infra/config/stackfile.py`). "
         "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
         "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
         "the container's env; `check_plain_credentials` (`infra/config/rules.py`)",

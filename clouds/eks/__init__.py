@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from clouds.eks import machines
+from clouds.eks import machines, zones
 from clouds.eks.config import KEYS, EksCluster, EksMachine
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
@@ -104,6 +104,7 @@ CLOUD = Cloud(
         # An EC2 Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
         # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
         zone_pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
+        zones_by_region=zones.ZONES_BY_REGION,
     ),
     key="eks",
     cluster_block=EksCluster,

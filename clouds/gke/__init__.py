@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from clouds.gke import machines
+from clouds.gke import machines, zones
 from clouds.gke.config import KEYS, GkeCluster, GkeMachine
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
@@ -78,6 +78,7 @@ CLOUD = Cloud(
         name_rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter"),
         # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
         zone_pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
+        zones_by_region=zones.ZONES_BY_REGION,
     ),
     key="gke",
     cluster_block=GkeCluster,

@@ -227,6 +227,9 @@ class NodePool(Model):
     # (https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone),
     # so a zone's name is a non-empty label value.
     zones: list[str] = Field(default_factory=list)
+    # The zones exist though the zone catalog does not list them for the region yet
+    # (`zone-outside-region` stops a run otherwise: infra/devices.py).
+    uncatalogued_zones: bool = False
 
     @field_validator("zones")
     @classmethod

@@ -5,18 +5,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from clouds import profile
+from clouds import machine, profile
 from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
     CacheVolume,
     ClaimMode,
     Fleet,
+    InferenceClass,
     InferenceCluster,
+    ModelDeploymentSpec,
 )
 from infra.config.names import NAMESPACE, cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_drivers, role_of
 from infra.formats import image_problem, parse_image, parse_quantity
+from infra.schedulable import suggested_memory
+from infra.vocabulary import GPU_VENDORS
 
 # Environment variable names that hold a credential, by a word in the name, and value prefixes
 # that only credentials have: Hugging Face user access tokens (`hf_`, huggingface.co/docs/hub/
@@ -58,6 +62,45 @@ def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     f"'{NAMESPACE}:deployments[{di}].env.{name}' <value>",
                 )
             )
+        issues += credential_arg_issues(file, di, dep.args)
+    return issues
+
+
+# vLLM flags that take a credential, and the environment variable vLLM reads it from instead
+# (docs.vllm.ai "Engine Arguments", `--hf-token`, and "OpenAI-Compatible Server", `--api-key` /
+# `VLLM_API_KEY`; `huggingface_hub` reads `HF_TOKEN`, huggingface.co/docs/huggingface_hub
+# package_reference/environment_variables). `--token` is the form other servers take.
+CREDENTIAL_FLAGS = {"--hf-token": "HF_TOKEN", "--token": "HF_TOKEN", "--api-key": "VLLM_API_KEY"}
+
+
+def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[ConfigIssue]:
+    """Args that pass a credential on the command line, which lands as written in the pod spec,
+    the state and the plan's JSON: a credential flag (`--hf-token x`, `--api-key=x`), or a value with
+    a credential's prefix. The message names the flag, never the value."""
+    issues: list[ConfigIssue] = []
+    skip = -1
+    for ai, arg in enumerate(args):
+        if ai == skip:
+            continue
+        flag, sep, _ = arg.partition("=")
+        if flag in CREDENTIAL_FLAGS:
+            why, env = f"'{flag}' passes a credential on the command line", CREDENTIAL_FLAGS[flag]
+            skip = ai + 1 if not sep else -1
+        elif arg.startswith(CREDENTIAL_VALUE_PREFIXES) or (
+            sep and arg.split("=", 1)[1].startswith(CREDENTIAL_VALUE_PREFIXES)
+        ):
+            why, env = "the value has a credential's prefix", "HF_TOKEN"
+        else:
+            continue
+        issues.append(
+            ConfigIssue(
+                file,
+                f"deployments[{di}].args[{ai}]",
+                f"args[{ai}] is plain text in the pod spec and the plan, and {why} (the value is not shown)",
+                f"remove it from args and pass it through env as a secret: pulumi config set --secret --path "
+                f"'{NAMESPACE}:deployments[{di}].env.{env}' <value> (written as env: {{{env}: {{secure: ...}}}})",
+            )
+        )
     return issues
 
 
@@ -123,14 +166,18 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             role = role_of(claimed_drivers(fleet.class_named(pool.class_name)))
         except (KeyError, StopIteration):
             continue  # an unknown reference, reported by check_references
+        if role == "GPU":
+            cls = fleet.class_named(pool.class_name)
+            gpus = claimed_gpus(cls, dep)
+            issues += parallelism_issues(file, dpath, dep.args, gpus)
+            issues += weights_issues(file, dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
         if role == "GPU" and dep.memory is None:
             issues.append(
                 ConfigIssue(
                     file,
                     f"{dpath}.memory",
                     f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
-                    "set memory to what the engine holds in host RAM (weights are staged through it, plus "
-                    f"shmSize {dep.shm_size}), e.g. memory: 32Gi",
+                    memory_fix(fleet, cluster, pool.class_name, dep.shm_size),
                 )
             )
         if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
@@ -169,6 +216,193 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             )
     issues.extend(_check_services(fleet, file))
     return issues
+
+
+# vLLM's parallelism flags and their short forms (docs.vllm.ai "Engine Arguments", ParallelConfig:
+# `--tensor-parallel-size/-tp`, `--pipeline-parallel-size/-pp`, `--data-parallel-size/-dp`, each
+# default 1). One replica's engine uses tensor x pipeline x data GPUs ("Parallelism and Scaling":
+# world size is tensor x pipeline per data-parallel rank).
+PARALLEL_FLAGS = {
+    "--tensor-parallel-size": "tensor",
+    "-tp": "tensor",
+    "--pipeline-parallel-size": "pipeline",
+    "-pp": "pipeline",
+    "--data-parallel-size": "data",
+    "-dp": "data",
+}
+
+
+def claimed_gpus(cls: InferenceClass, dep: ModelDeploymentSpec) -> int:
+    """The GPU devices one replica of `dep` claims of its pool's class."""
+    gpu = {d.name for d in cls.devices if d.claim is ClaimMode.DRA and d.driver in GPU_VENDORS}
+    return sum(r.count for r in dep.devices if r.name in gpu)
+
+
+def parallel_args(args: Sequence[str]) -> dict[str, tuple[int, str | None]]:
+    """Each parallelism the args set: kind -> (index of the flag, its value or None when missing); the last wins, as in vLLM."""
+    found: dict[str, tuple[int, str | None]] = {}
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag in PARALLEL_FLAGS:
+            given = value if sep else (args[i + 1] if i + 1 < len(args) else None)
+            found[PARALLEL_FLAGS[flag]] = (i, given or None)
+    return found
+
+
+def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int) -> list[ConfigIssue]:
+    """The parallelism the args ask for against the GPU devices one replica claims.
+
+    Checked only when the args set one of vLLM's parallelism flags (another engine's args are
+    not read): tensor x pipeline x data parallel must equal the replica's GPUs; more cannot start,
+    fewer leaves claimed GPUs idle.
+    """
+    found = parallel_args(args)
+    if not found:
+        return []
+    sizes: dict[str, int] = {}
+    for kind, (i, value) in found.items():
+        if value is None or not value.isdigit() or int(value) < 1:
+            return [
+                ConfigIssue(
+                    file,
+                    f"{dpath}.args[{i}]",
+                    f"args[{i}] sets {kind} parallelism to {shown(value) if value else 'nothing'}, not a whole number",
+                    f"give it a whole number, such as {args[i].partition('=')[0]} {gpus}",
+                )
+            ]
+        sizes[kind] = int(value)
+    tensor, pipeline, data = (sizes.get(k, 1) for k in ("tensor", "pipeline", "data"))
+    wanted = tensor * pipeline * data
+    if wanted == gpus:
+        return []
+    first = min(i for i, _ in found.values())
+    rest = pipeline * data
+    suggest = (
+        f"--tensor-parallel-size {gpus // rest}"
+        if gpus % rest == 0
+        else f"--tensor-parallel-size {gpus} without pipeline or data parallelism"
+    )
+    return [
+        ConfigIssue(
+            file,
+            f"{dpath}.args[{first}]",
+            f"args ask for {wanted} GPUs (tensor {tensor} x pipeline {pipeline} x data {data} parallel) but one "
+            f"replica claims {gpus} GPU devices",
+            f"set {suggest}, or claim {wanted} GPU devices in {dpath}.devices",
+        )
+    ]
+
+
+# What one weight takes, by the quantization or dtype the model id or the args name; 16-bit (BF16,
+# vLLM's `--dtype auto` for most checkpoints) otherwise. A 4-bit marker wins over an 8-bit one, so
+# the estimate never exceeds the real size (docs/serving.md, "Weights against GPU memory").
+_FOUR_BIT = re.compile(r"awq|gptq|int4|w4a16|4bit|bnb|nf4|mxfp4|fp4", re.IGNORECASE)
+_EIGHT_BIT = re.compile(r"fp8|int8|w8a8|w8a16|8bit", re.IGNORECASE)
+# A parameter count in a model id (`Llama-3.1-70B`, `Qwen2.5-0.5B`, `Qwen3-30B-A3B`: the largest is the
+# total); a mixture written as experts x size (`Mixtral-8x7B`) does not say its total and is not read.
+_PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])")
+_EXPERTS = re.compile(r"\d+x\d+(?:\.\d+)?[bB]", re.IGNORECASE)
+# vLLM's default share of each GPU's memory for weights, activations and KV cache
+# (docs.vllm.ai "Engine Arguments", `--gpu-memory-utilization`, default 0.9).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+
+
+def flag_value(args: Sequence[str], *flags: str) -> tuple[int, str] | None:
+    """The last `flag value` / `flag=value` of any of `flags` in args: (index of the flag, value)."""
+    found = None
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag in flags:
+            given = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+            found = (i, given)
+    return found
+
+
+def gpu_memory_gib(cluster: InferenceCluster, cls: InferenceClass) -> float | None:
+    """The memory of one GPU of the pool's class: its machine's catalog row, or on Existing the
+    `memory` capacity the class's GPU device writes; None when neither says."""
+    prov = cls.provisioning
+    if cluster.provisioned and prov is not None and prov.provider == cluster.source:
+        row = machine(cluster.source, prov.machine_name)
+        return float(row.gpu.memory_gib) if row is not None and row.gpu is not None else None
+    for device in cls.devices:
+        if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS and "memory" in device.capacity:
+            amount = parse_quantity(device.capacity["memory"].value)
+            return float(amount) / 2**30 if amount else None
+    return None
+
+
+def weights_issues(
+    file: str, dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: float | None
+) -> list[ConfigIssue]:
+    """A model whose weights alone exceed the GPU memory one replica may use: it can never load.
+
+    The estimate errs low, so only the clearly impossible is refused: parameters read from the
+    model id (`--model`) x bytes per weight (`_FOUR_BIT`, `_EIGHT_BIT`, else 2) against the claimed
+    GPUs x their memory (the catalog's figure) x `--gpu-memory-utilization`; the KV cache and
+    activations, which need more still, are not counted. A model id without a parameter count, or a
+    pool whose GPU memory is unknown, is not checked.
+    """
+    model = flag_value(args, "--model")
+    if model is None or per_gpu_gib is None or gpus == 0 or _EXPERTS.search(model[1]):
+        return []
+    counts = [float(n) for n in _PARAMS.findall(model[1].rsplit("/", 1)[-1])]
+    if not counts:
+        return []
+    params = max(counts)
+    named = " ".join(
+        [
+            model[1],
+            *(v for _, v in filter(None, [flag_value(args, "--quantization", "-q"), flag_value(args, "--dtype")])),
+        ]
+    )
+    width, bytes_each = (
+        ("4-bit", 0.5) if _FOUR_BIT.search(named) else ("8-bit", 1.0) if _EIGHT_BIT.search(named) else ("16-bit", 2.0)
+    )
+    if re.search(r"float32|fp32", named, re.IGNORECASE):
+        width, bytes_each = "32-bit", 4.0
+    utilization_arg = flag_value(args, "--gpu-memory-utilization")
+    try:
+        utilization = float(utilization_arg[1]) if utilization_arg else DEFAULT_GPU_MEMORY_UTILIZATION
+    except ValueError:
+        return []
+    weights = params * 1e9 * bytes_each / 2**30
+    usable = per_gpu_gib * gpus * utilization
+    if weights <= usable:
+        return []
+    return [
+        ConfigIssue(
+            file,
+            f"{dpath}.args[{model[0]}]",
+            f"model {shown(model[1])} has about {params:g}B parameters, {weights:.1f} GiB of {width} weights, more "
+            f"than the {usable:.1f} GiB vLLM may use of the {gpus} x {per_gpu_gib:g} GiB GPUs one replica claims "
+            f"(gpu-memory-utilization {utilization:g}), before any KV cache",
+            "claim more GPUs per replica (and set --tensor-parallel-size to match), use a quantized build of the "
+            "model (FP8, AWQ, GPTQ), or a pool with larger GPUs",
+        )
+    ]
+
+
+def memory_fix(fleet: Fleet, cluster: InferenceCluster, class_name: str, shm_size: str) -> str:
+    """The fix for a GPU engine without memory, naming a value the pool's node can give a pod
+    (`infra.schedulable.suggested_memory`), so the next plan accepts it."""
+    prov = fleet.class_named(class_name).provisioning
+    row = (
+        machine(cluster.source, prov.machine_name)
+        if cluster.provisioned and prov is not None and prov.provider == cluster.source
+        else None
+    )
+    value = suggested_memory(cluster.source, row, "GPU", shm_size)
+    if value is None:
+        assert row is not None, "without a machine any value above shmSize fits"
+        return (
+            f"a {row.name} node cannot hold shmSize {shm_size} and the engine: lower shmSize, or use a larger "
+            "machine for the pool's class, then set memory"
+        )
+    return (
+        "set memory to what the engine holds in host RAM (weights are staged through it, plus "
+        f"shmSize {shm_size}), e.g. memory: {value}"
+    )
 
 
 def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:

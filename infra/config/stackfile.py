@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,10 +153,11 @@ def namespace_key_issues(
     Existing clusters name the secret key that holds their kubeconfig; any other key that is not a
     fleet key is unknown (a typo such as `modelplane:protcet` would otherwise leave the fleet unprotected).
     """
-    issues: list[ConfigIssue] = []
+    path_keys = [key for key in [*plain_keys, *secret_keys] if fleet_key_path(key) and key not in kube_keys]
+    issues = [path_key_issue(file, key, secret=key in secret_keys) for key in path_keys]
     for key in plain_keys:
         full = f"{NAMESPACE}:{key}"
-        if key in FLEET_KEYS:
+        if key in FLEET_KEYS or key in path_keys:
             continue
         if key in kube_keys:
             issues.append(
@@ -185,6 +187,39 @@ def namespace_key_issues(
                 )
             )
     return issues
+
+
+# A key that starts with a fleet key and goes on into it (`deployments[2].env.HF_TOKEN`, `budget.monthlyUsd`).
+_FLEET_KEY_PATH = re.compile(rf"^(?P<head>{'|'.join(map(re.escape, FLEET_KEYS))})[\[.]")
+
+
+def fleet_key_path(key: str) -> str | None:
+    """The fleet key a config key names a value inside of, written as a path, or None."""
+    match = _FLEET_KEY_PATH.match(key)
+    return match.group("head") if match else None
+
+
+def path_key_issue(file: str, key: str, *, secret: bool) -> ConfigIssue:
+    """A config key spelled as a path into a fleet key, which `pulumi config set` without `--path` creates.
+
+    Without `--path` the CLI stores the whole text as one key of its own
+    (`modelplane:deployments[2].env.HF_TOKEN`) beside `modelplane:deployments`; nothing reads it,
+    so the value it was meant to set (a gated model's token) never reaches the deployment. With
+    `--path` the CLI sets the value inside the fleet key (pulumi/pulumi
+    sdk/go/common/resource/config/map.go at v3.274.1, `parseKeyPath`).
+    """
+    head = fleet_key_path(key)
+    assert head is not None, "called for the keys fleet_key_path names"
+    full = f"{NAMESPACE}:{key}"
+    flag = "--secret --path" if secret else "--path"
+    return ConfigIssue(
+        file,
+        f"config.{cut(full)}",
+        f"{shown(full)} is a config key of its own, not a value inside '{NAMESPACE}:{head}' (it was set "
+        "without --path), so nothing reads it",
+        f"remove it and set the value again with --path: pulumi config rm '{cut(full)}' && "
+        f"pulumi config set {flag} '{cut(full)}' <value>",
+    )
 
 
 def owner_kubeconfigs(fleet_raw: Mapping[str, Any]) -> list[tuple[int, str, str, str]]:
@@ -250,14 +285,27 @@ class StackFileError(yaml.MarkedYAMLError):
         self.fix = fix
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_YAML12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+
+
 class _StackLoader(yaml.SafeLoader):
     """PyYAML's safe loader with duplicate keys, huge integers and deep nesting refused.
 
     Dates stay strings: Pulumi's config has no date type, and a date value would not JSON-encode.
+    Booleans are read as the Pulumi CLI reads the stack file: it decodes it with gopkg.in/yaml.v3
+    (pulumi/pulumi sdk/go/common/encoding/marshal.go at v3.274.1), which resolves only `true`,
+    `True`, `TRUE` and their `false` forms as booleans (yaml.v3 v3.0.1 resolve.go) and keeps YAML
+    1.1's `yes`, `no`, `on`, `off` as text. PyYAML would read `protect: yes` as true; here it stays
+    the text "yes", which `Fleet.protect` refuses, as the program refuses what the CLI hands it.
     """
 
     yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML reads it as a class attribute
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        first: [
+            (tag, _YAML12_BOOL if tag == _BOOL_TAG else regexp)
+            for tag, regexp in resolvers
+            if tag != "tag:yaml.org,2002:timestamp" and not (tag == _BOOL_TAG and first not in "tTfF")
+        ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
