@@ -50,7 +50,13 @@ def cluster_violations(cluster: str, props: Any) -> list[Violation]:
             f"cluster component {cluster} registers no 'source' or 'pools', which the pack reads "
             "(components.base.policy_inputs); the pack cannot check its pools"
         )
-    source = str(props["source"])
+    source = props["source"]
+    if not isinstance(source, str):
+        # A list or map here is a program regression; its text would be the proxy's repr.
+        raise MissingFactsError(
+            f"cluster component {cluster} registers a 'source' that is a {type(plain(source)).__name__}, "
+            "not a cloud name (components.base.policy_inputs); the pack cannot check its pools"
+        )
     region = props.get("region")
     found: list[Violation] = []
     for pool in mappings(props.get("pools")):
