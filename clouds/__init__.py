@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clouds import aks, civo, eks, existing, gke, nebius, vultr
+from clouds import aks, civo, digitalocean, eks, existing, gke, nebius, vultr
 from clouds.spec import Cloud, ResourceTypes
 from infra.machines import ControlPlaneFee, MachineType
 from infra.profiles import CloudProfile
@@ -23,6 +23,7 @@ CLOUDS: tuple[Cloud, ...] = (
     civo.CLOUD,
     vultr.CLOUD,
     nebius.CLOUD,
+    digitalocean.CLOUD,
     existing.CLOUD,
 )
 

@@ -13,7 +13,9 @@ Rules (names are the policy names, the contract):
   never rejected: the cluster's owner brought it).
 - machine rules (`check_machine`), which compare a pool with the catalog row of its machine
   (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
-  `cpu-claim-exceeds-machine`, `zone-outside-region`, and `unknown-machine-type` (the catalog
+  `cpu-claim-exceeds-machine`, `zone-outside-region`, `machine-outside-region` (a machine the
+  cloud does not offer in the cluster's region, where the catalog records its regions), and
+  `unknown-machine-type` (the catalog
   cannot know every machine, but a pool it cannot check is never passed in silence: the class must
   say it takes the machine `uncatalogued`).
 """
@@ -39,6 +41,7 @@ MACHINE_ACCELERATOR_MISMATCH = "machine-accelerator-mismatch"
 ACCELERATOR_TYPE_UNKNOWN = "accelerator-type-unknown"
 CPU_CLAIM_EXCEEDS_MACHINE = "cpu-claim-exceeds-machine"
 ZONE_OUTSIDE_REGION = "zone-outside-region"
+MACHINE_OUTSIDE_REGION = "machine-outside-region"
 UNKNOWN_MACHINE_TYPE = "unknown-machine-type"
 
 
@@ -353,6 +356,16 @@ def check_machine(
                 path=machine_at,
             )
         return out
+    if region is not None and row.regions and region not in row.regions:
+        # A machine the cloud does not sell in the region fails at `pulumi up`, after the network
+        # and cluster were created; the catalog knows where each such machine is offered.
+        reject(
+            MACHINE_OUTSIDE_REGION,
+            f"{row.cloud} offers {row.name} only in {', '.join(row.regions)}, not in the cluster's region {region} "
+            f"(per {row.regions_source})",
+            f"run the cluster in one of {', '.join(row.regions)}, or pick a machine offered in {region}",
+            path=machine_at,
+        )
     drivers = claimed_drivers(cls)
     role = role_of(drivers)
     accel = prov.accelerator

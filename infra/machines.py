@@ -93,6 +93,10 @@ class MachineType:
     price_source: str | None = None
     price_read_on: str | None = None  # the day `price_source` was read
     unpriced: Unpriced | None = None  # set exactly when `price_usd_hour` is None
+    # The regions the cloud offers this machine in, with the page that lists them; empty where the
+    # catalog does not record them (the machine is then not checked against its cluster's region).
+    regions: tuple[str, ...] = ()
+    regions_source: str | None = None
 
 
 def gpu(vendor: str, model: str, count: int, memory_gib: int) -> Gpu:
@@ -112,6 +116,11 @@ H200 = ("nvidia-h200-141gb", "nvidia-h200")
 
 def cpu(cloud: str, name: str, vcpus: int, memory_gib: float, source: str) -> MachineType:
     return MachineType(cloud, name, vcpus, memory_gib, None, (), source)
+
+
+def offered_in(row: MachineType, regions: Iterable[str], source: str) -> MachineType:
+    """The row with the regions its cloud offers it in, as `source` lists them."""
+    return replace(row, regions=tuple(regions), regions_source=source)
 
 
 # Read in SkyPilot's public catalogs, which hold each cloud's list prices per region and zone

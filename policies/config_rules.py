@@ -23,6 +23,7 @@ from infra.devices import (
     CLASS_PROVIDER_MISMATCH,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
+    MACHINE_OUTSIDE_REGION,
     UNKNOWN_MACHINE_TYPE,
     UNSUPPORTED_DEVICES,
     ZONE_OUTSIDE_REGION,
@@ -49,7 +50,13 @@ def cluster_violations(cluster: str, props: Any) -> list[Violation]:
             f"cluster component {cluster} registers no 'source' or 'pools', which the pack reads "
             "(components.base.policy_inputs); the pack cannot check its pools"
         )
-    source = str(props["source"])
+    source = props["source"]
+    if not isinstance(source, str):
+        # A list or map here is a program regression; its text would be the proxy's repr.
+        raise MissingFactsError(
+            f"cluster component {cluster} registers a 'source' that is a {type(plain(source)).__name__}, "
+            "not a cloud name (components.base.policy_inputs); the pack cannot check its pools"
+        )
     region = props.get("region")
     found: list[Violation] = []
     for pool in mappings(props.get("pools")):
@@ -133,6 +140,12 @@ zone_outside_region = ResourceValidationPolicy(
     validate=_validator(ZONE_OUTSIDE_REGION),
 )
 
+machine_outside_region = ResourceValidationPolicy(
+    name=MACHINE_OUTSIDE_REGION,
+    description="A pool's machine type is offered in its cluster's region, where the catalog records the regions.",
+    validate=_validator(MACHINE_OUTSIDE_REGION),
+)
+
 unknown_machine_type = ResourceValidationPolicy(
     name=UNKNOWN_MACHINE_TYPE,
     description="A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
@@ -147,5 +160,6 @@ CONFIG_POLICIES = [
     accelerator_type_unknown,
     cpu_claim_exceeds_machine,
     zone_outside_region,
+    machine_outside_region,
     unknown_machine_type,
 ]

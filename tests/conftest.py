@@ -22,6 +22,7 @@ CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
     "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
     "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
     "Nebius": {"projectId": "project-e00test", "region": "eu-north1", "kubernetesVersion": "1.36"},
+    "DigitalOcean": {"region": "nyc2", "kubernetesVersion": "1.36.1-do.0"},
 }
 GPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
@@ -34,6 +35,7 @@ GPU_BLOCKS: dict[str, dict[str, Any]] = {
         "preset": "1gpu-16vcpu-200gb",
         "accelerator": {"type": "nvidia-h100-80gb", "count": 1},
     },
+    "DigitalOcean": {"size": "gpu-l40sx1-48gb", "accelerator": {"type": "nvidia-l40s", "count": 1}},
 }
 CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "c3-standard-8"},
@@ -42,6 +44,7 @@ CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "Civo": {"size": "g4p.kube.medium"},
     "Vultr": {"plan": "vc2-8c-32gb"},
     "Nebius": {"platform": "cpu-d3", "preset": "8vcpu-32gb"},
+    "DigitalOcean": {"size": "c-8"},
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from clouds import BY_SOURCE as CLOUD_RECORDS
 from clouds import SOURCES
 from infra.facts import derive_cluster
 from infra.serving.catalog import (
@@ -28,6 +29,7 @@ EXPECTED_SUPPORTED = {
     "Civo": ["dra.cpu", "gpu.nvidia.com"],
     "Vultr": ["dra.cpu", "gpu.nvidia.com"],
     "Nebius": ["dra.cpu", "gpu.nvidia.com"],
+    "DigitalOcean": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
     "EKS": ["dra.cpu", "dra.net", "gpu.nvidia.com"],
     "Existing": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
 }
@@ -123,6 +125,8 @@ COMMON_ROWS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "mp-dra-driver-cpu": ("dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts", "0.3.0", (CPU,)),
 }
 NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
+# The clouds whose stack carries AMD's operator: the provisioned ones with AMD machines, and Existing.
+AMD_CLOUDS = {"DigitalOcean", "Existing"}
 
 
 @pytest.mark.parametrize("cloud", SOURCES)
@@ -132,12 +136,12 @@ def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
     vke_runs = {"mp-gpu-operator", "mp-node-feature-discovery"} if cloud == "Vultr" else set()
     for release, row in COMMON_ROWS.items():
         assert rows.get(release) == (None if release in vke_runs else row), (cloud, release)
-    # The standalone NFD serves the AMD operator too on Existing, the one cloud that installs it.
-    nfd_tags = (NVIDIA, AMD) if cloud == "Existing" else (NVIDIA,)
+    # The standalone NFD serves the AMD operator too where it installs.
+    nfd_tags = (NVIDIA, AMD) if cloud in AMD_CLOUDS else (NVIDIA,)
     nfd = ("node-feature-discovery", NFD, "0.19.0", nfd_tags)
     assert rows.get("mp-node-feature-discovery") == (None if cloud == "Vultr" else nfd)
     amd = ("gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", (AMD,))
-    assert rows.get("mp-gpu-operator-charts") == (amd if cloud == "Existing" else None)
+    assert rows.get("mp-gpu-operator-charts") == (amd if cloud in AMD_CLOUDS else None)
     otel = "https://open-telemetry.github.io/opentelemetry-helm-charts"
     assert rows["mp-opentelemetry-collector"] == ("opentelemetry-collector", otel, "0.174.0", ())
 
@@ -175,10 +179,12 @@ def test_install_order_puts_dependencies_first() -> None:
                 assert order.index(d) < order.index(x.key)
 
 
-def test_amd_operator_only_on_existing() -> None:
+def test_amd_operator_exactly_where_the_catalog_has_amd_machines_and_on_existing() -> None:
     for cloud in SOURCES:
         has_amd = any("gpu.amd.com" in x.dra_drivers for x in catalog_for(cloud))
-        assert has_amd == (cloud == "Existing")
+        assert has_amd == (cloud in AMD_CLOUDS)
+        sells_amd = any(m.gpu is not None and m.gpu.vendor == "amd" for m in CLOUD_RECORDS[cloud].machines)
+        assert has_amd == (sells_amd or cloud == "Existing"), cloud
 
 
 # The top-level values each chart version reads: every `.Values.<key>` in its templates plus the
@@ -367,8 +373,10 @@ def test_two_rows_with_one_release_name_fail_to_load() -> None:
 
 
 def test_unknown_cloud_has_no_catalog() -> None:
-    with pytest.raises(KeyError, match="unknown cloud 'OCI'; known: GKE, EKS, AKS, Civo, Vultr, Nebius, Existing"):
-        catalog_for("OCI")
+    with pytest.raises(
+        KeyError, match="unknown cloud 'Linode'; known: GKE, EKS, AKS, Civo, Vultr, Nebius, DigitalOcean, Existing"
+    ):
+        catalog_for("Linode")
 
 
 # Release -> the releases it waits for, and its namespace, on every cloud (Existing adds the AMD operator).
@@ -392,7 +400,7 @@ def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> Non
     if cloud == "Vultr":  # VKE runs the operator and NFD; the DRA driver installs against VKE's operator
         del expected["mp-gpu-operator"], expected["mp-node-feature-discovery"]
         expected["mp-dra-driver-nvidia-gpu"] = ((), "dra-driver-nvidia-gpu")
-    if cloud == "Existing":
+    if cloud in AMD_CLOUDS:
         expected["mp-gpu-operator-charts"] = (("cert-manager", "node-feature-discovery"), "kube-amd-gpu")
     assert rows == expected
     keys = {r.release: r.key for r in catalog_for(cloud)}
@@ -400,7 +408,7 @@ def test_rows_wait_for_what_they_need_in_their_own_namespaces(cloud: str) -> Non
     assert all(keys[f"mp-{k}"] == k for k in ("cert-manager", "kube-prometheus-stack", "opentelemetry-collector"))
     assert all(keys.get(f"mp-{k}", k) == k for k in ("node-feature-discovery", "gpu-operator", "dra-driver-cpu"))
     assert keys["mp-dra-driver-nvidia-gpu"] == "dra-driver-nvidia-gpu"
-    assert keys.get("mp-gpu-operator-charts") == ("amd-gpu-operator" if cloud == "Existing" else None)
+    assert keys.get("mp-gpu-operator-charts") == ("amd-gpu-operator" if cloud in AMD_CLOUDS else None)
 
 
 @pytest.mark.parametrize("cloud", SOURCES)
@@ -465,7 +473,7 @@ def test_a_catalog_serving_other_drivers_than_its_profile_fails_to_load() -> Non
 
 def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
     loaded = load_catalog()
-    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "Existing"]
+    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "Existing"]
     assert {cloud: [r.key for r in rows] for cloud, rows in loaded.items()} == {
         cloud: [r.key for r in catalog_for(cloud)] for cloud in SOURCES
     }

@@ -196,6 +196,30 @@ def test_a_provider_that_cannot_change_a_pools_size_is_an_error_not_an_update() 
     assert "cannot change size of p" in error["message"] and "not available at this moment" in error["message"]
 
 
+DOKS_CLUSTER = "digitalocean:index/kubernetesCluster:KubernetesCluster"
+DOKS_POOL = "digitalocean:index/kubernetesNodePool:KubernetesNodePool"
+
+
+def test_doks_replaces_a_pool_for_a_new_size_and_the_whole_cluster_for_a_new_system_pool_size() -> None:
+    pool = {"size": "gpu-mi300x1-192gb", "labels": {"a": "1"}}
+    relabelled = {**pool, "labels": {"a": "2"}}
+    [change] = compare(plan_doc([row("p", DOKS_POOL, pool)]), plan_doc([row("p", DOKS_POOL, relabelled)]))
+    assert change["op"] == "update"
+    [change] = compare(
+        plan_doc([row("p", DOKS_POOL, pool)]), plan_doc([row("p", DOKS_POOL, {**pool, "size": "gpu-h100x1-80gb"})])
+    )
+    assert change["op"] == "replace" and change["replacedBy"] == ["size"]
+    cluster = {"region": "atl1", "nodePool": {"name": "system", "size": "s-4vcpu-8gb", "nodeCount": 3}}
+    grown = copy.deepcopy(cluster)
+    grown["nodePool"]["nodeCount"] = 5
+    [change] = compare(plan_doc([row("c", DOKS_CLUSTER, cluster)]), plan_doc([row("c", DOKS_CLUSTER, grown)]))
+    assert change["op"] == "update"
+    bigger = copy.deepcopy(cluster)
+    bigger["nodePool"]["size"] = "s-8vcpu-16gb"
+    [change] = compare(plan_doc([row("c", DOKS_CLUSTER, cluster)]), plan_doc([row("c", DOKS_CLUSTER, bigger)]))
+    assert change["op"] == "replace" and change["replacedBy"] == ["nodePool.size"]
+
+
 def test_created_deleted_and_labels_with_dots_are_named_by_path() -> None:
     deployment = "kubernetes:apps/v1:Deployment"
     old = plan_doc(

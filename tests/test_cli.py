@@ -106,9 +106,11 @@ def test_plan_all_wraps_every_stack() -> None:
     # gke-prod: fee 0.10 + g2-standard-8 0.85362 + 2 per zone x 3 zones x c3-standard-8 0.40322
     #   + e2-standard-4 0.13402 = 3.50696 /h, 2560.08; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
     #   a month = 240.00; nebius-prod: gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + cpu-d3/8vcpu-32gb
-    #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25.
-    # Civo sizes, the Vultr L40S plan and the Civo, Vultr and Nebius fees have no price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (64915.64, False)
+    #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25; digitalocean-atl1:
+    #   gpu-mi300x1-192gb 1.99 + c-8 0.25 + system s-4vcpu-8gb 0.07143 = 2.31143 /h, 1687.34.
+    # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
+    # price: incomplete.
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (66602.98, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def test_the_vocabulary_imports_nothing_of_the_project() -> None:
 
 # Where a cloud's name may decide what code does: its profile row and its own cluster module.
 MAY_BRANCH_ON_CLOUD = {p.relative_to(ROOT) for p in (ROOT / "clouds").rglob("*.py")}
-CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "Existing"}
+CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "Existing"}
 CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "NEBIUS", "EXISTING"}
 
 

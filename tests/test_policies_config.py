@@ -220,6 +220,15 @@ def test_cluster_component_without_source_or_pools_is_reported_by_name(props: di
     ]
 
 
+def test_a_source_that_is_not_a_cloud_name_is_reported_by_name_and_type() -> None:
+    props = registered_cluster_props(TWO_RULES_BROKEN, "gke-a")
+    props["source"] = ["GKE"]
+    assert validated(CLASS_PROVIDER_MISMATCH, "modelplane:gke:GkeCluster", props, name="gke-b") == [
+        "cluster component gke-b registers a 'source' that is a list, not a cloud name "
+        "(components.base.policy_inputs); the pack cannot check its pools"
+    ]
+
+
 def test_zones_of_a_cluster_component_that_registers_no_region_are_left_unchecked() -> None:
     raw = copy.deepcopy(TWO_RULES_BROKEN)
     raw["clusters"][0]["nodePools"][0]["zones"] = ["us-central1-a"]

@@ -28,6 +28,7 @@ CASES = [
     ("Civo", "civo", "token", "token"),
     ("Vultr", "vultr", "apiKey", "apiKey"),
     ("Nebius", "nebius", "token", "token"),
+    ("DigitalOcean", "digitalocean", "token", "token"),
 ]
 
 

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from clouds import SOURCES
+from clouds import SOURCES, profile
 from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 from infra.serving import values as v
 from infra.serving.catalog import CATALOG, Component, catalog_for
 
-PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius")
+PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean")
 # Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but Vultr, whose VKE
 # runs its own.
-OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Nebius", "Existing")
+OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Nebius", "DigitalOcean", "Existing")
 
 
 def row(cloud: str, key: str) -> Component:
@@ -350,6 +350,7 @@ NVIDIA_TOLERATION_BY_CLOUD = {
     "Civo": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Vultr": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Nebius": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "DigitalOcean": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Existing": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
 }
 
@@ -372,7 +373,7 @@ AMD_TOLERATION = {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSched
 
 @pytest.mark.parametrize("cloud", SOURCES)
 def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(cloud: str) -> None:
-    gpu = [NVIDIA_TOLERATION_BY_CLOUD[cloud], *([AMD_TOLERATION] if cloud == "Existing" else [])]
+    gpu = [NVIDIA_TOLERATION_BY_CLOUD[cloud], *([AMD_TOLERATION] if "amd" in profile(cloud).gpu_vendors else [])]
     prometheus = row(cloud, "kube-prometheus-stack").values
     assert prometheus["prometheus-node-exporter"]["tolerations"] == [*gpu, CPU_TOLERATION]
     assert (prometheus["grafana"], prometheus["alertmanager"]) == ({"enabled": False}, {"enabled": False})

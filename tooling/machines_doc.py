@@ -45,6 +45,8 @@ def render_machines_doc() -> str:
         "  Civo and Vultr have no zones); on GKE and EKS, one of the region's zones in the zone catalog",
         "  (`clouds/gke/zones.py`, `clouds/eks/zones.py`, each with its source), unless the pool sets",
         "  `uncataloguedZones: true` for a zone the catalog does not list yet;",
+        "- `machine-outside-region`: a machine whose row lists the regions its cloud offers it in runs",
+        "  only in one of them;",
         "- `unknown-machine-type`: a machine type with no row here stops the run, unless the class's",
         "  provisioning block sets `uncatalogued: true` to take it unchecked and unpriced;",
         "- `cost-over-budget` (advisory; mandatory through pack config): the stack's monthly cost with",

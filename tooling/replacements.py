@@ -3,7 +3,7 @@
 `modelplane plan --against` (`tooling.changes`) calls a changed resource a replace when a changed
 input path is, or lies under, one of its type's forcing paths here; otherwise an update. What
 decides it is each provider's own diff at its locked version (`uv.lock`):
-- bridged providers (gcp, aws, civo, vultr, nebius): the Terraform provider's schema, a field with
+- bridged providers (gcp, aws, civo, vultr, nebius, digitalocean): the Terraform provider's schema, a field with
   `ForceNew: true` (SDKv2) or a `RequiresReplace()` plan modifier (plugin framework), which the
   bridge turns into a replace;
 - azure-native: its generator's `forceNewMap` (pulumi/pulumi-azure-native
@@ -44,6 +44,7 @@ AWS = "hashicorp/terraform-provider-aws internal/service/"
 CIVO = "civo/terraform-provider-civo civo/"
 VULTR = "vultr/terraform-provider-vultr vultr/"
 NEBIUS = "nebius/terraform-provider-nebius generated/nebius/"
+DIGITALOCEAN = "digitalocean/terraform-provider-digitalocean v2.99.1 digitalocean/"
 AZURE = "pulumi/pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap) and the ARM ID's path parameters"
 COMPONENT = "a component resource has no provider: the engine diffs its inputs and never replaces it"
 PROVIDER = (
@@ -282,6 +283,29 @@ _TABLE: dict[str, Forcing] = {
     "nebius:index/vpcV1Subnet:VpcV1Subnet": Forcing(
         ("parentId",), NEBIUS + "vpc/v1/subnet_service.tfgen.go (RequiresReplace)"
     ),
+    # ---------------------------------------------------------------- DigitalOcean (pulumi-digitalocean 4.84.1)
+    # v2.99.1 is the first tag with `isolated_workers`, which the locked SDK declares.
+    "digitalocean:index/kubernetesNodePool:KubernetesNodePool": Forcing(
+        ("clusterId", "size", "gpuPartitionMode"),
+        DIGITALOCEAN + "kubernetes/kubernetes.go (nodePoolSchema), resource_kubernetes_node_pool.go",
+    ),
+    "digitalocean:index/kubernetesCluster:KubernetesCluster": Forcing(
+        # The inline system pool is `nodePoolSchema` too, so its size forces a new cluster, not a
+        # new pool. A lower `version` also replaces (CustomizeDiff ForceNewIfChange); an upgrade
+        # updates in place.
+        (
+            "region",
+            "vpcUuid",
+            "workerSubnetUuid",
+            "clusterSubnet",
+            "serviceSubnet",
+            "isolatedWorkers",
+            "nodePool.size",
+            "nodePool.gpuPartitionMode",
+        ),
+        DIGITALOCEAN + "kubernetes/resource_kubernetes_cluster.go, kubernetes.go (nodePoolSchema)",
+    ),
+    "digitalocean:index/vpc:Vpc": Forcing(("region", "ipRange"), DIGITALOCEAN + "vpc/resource_vpc.go"),
 }
 
 # Kubernetes (pulumi-kubernetes 4.34.2). Every object: its name and namespace; then the kinds the

@@ -248,7 +248,8 @@ def _cpu_driver_rows(cloud: str) -> list[Component]:
 
 def _per_cloud(cloud: str) -> list[Component]:
     if "amd" in profile(cloud).gpu_vendors:
-        # AMD hardware is brought by the cluster's owner; no provisioned cloud offers it here.
+        # On a cloud whose catalog has AMD machines (its profile's `gpu_vendors`) and on Existing,
+        # where the owner brings the hardware; the device rules accept `gpu.amd.com` on exactly these.
         return [
             Component(
                 AMD_OPERATOR_KEY,

@@ -121,6 +121,22 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
     # compute/v1 gpu_cluster.proto `GpuClusterSpec.infiniband_fabric`.
     "nebius:index/mk8sV1Cluster:Mk8sV1Cluster": ("controlPlane.subnetId", "kubeNetwork"),
     "nebius:index/computeV1GpuCluster:ComputeV1GpuCluster": ("infinibandFabric",),
+    # digitalocean/terraform-provider-digitalocean at 401992a1, ForceNew: digitalocean/kubernetes/
+    # kubernetes.go `nodePoolSchema` (size, gpu_partition_mode; cluster_id on the resource; the
+    # cluster's inline node_pool too), resource_kubernetes_cluster.go (region, vpc_uuid,
+    # worker_subnet_uuid, the two subnets, isolated_workers), vpc/resource_vpc.go (region, ip_range).
+    "digitalocean:index/kubernetesNodePool:KubernetesNodePool": ("clusterId", "size", "gpuPartitionMode"),
+    "digitalocean:index/kubernetesCluster:KubernetesCluster": (
+        "region",
+        "vpcUuid",
+        "workerSubnetUuid",
+        "clusterSubnet",
+        "serviceSubnet",
+        "isolatedWorkers",
+        "nodePool.size",
+        "nodePool.gpuPartitionMode",
+    ),
+    "digitalocean:index/vpc:Vpc": ("region", "ipRange"),
 }
 # pulumi-kubernetes replaces any object whose name or namespace changes
 # (provider/pkg/provider/provider.go, `Diff`: `metadata.name`/`metadata.namespace`), and the kinds
