@@ -39,8 +39,11 @@ typecheck: sync
 # worker handed its share up front could sit idle while the other ran them; an idle worker now
 # takes tests from the busy one (pytest-xdist's worksteal; the same suite took 8 min 43 s with
 # the default scheduling and 6 min 38 s with this, on two cores).
+# Three workers on two cores: the engine tier's tests wait on the CLI, API servers and plugins
+# they start, so two workers left the cores a quarter idle (docs/benchmarks.md, "make test").
+PYTEST_WORKERS ?= 3
 pytest: sync
-	$(RUN) pytest -n 2 --dist worksteal
+	$(RUN) pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 # The outside tools the tests run: the Pulumi CLI, and the kube-apiserver and etcd the engine
 # tier's kubernetes test provider sends objects to (tests/engine/), an OpenTelemetry collector
