@@ -141,17 +141,23 @@ def test_every_plain_credential_is_refused_past_values_that_are_secret_empty_or_
 
 
 @pytest.mark.parametrize(
-    ("args", "at", "why", "env"),
+    ("args", "at", "value_at", "why", "env"),
     [
-        (["--model", "m", "--hf-token", "written-in-plain-1"], 2, "'--hf-token' passes a credential", "HF_TOKEN"),
-        (["--api-key=written-in-plain-2"], 0, "'--api-key' passes a credential", "VLLM_API_KEY"),
-        (["--token", "written-in-plain-3", "--max-model-len", "8192"], 0, "'--token' passes a credential", "HF_TOKEN"),
-        (["--model", "m", "--served-model-name", TOKEN], 3, "the value has a credential's prefix", "HF_TOKEN"),
-        (["--trust-remote-code", f"--some-flag={TOKEN}"], 1, "the value has a credential's prefix", "HF_TOKEN"),
+        (["--model", "m", "--hf-token", "written-in-plain-1"], 2, 3, "'--hf-token' passes a credential", "HF_TOKEN"),
+        (["--api-key=written-in-plain-2"], 0, None, "'--api-key' passes a credential", "VLLM_API_KEY"),
+        (
+            ["--token", "written-in-plain-3", "--max-model-len", "8192"],
+            0,
+            1,
+            "'--token' passes a credential",
+            "HF_TOKEN",
+        ),
+        (["--model", "m", "--served-model-name", TOKEN], 3, None, "the value has a credential's prefix", "HF_TOKEN"),
+        (["--trust-remote-code", f"--some-flag={TOKEN}"], 1, None, "the value has a credential's prefix", "HF_TOKEN"),
     ],
 )
 def test_a_credential_in_args_is_refused_with_the_secure_env_form_and_never_echoed(
-    tmp_path: Path, args: list[str], at: int, why: str, env: str
+    tmp_path: Path, args: list[str], at: int, value_at: int | None, why: str, env: str
 ) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
     raw = fleet("4", name="VLLM_CPU_KVCACHE_SPACE")
@@ -163,13 +169,23 @@ def test_a_credential_in_args_is_refused_with_the_secure_env_form_and_never_echo
             "path": f"deployments[0].args[{at}]",
             "message": f"args[{at}] is plain text in the pod spec and the plan, and {why}"
             + (" on the command line" if "passes" in why else "")
-            + " (the value is not shown). Fix: remove it from args and pass it through env as a secret: pulumi "
+            + " (the value is not shown). Fix: remove "
+            + ("it" if value_at is None else f"it and its value, args[{value_at}],")
+            + " from args and pass it through env as a secret: pulumi "
             f"config set --secret --path 'modelplane:deployments[0].env.{env}' <value> (written as env: "
             f"{{{env}: {{secure: ...}}}}) (in Pulumi.dev.yaml)",
         }
     ]
     secret = next(a for a in args if "plain" in a or TOKEN in a)
     assert secret.split("=")[-1] not in json.dumps(doc)
+
+    # The fix, applied as written, plans clean with no credential left in the plan.
+    raw["deployments"][0]["args"] = [a for i, a in enumerate(args) if i not in (at, value_at)]
+    raw["deployments"][0]["env"][env] = {"secure": CIPHERTEXT}
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}))
+    fixed = plan_stack(path, display="Pulumi.dev.yaml")
+    assert (fixed["ok"], fixed["errors"]) == (True, []), fixed["violations"]
+    assert secret.split("=")[-1] not in json.dumps(fixed)
 
 
 def test_args_without_credentials_plan_clean() -> None:

@@ -83,9 +83,13 @@ def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[Confi
         if ai == skip:
             continue
         flag, sep, _ = arg.partition("=")
+        remove = "it"
         if flag in CREDENTIAL_FLAGS:
             why, env = f"'{flag}' passes a credential on the command line", CREDENTIAL_FLAGS[flag]
             skip = ai + 1 if not sep else -1
+            if skip != -1 and skip < len(args):
+                # The credential is the next arg: removing the flag alone would leave it in plain text.
+                remove = f"it and its value, args[{skip}],"
         elif arg.startswith(CREDENTIAL_VALUE_PREFIXES) or (
             sep and arg.split("=", 1)[1].startswith(CREDENTIAL_VALUE_PREFIXES)
         ):
@@ -97,7 +101,7 @@ def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[Confi
                 file,
                 f"deployments[{di}].args[{ai}]",
                 f"args[{ai}] is plain text in the pod spec and the plan, and {why} (the value is not shown)",
-                f"remove it from args and pass it through env as a secret: pulumi config set --secret --path "
+                f"remove {remove} from args and pass it through env as a secret: pulumi config set --secret --path "
                 f"'{NAMESPACE}:deployments[{di}].env.{env}' <value> (written as env: {{{env}: {{secure: ...}}}})",
             )
         )
