@@ -88,6 +88,9 @@ class DigitalOceanCluster(ClusterComponent):
             # "Enable/disable the high availability control plane for a cluster" (PULUMI_DO `ha`):
             # a single control plane node takes the API server down on every upgrade.
             ha=True,
+            # Surge upgrades bring up new nodes before draining old ones; the provider's default
+            # (terraform-provider-digitalocean resource_kubernetes_cluster.go, `surge_upgrade`,
+            # Default: true), written out so a default change upstream does not change our upgrades.
             surge_upgrade=True,
             node_pool=do.KubernetesClusterNodePoolArgs(
                 name=system.name,
