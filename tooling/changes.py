@@ -164,9 +164,24 @@ def _matches(path: Sequence[str | int], pattern: Sequence[str]) -> bool:
     return True
 
 
-def _hits(paths: Sequence[tuple[str | int, ...]], patterns: Sequence[str]) -> list[str]:
+def forced_by(type_token: str, changed: Sequence[tuple[str | int, ...]]) -> list[tuple[str | int, ...]]:
+    """The changed input paths (`changed_leaves`) that make `type_token`'s provider replace it.
+
+    The one reading of `tooling.replacements`: the plan's `--against` and the engine tier's test
+    providers both decide a replace here, and a refusal with `refused_by`."""
+    rule = forcing(type_token) or Forcing((), "")
+    return _within(changed, rule.paths)
+
+
+def refused_by(type_token: str, changed: Sequence[tuple[str | int, ...]]) -> list[tuple[str | int, ...]]:
+    """The changed input paths that `type_token`'s provider accepts in its diff and cannot carry out."""
+    rule = forcing(type_token) or Forcing((), "")
+    return _within(changed, rule.refused)
+
+
+def _within(changed: Sequence[tuple[str | int, ...]], patterns: Sequence[str]) -> list[tuple[str | int, ...]]:
     parsed = [_parts(p) for p in patterns]
-    return [_path(p) for p in paths if any(_matches(p, pattern) for pattern in parsed)]
+    return [p for p in changed if any(_matches(p, pattern) for pattern in parsed)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,9 +215,8 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, An
         if not leaves:
             changes.append(_change("same", row, [], protected))
             continue
-        rule = forcing(row["type"]) or Forcing((), "")
-        forced = _hits(leaves, rule.paths)
-        refused = _hits(leaves, rule.refused)
+        forced = [_path(p) for p in forced_by(row["type"], leaves)]
+        refused = [_path(p) for p in refused_by(row["type"], leaves)]
         extra: dict[str, Any] = {"replacedBy": forced} if forced else {}
         if refused:
             extra["refused"] = refused

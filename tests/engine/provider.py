@@ -8,7 +8,7 @@ it as it would start `pulumi-resource-gcp`. Nothing in the product knows about i
 What it does at the boundary, as the real providers do:
 - `Check` rejects, with the property path, what the provider's schema does not take (`schema.py`).
 - `Diff` reports the properties that changed, and a replacement for those the real provider
-  replaces on (`REPLACE_ON`, each row with its source).
+  replaces on (`tooling.replacements`, each row with its source, read by `tooling.changes.forced_by`).
 - `Create` in a preview leaves what the cloud computes unknown (ids, endpoints, certificates,
   kubeconfigs); on `up` it returns deterministic values (the same ones as the offline plan's
   mocks, `tooling.mockrun`). `Invoke` answers the functions the program calls.
@@ -48,7 +48,9 @@ from pulumi.provider.experimental.server import main
 
 from tests.engine import schema
 from tests.engine.kube import ApiError, ApiServer, ServerPool
+from tooling.changes import changed_leaves, forced_by, refused_by
 from tooling.mockrun import computed_outputs, invoke_result
+from tooling.replacements import forcing
 
 # The engine's unknown sentinel (sdk/go/common/resource/plugin/rpc.go, `UnknownStringValue`).
 # `PropertyValue.computed()` does not marshal in SDK 3.272.0, so an unknown is sent as this string.
@@ -84,68 +86,6 @@ def bridged_package(value: bytes) -> tuple[str, str]:
     if not version:
         raise ValueError("remote.version cannot be empty")
     return url.rstrip("/").rsplit("/", 1)[-1], version
-
-
-# Properties whose change makes the real provider replace the resource, not update it in place.
-REPLACE_ON: dict[str, tuple[str, ...]] = {
-    # terraform-provider-google, google/services/container/resource_container_node_pool.go:
-    # name, location, cluster, project and node_config are ForceNew (node_config updates in place
-    # only for a few fields, none of which we set differently between pools).
-    "gcp:container/nodePool:NodePool": ("name", "location", "cluster", "project", "nodeConfig"),
-    # resource_container_cluster.go: name, location, project, network, subnetwork are ForceNew.
-    "gcp:container/cluster:Cluster": ("name", "location", "project", "network", "subnetwork"),
-    # terraform-provider-aws, internal/service/eks/node_group.go: ForceNew on these.
-    "aws:eks/nodeGroup:NodeGroup": (
-        "clusterName",
-        "nodeGroupName",
-        "nodeRoleArn",
-        "subnetIds",
-        "instanceTypes",
-        "amiType",
-        "capacityType",
-        "diskSize",
-    ),
-    # internal/service/eks/cluster.go: name and role_arn are ForceNew.
-    "aws:eks/cluster:Cluster": ("name", "roleArn"),
-    # azure-native: a resource's URL path parameters name it, so a change is a new resource.
-    "azure-native:containerservice:AgentPool": ("agentPoolName", "resourceGroupName", "resourceName"),
-    "azure-native:containerservice:ManagedCluster": ("resourceName", "resourceGroupName", "location"),
-    # terraform-provider-civo, civo/kubernetes/resource_kubernetes_cluster_pool.go: ForceNew.
-    "civo:index/kubernetesNodePool:KubernetesNodePool": ("clusterId", "size", "region"),
-    "civo:index/kubernetesCluster:KubernetesCluster": ("region", "networkId"),
-    # terraform-provider-vultr, vultr/resource_vultr_kubernetes_node_pools.go: cluster_id, plan ForceNew.
-    "vultr:index/kubernetesNodePools:KubernetesNodePools": ("clusterId", "plan"),
-    "vultr:index/kubernetes:Kubernetes": ("region",),
-    # nebius/api at 51010021ae6bb0f46356745e1dbde2bd38f1d9cf, fields marked IMMUTABLE: mk8s/v1
-    # cluster.proto `ControlPlaneSpec.subnet_id` and `KubeNetworkSpec.service_cidrs`;
-    # compute/v1 gpu_cluster.proto `GpuClusterSpec.infiniband_fabric`.
-    "nebius:index/mk8sV1Cluster:Mk8sV1Cluster": ("controlPlane.subnetId", "kubeNetwork"),
-    "nebius:index/computeV1GpuCluster:ComputeV1GpuCluster": ("infinibandFabric",),
-    # digitalocean/terraform-provider-digitalocean at 401992a1, ForceNew: digitalocean/kubernetes/
-    # kubernetes.go `nodePoolSchema` (size, gpu_partition_mode; cluster_id on the resource; the
-    # cluster's inline node_pool too), resource_kubernetes_cluster.go (region, vpc_uuid,
-    # worker_subnet_uuid, the two subnets, isolated_workers), vpc/resource_vpc.go (region, ip_range).
-    "digitalocean:index/kubernetesNodePool:KubernetesNodePool": ("clusterId", "size", "gpuPartitionMode"),
-    "digitalocean:index/kubernetesCluster:KubernetesCluster": (
-        "region",
-        "vpcUuid",
-        "workerSubnetUuid",
-        "clusterSubnet",
-        "serviceSubnet",
-        "isolatedWorkers",
-        "nodePool.size",
-        "nodePool.gpuPartitionMode",
-    ),
-    "digitalocean:index/vpc:Vpc": ("region", "ipRange"),
-}
-# pulumi-kubernetes replaces any object whose name or namespace changes
-# (provider/pkg/provider/provider.go, `Diff`: `metadata.name`/`metadata.namespace`), and the kinds
-# below on their immutable fields (provider/pkg/provider/diff.go, `forceNewProperties`).
-KUBERNETES_REPLACE_ON: dict[str, tuple[str, ...]] = {
-    "kubernetes:apps/v1:Deployment": ("spec.selector",),
-    "kubernetes:core/v1:Service": ("spec.clusterIP", "spec.type"),
-    "kubernetes:core/v1:PersistentVolumeClaim": ("spec.accessModes", "spec.storageClassName", "spec.volumeName"),
-}
 
 
 def state_dir() -> Path:
@@ -269,12 +209,27 @@ def differs(old: Any, new: Any) -> bool:
     return bool(old != new)
 
 
-def _at(values: Mapping[str, Any], path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(values, Mapping):
-            return None
-        values = values.get(part)  # type: ignore[assignment]
-    return values
+def refuse(urn: str, olds: Mapping[str, Any], news: Mapping[str, Any]) -> None:
+    """Fail an update as the real provider does when it changes what that provider cannot change
+    in place (`tooling.replacements`, `refused`): its diff accepted it, its update call fails."""
+    typ, _ = _type_name(urn)
+    keys = set(news)
+    changed = changed_leaves({k: _shaped(olds.get(k), news[k]) for k in keys}, dict(news))
+    refused = refused_by(typ, changed)
+    if refused:
+        rule = forcing(typ)
+        paths = ", ".join(".".join(str(part) for part in path) for path in refused)
+        raise RuntimeError(f"updating {paths} of {urn} failed: {rule.refused_why if rule else ''}")
+
+
+def _shaped(old: Any, new: Any) -> Any:
+    """`old` without the nested keys `new` does not write: what the cloud computed, which
+    `differs` counts as no change."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return {k: _shaped(old[k], new[k]) for k in old if k in new}
+    if isinstance(old, list) and isinstance(new, list):
+        return [_shaped(o, n) for o, n in zip(old, new, strict=False)] + old[len(new) :]
+    return old
 
 
 def _type_name(urn: str) -> tuple[str, str]:
@@ -363,16 +318,10 @@ class TestProvider(p.Provider):
         computed = set(computed_outputs(typ, "x", {})) - set(news)
         keys = sorted((set(olds) - computed - {"id"}) | set(news))
         diffs = [k for k in keys if k not in request.ignore_changes and differs(olds.get(k), news.get(k))]
-        replace_on = REPLACE_ON.get(typ, ())
-        if typ.startswith("kubernetes:"):
-            replace_on = ("metadata.name", "metadata.namespace", *KUBERNETES_REPLACE_ON.get(typ, ()))
-        replaces = sorted(
-            {
-                path.split(".")[0]
-                for path in replace_on
-                if path.split(".")[0] in diffs and differs(_at(olds, path), _at(news, path))
-            }
-        )
+        # A replace where the real provider replaces: the forcing paths `tooling.replacements` reads
+        # from each provider at its locked version, matched as the plan's `--against` matches them.
+        changed = changed_leaves({k: _shaped(olds.get(k), news.get(k)) for k in diffs}, {k: news.get(k) for k in diffs})
+        replaces = sorted({str(path[0]) for path in forced_by(typ, changed)})
         detailed = {
             k: p.PropertyDiff(p.PropertyDiffKind.UPDATE_REPLACE if k in replaces else p.PropertyDiffKind.UPDATE, True)
             for k in diffs
@@ -453,6 +402,7 @@ class TestProvider(p.Provider):
     async def update(self, request: p.UpdateRequest) -> p.UpdateResponse:
         if not request.preview:
             fault("update", request.urn)
+            refuse(request.urn, plain_map(request.olds), plain_map(request.news))
         self._apply("update", request.urn, request.news, request.preview)
         if not request.preview:
             record("update", request.urn, id=request.resource_id)

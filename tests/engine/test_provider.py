@@ -67,6 +67,27 @@ def test_the_engine_stops_on_a_property_the_provider_does_not_take(engine: Engin
 
 
 def test_a_change_the_cloud_cannot_make_in_place_is_previewed_as_a_replacement(engine: Engine) -> None:
+    # A Civo network's region is ForceNew (`tooling.replacements`).
+    region = {"value": "LON1"}
+
+    def program() -> None:
+        pulumi.CustomResource("civo:index/network:Network", "net", {"label": "net", "region": region["value"]})
+
+    engine.write_config("diff", NO_FLEET)
+    stack = engine.stack("diff", program)
+    stack.up()
+    region["value"] = "FRA1"
+    events: list[auto.EngineEvent] = []
+    preview = stack.preview(on_event=events.append)
+    assert preview.change_summary.get("replace") == 1
+    steps = [e.resource_pre_event.metadata for e in events if e.resource_pre_event]
+    net = next(m for m in steps if m.urn.endswith("::net"))
+    assert net.keys == ["region"]
+
+
+def test_a_change_the_provider_accepts_and_cannot_make_fails_the_update(engine: Engine) -> None:
+    # The Civo provider diffs a node pool's size as an update and its update call fails on it
+    # (`tooling.replacements`, `refused`); the plan's `--against` reports it as an error.
     size = {"value": "g4s.kube.small"}
 
     def program() -> None:
@@ -76,16 +97,15 @@ def test_a_change_the_cloud_cannot_make_in_place_is_previewed_as_a_replacement(e
             {"clusterId": "c", "size": size["value"], "nodeCount": 1},
         )
 
-    engine.write_config("diff", NO_FLEET)
-    stack = engine.stack("diff", program)
+    engine.write_config("refused", NO_FLEET)
+    stack = engine.stack("refused", program)
     stack.up()
     size["value"] = "g4s.kube.medium"
-    events: list[auto.EngineEvent] = []
-    preview = stack.preview(on_event=events.append)
-    assert preview.change_summary.get("replace") == 1
-    steps = [e.resource_pre_event.metadata for e in events if e.resource_pre_event]
-    pool = next(m for m in steps if m.urn.endswith("::pool"))
-    assert pool.keys == ["size"]
+    preview = stack.preview()
+    assert preview.change_summary.get("update") == 1 and not preview.change_summary.get("replace")
+    with pytest.raises(auto.CommandError) as err:
+        stack.up()
+    assert "updating size of" in str(err.value) and "not available at this moment" in str(err.value)
 
 
 @pytest.mark.parametrize(("region", "replaced"), [("LON1", False), ("NYC1", True)])
