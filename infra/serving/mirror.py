@@ -15,18 +15,31 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from infra.config.issues import ConfigIssue
 from infra.config.model import ChartMirror
 
-if TYPE_CHECKING:
-    from infra.serving.catalog import Component
-
 KEY = "chartMirror"  # paths as the model's own errors name them (`infra.config.issues`)
 
 
-def served_from(component: Component, mirror: ChartMirror | None) -> Component:
+class ChartRow(Protocol):
+    """What the rule reads of a catalog row (`infra.serving.catalog.Component`, a dataclass)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def repo(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+
+
+Row = TypeVar("Row", bound=ChartRow)
+
+
+def served_from(component: Row, mirror: ChartMirror | None) -> Row:
     """The row as a cluster installs it: from the mirror when one serves it, else unchanged."""
     if mirror is None:
         return component
