@@ -125,12 +125,15 @@ OS_LABEL = "kubernetes.io/os"
 UNPOOLED = "(unpooled)"
 
 # Labels that appear on a GPU node because of its hardware, whoever sets them: NFD's PCI vendor
-# label (10de NVIDIA, 1002 AMD); `nvidia.com/gpu.present`, set by the GPU operator (and by GKE and
-# EKS AL2023 images); `feature.node.kubernetes.io/amd-gpu`, set by the AMD operator's NFD rule.
+# label for NVIDIA's classes 0300/0302 (10de; the config `infra.serving.values.node_feature_discovery`
+# gives NFD); `nvidia.com/gpu.present`, set by the GPU operator (and by GKE and EKS AL2023 images);
+# `feature.node.kubernetes.io/amd-gpu`, set by the AMD operator's NodeFeatureRule on AMD's PCI
+# device ids (ROCm/gpu-operator v1.5.1 helm-charts-k8s/templates/gpu-nfd-default-rule.yaml). AMD
+# Instinct cards are of no class that config labels, so no `pci-1002` label appears.
 # Chart defaults select on these, so the audit's nodes carry them.
 DISCOVERED_LABELS: Mapping[str, Mapping[str, str]] = {
     "nvidia": {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.present": "true"},
-    "amd": {"feature.node.kubernetes.io/pci-1002.present": "true", "feature.node.kubernetes.io/amd-gpu": "true"},
+    "amd": {"feature.node.kubernetes.io/amd-gpu": "true"},
 }
 
 

@@ -16,8 +16,9 @@ import pytest
 
 from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
-from infra.placement import UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
+from infra.placement import DISCOVERED_LABELS, UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
 from infra.serving.catalog import release_values
+from infra.serving.values import node_feature_discovery
 from tests.conftest import CLUSTER_BLOCKS, cpu_class, fleet_of
 from tests.conftest import cloud_fleet as two_pools
 from tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
@@ -686,3 +687,17 @@ def test_an_agent_for_every_node_does_not_end_the_audit_of_the_agents_after_it(m
     releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
     del releases["mp-dra-driver-cpu"]["nodeSelector"]
     assert checks(audit(facts, releases, [])) == {("driver-on-system-pool", "mp-dra-driver-cpu/kubelet-plugin")}
+
+
+def test_the_pci_label_the_audit_puts_on_nvidia_nodes_is_the_one_the_installed_nfd_publishes() -> None:
+    # NFD names a PCI label after the configured fields joined by "_" (kubernetes-sigs/
+    # node-feature-discovery v0.19.0 source/pci/pci.go; fields default to class and vendor), for
+    # the device classes its whitelist holds. An H100 is class 0302, vendor 10de.
+    pci = node_feature_discovery("GKE")["worker"]["config"]["sources"]["pci"]
+    device = {"class": "0302", "vendor": "10de"}
+    assert any(device["class"].startswith(c) for c in pci["deviceClassWhitelist"])
+    label = "feature.node.kubernetes.io/pci-" + "_".join(device[f] for f in pci["deviceLabelFields"]) + ".present"
+    pci_labels = {k for k in DISCOVERED_LABELS["nvidia"] if "/pci-" in k}
+    assert pci_labels == {label}
+    # AMD Instinct accelerators are of no class the whitelist labels; the AMD operator's rule marks them.
+    assert not any("/pci-" in k for k in DISCOVERED_LABELS["amd"])

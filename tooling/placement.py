@@ -101,8 +101,11 @@ AGENT_WORKLOADS: tuple[AgentWorkload, ...] = (
         default_tolerations=NVIDIA_GPU_TOLERATION,  # 0.4.x default
         node_selectors=(("kubeletPlugin", "nodeSelector"),),
         affinity=("kubeletPlugin", "affinity"),
+        # deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1, `kubeletPlugin.affinity`.
         default_affinity=_any_label_in(
             ("feature.node.kubernetes.io/pci-10de.present", "true"),
+            ("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
+            ("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
             ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
             ("nvidia.com/gpu.present", "true"),
         ),

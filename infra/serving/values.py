@@ -151,7 +151,24 @@ def node_feature_discovery(cloud: str) -> Values:
     # The worker must reach GPU nodes, or no `pci-10de` / `amd-gpu` label appears and neither DRA
     # kubelet plugin schedules (modelplaneai/modelplane functions/compose-serving-stack/function/fn.py,
     # node-feature-discovery). Only the vendors the cloud's profile serves are tolerated.
-    return {"worker": {"tolerations": gpu_tolerations(cloud)}}
+    # The PCI label config is the one gpu-operator v26.3.3 gives the NFD it bundles
+    # (deployments/gpu-operator/values.yaml, `node-feature-discovery.worker.config`): labels by
+    # vendor only, `pci-10de.present`, where NFD 0.19.0 alone labels by class and vendor
+    # (`pci-0302_10de.present`, source/pci defaults), which `infra.placement.DISCOVERED_LABELS`
+    # and the operator's own checks assume.
+    return {
+        "worker": {
+            "tolerations": gpu_tolerations(cloud),
+            "config": {
+                "sources": {
+                    "pci": {
+                        "deviceClassWhitelist": ["02", "0200", "0207", "0300", "0302"],
+                        "deviceLabelFields": ["vendor"],
+                    }
+                }
+            },
+        }
+    }
 
 
 def nvidia_gpu_operator(cloud: str) -> Values:
