@@ -286,3 +286,32 @@ def test_a_zone_letter_the_region_does_not_have_is_refused_at_its_path_with_the_
         doc = plan_stack(path, display="Pulumi.test.yaml")
         assert (doc["ok"], doc["errors"]) == (True, [])
         assert [v for v in doc["violations"] if v["policy"] == "zone-outside-region"] == []
+
+
+def test_an_existing_class_accelerator_type_outside_the_vocabulary_is_refused_with_the_closest_name(
+    tmp_path: Path,
+) -> None:
+    stack = yaml.safe_load((Path(__file__).parents[1] / "stacks" / "Pulumi.byo-amd.yaml").read_text(encoding="utf-8"))
+    classes = stack["config"]["modelplane:classes"]
+    assert classes[0]["name"] == "mi325x-byo"
+    path = tmp_path / "Pulumi.byo-amd.yaml"
+
+    def plan_with(accelerator: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(stack)
+        changed["config"]["modelplane:classes"][0]["accelerator"] = accelerator
+        path.write_text(yaml.safe_dump(changed), encoding="utf-8")
+        return plan_stack(path, display="Pulumi.byo-amd.yaml")
+
+    doc = plan_with({"type": "amd-mi325", "count": 1})
+    assert doc["ok"] is False and doc["resources"] == []
+    [v] = [v for v in doc["violations"] if v["policy"] == "accelerator-type-unknown"]
+    assert v["enforcement"] == "mandatory"
+    assert "accelerator type 'amd-mi325' is not a GPU type the catalog knows" in v["message"]
+    assert "(at classes[name=mi325x-byo].accelerator.type)" in v["message"]
+    assert "did you mean amd-mi325x" in v["message"]
+    assert "set classes[name=mi325x-byo].accelerator.uncatalogued: true" in v["message"]
+    # Both ways the fix names hold: the vocabulary's name, or the class taking its type as written.
+    for fixed in ({"type": "amd-mi325x", "count": 1}, {"type": "amd-mi325", "count": 1, "uncatalogued": True}):
+        doc = plan_with(fixed)
+        assert (doc["ok"], doc["errors"]) == (True, [])
+        assert [v for v in doc["violations"] if v["policy"] == "accelerator-type-unknown"] == []

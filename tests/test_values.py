@@ -378,7 +378,7 @@ def test_node_exporter_and_nfd_tolerate_exactly_the_taints_of_the_clouds_pools(c
     assert prometheus["prometheus-node-exporter"]["tolerations"] == [*gpu, CPU_TOLERATION]
     assert (prometheus["grafana"], prometheus["alertmanager"]) == ({"enabled": False}, {"enabled": False})
     if cloud != "Vultr":  # VKE's add-on runs NFD there
-        assert row(cloud, "node-feature-discovery").values == {"worker": {"tolerations": gpu}}
+        assert row(cloud, "node-feature-discovery").values["worker"]["tolerations"] == gpu
 
 
 @pytest.mark.parametrize("cloud", SOURCES)
