@@ -12,8 +12,7 @@ Rules (names are the policy names, the contract):
   rule (an Existing cluster's claimed driver that no component serves installs nothing and is
   never rejected: the cluster's owner brought it).
 - machine rules (`check_machine`), which compare a pool with the catalog row of its machine
-  (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown` (on Existing,
-  where no machine is named, the type against the catalog's vocabulary),
+  (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
   `cpu-claim-exceeds-machine`, `zone-outside-region`, `machine-outside-region` (a machine the
   cloud does not offer in the cluster's region, where the catalog records its regions), and
   `unknown-machine-type` (the catalog
@@ -23,20 +22,17 @@ Rules (names are the policy names, the contract):
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from clouds import MACHINES, cloud, machine, profile
+from clouds import cloud, machine, profile
 from infra.config.base import Accelerator, ProvisionedClusterBlock
 from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
-from infra.machines import MachineType, accelerator_vocabulary
+from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
 
 __all__ = ["CPU_DRIVER", "GPU_VENDORS", "NETWORK_DRIVERS"]
-
-ACCELERATOR_VOCABULARY = accelerator_vocabulary(MACHINES)
 
 ACCELERATOR_DRIVER_MISMATCH = "accelerator-driver-mismatch"
 UNSUPPORTED_DEVICES = "unsupported-devices"
@@ -325,29 +321,14 @@ def check_machine(
     `class_path` locate the pool and the class in the stack file (by name when not given).
     """
     out: list[Violation] = []
+    if not profile(source).provisioned:
+        return out
     prov = cls.provisioning
     pool_at = pool_path or f"clusters[name={cluster}].nodePools[name={pool}]"
     class_at = class_path or f"classes[name={cls.name}]"
 
     def reject(policy: str, problem: str, fix: str, *, path: str, driver: str | None = None) -> None:
         out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, file, path))
-
-    if not profile(source).provisioned:
-        # No machine row says what an Existing class's GPUs are, and its type becomes the nodes'
-        # `modelplane.ai/gpu` label: a type outside the vocabulary is taken for a typo.
-        accel = cls.accelerator
-        if accel is not None and not accel.uncatalogued and accel.type not in ACCELERATOR_VOCABULARY:
-            close = difflib.get_close_matches(accel.type, ACCELERATOR_VOCABULARY, n=3, cutoff=0.7)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
-            reject(
-                ACCELERATOR_TYPE_UNKNOWN,
-                f"accelerator type '{accel.type}' is not a GPU type the catalog knows, so the nodes would be "
-                "labelled with a name no other stack or dashboard uses",
-                f"{hint}write the type as `<vendor>-<model>` from docs/supported-devices.md; if the GPUs are of a "
-                f"type the catalog lacks, set {class_at}.accelerator.uncatalogued: true",
-                path=f"{class_at}.accelerator.type",
-            )
-        return out
 
     if region is not None:
         for i, zone in enumerate(zones):

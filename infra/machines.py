@@ -114,24 +114,6 @@ H100_NVL = ("nvidia-h100-nvl", "nvidia-h100")
 H200 = ("nvidia-h200-141gb", "nvidia-h200")
 
 
-# AMD Instinct accelerators by the names AMD's GPU operator labels them with (ROCm/gpu-operator
-# v1.5.1 helm-charts-k8s/templates/gpu-nfd-default-rule.yaml, whose rules match each product's
-# PCI device ids), as `amd-<product>` types. Nodes of an Existing cluster carry any of these.
-AMD_INSTINCT = tuple(
-    f"amd-{p}"
-    for p in ("mi100", "mi210", "mi250", "mi250x", "mi300a", "mi300x", "mi308x", "mi325x", "mi350p", "mi350x", "mi355x")
-)
-
-
-def accelerator_vocabulary(rows: Iterable[MachineType]) -> tuple[str, ...]:
-    """The accelerator types a class may name without a machine to check them against (on Existing):
-    every spelling the catalog's rows accept, AMD's Instinct products, and `<vendor>-gpu`, the type
-    a pool is labelled with when its class names none (`infra.facts.pool_accelerator`)."""
-    spelled = {t for r in rows for t in r.accelerator_types}
-    generic = {f"{vendor}-gpu" for vendor in ("nvidia", "amd")}
-    return tuple(sorted(spelled | set(AMD_INSTINCT) | generic))
-
-
 def cpu(cloud: str, name: str, vcpus: int, memory_gib: float, source: str) -> MachineType:
     return MachineType(cloud, name, vcpus, memory_gib, None, (), source)
 

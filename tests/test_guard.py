@@ -296,9 +296,9 @@ def test_an_existing_class_accelerator_type_outside_the_vocabulary_is_refused_wi
     assert classes[0]["name"] == "mi325x-byo"
     path = tmp_path / "Pulumi.byo-amd.yaml"
 
-    def plan_with(accelerator: dict[str, Any]) -> dict[str, Any]:
+    def plan_with(accelerator: dict[str, Any], **flags: Any) -> dict[str, Any]:
         changed = copy.deepcopy(stack)
-        changed["config"]["modelplane:classes"][0]["accelerator"] = accelerator
+        changed["config"]["modelplane:classes"][0].update(accelerator=accelerator, **flags)
         path.write_text(yaml.safe_dump(changed), encoding="utf-8")
         return plan_stack(path, display="Pulumi.byo-amd.yaml")
 
@@ -309,9 +309,9 @@ def test_an_existing_class_accelerator_type_outside_the_vocabulary_is_refused_wi
     assert "accelerator type 'amd-mi325' is not a GPU type the catalog knows" in v["message"]
     assert "(at classes[name=mi325x-byo].accelerator.type)" in v["message"]
     assert "did you mean amd-mi325x" in v["message"]
-    assert "set classes[name=mi325x-byo].accelerator.uncatalogued: true" in v["message"]
+    assert "uncataloguedAccelerator: true" in v["message"]
     # Both ways the fix names hold: the vocabulary's name, or the class taking its type as written.
-    for fixed in ({"type": "amd-mi325x", "count": 1}, {"type": "amd-mi325", "count": 1, "uncatalogued": True}):
-        doc = plan_with(fixed)
+    for fixed, flags in (({"type": "amd-mi325x", "count": 1}, {}), ({"type": "amd-mi325", "count": 1}, {"uncataloguedAccelerator": True})):
+        doc = plan_with(fixed, **flags)
         assert (doc["ok"], doc["errors"]) == (True, [])
         assert [v for v in doc["violations"] if v["policy"] == "accelerator-type-unknown"] == []

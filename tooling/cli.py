@@ -31,7 +31,6 @@ from rich.tree import Tree
 
 from clouds import SOURCES
 from infra.cost import PRICE_FROM_CLASS, combine_totals
-from infra.devices import ACCELERATOR_VOCABULARY
 from infra.serving.catalog import CATALOG, supported_drivers
 from infra.serving.telemetry import render_telemetry_doc
 from tooling.analyzer import check_pack_config
@@ -331,17 +330,6 @@ def catalog_markdown() -> str:
         "|---|---|",
     ]
     lines += [f"| {cloud} | {', '.join(supported_drivers(cloud))} |" for cloud in SOURCES]
-    lines += [
-        "",
-        "## Accelerator types on Existing clusters",
-        "",
-        "An Existing class's `accelerator.type` is one of these (`accelerator-type-unknown` otherwise,",
-        "with the closest names): every spelling the machine catalog accepts, AMD's Instinct products as",
-        "AMD's GPU operator labels them, and `<vendor>-gpu`. For GPUs of a type not listed, set",
-        "`accelerator.uncatalogued: true` on the class (`infra/devices.py`, `check_machine`).",
-        "",
-        ", ".join(f"`{t}`" for t in ACCELERATOR_VOCABULARY),
-    ]
     return "\n".join(lines) + "\n"
 
 

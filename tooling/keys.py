@@ -223,12 +223,6 @@ KEYS: dict[tuple[str, str], Key] = {
         "`accelerator-driver-mismatch` (vendor matches the GPU driver); the `modelplane.ai/gpu` label",
         "type: nvidia-l4",
     ),
-    ("Accelerator", "uncatalogued"): Key(
-        "On an Existing cluster, the GPUs are of a type the vocabulary lacks (docs/supported-devices.md): take "
-        "the type as written. Without it, a type outside the vocabulary is refused as a likely typo.",
-        "`accelerator-type-unknown`",
-        "uncatalogued: true",
-    ),
     ("Accelerator", "count"): Key(
         "Accelerators per machine (default 1).",
         "`accelerator-driver-mismatch` (equals the GPU device count)",

@@ -63,9 +63,6 @@ class Accelerator(Model):
     type: Annotated[str, StringConstraints(min_length=1)]
     # The same bound as a device's count: on Existing the accelerator is derived from that count.
     count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
-    # On Existing, a type outside the vocabulary (`infra.machines.accelerator_vocabulary`) stops the
-    # run as a likely typo unless the class says its GPUs are of a type the vocabulary lacks.
-    uncatalogued: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
