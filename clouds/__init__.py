@@ -15,6 +15,7 @@ from clouds import aks, civo, digitalocean, eks, existing, gke, nebius, vultr
 from clouds.spec import Cloud, ResourceTypes
 from infra.machines import ControlPlaneFee, MachineType
 from infra.profiles import CloudProfile
+from infra.vocabulary import AMD_ACCELERATOR_TYPES, VENDOR_DRIVER, vendor_gpu
 
 CLOUDS: tuple[Cloud, ...] = (
     gke.CLOUD,
@@ -50,6 +51,19 @@ def profile(source: str) -> CloudProfile:
 MACHINES: tuple[MachineType, ...] = tuple(m for c in CLOUDS for m in c.machines)
 _BY_MACHINE: Mapping[tuple[str, str], MachineType] = {(m.cloud, m.name): m for m in MACHINES}
 assert all(m.cloud == c.source for c in CLOUDS for m in c.machines), "a cloud's rows name that cloud"
+
+
+# The accelerator types a class may name for an owner's nodes (`accelerator-type-unknown` on Existing
+# clusters, `infra.devices`): every type a catalog row accepts (the NVIDIA names all come from the
+# rows), the AMD Instinct products (`infra.vocabulary.AMD_ACCELERATOR_TYPES`, with its source), and
+# the vendor-only names the facts give a class that names none (`amd-gpu`).
+ACCELERATOR_TYPES: tuple[str, ...] = tuple(
+    sorted(
+        {t for m in MACHINES for t in m.accelerator_types}
+        | set(AMD_ACCELERATOR_TYPES)
+        | {vendor_gpu(v) for v in VENDOR_DRIVER}
+    )
+)
 
 
 def machine(source: str, name: str) -> MachineType | None:

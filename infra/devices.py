@@ -11,6 +11,8 @@ Rules (names are the policy names, the contract):
 - `accelerator-driver-mismatch`, `unsupported-devices`, `class-provider-mismatch`, and the Existing
   rule (an Existing cluster's claimed driver that no component serves installs nothing and is
   never rejected: the cluster's owner brought it).
+- `accelerator-type-unknown` on an Existing cluster: the type a class names for the owner's nodes
+  is one of the accelerator vocabulary, unless the class takes it `uncataloguedAccelerator`.
 - machine rules (`check_machine`), which compare a pool with the catalog row of its machine
   (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
   `cpu-claim-exceeds-machine`, `zone-outside-region`, `machine-outside-region` (a machine the
@@ -22,15 +24,16 @@ Rules (names are the policy names, the contract):
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from clouds import cloud, machine, profile
+from clouds import ACCELERATOR_TYPES, cloud, machine, profile
 from infra.config.base import Accelerator, ProvisionedClusterBlock
 from infra.config.model import ClaimMode, Fleet, InferenceClass, InferenceCluster
 from infra.config.roles import CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, gpu_device_count, gpu_vendors, role_of
 from infra.machines import MachineType
-from infra.vocabulary import CPU_DRIVER, GPU_VENDORS, NETWORK_DRIVERS
+from infra.vocabulary import CPU_DRIVER, GPU_LABEL, GPU_VENDORS, NETWORK_DRIVERS
 
 __all__ = ["CPU_DRIVER", "GPU_VENDORS", "NETWORK_DRIVERS"]
 
@@ -88,8 +91,8 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
     """Every rule for one pool of a cluster whose `source` is given."""
     out: list[Violation] = []
 
-    def reject(policy: str, problem: str, fix: str, driver: str | None = None) -> None:
-        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix))
+    def reject(policy: str, problem: str, fix: str, driver: str | None = None, path: str = "") -> None:
+        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, path=path))
 
     drivers = claimed_drivers(cls)
     provisioned = profile(source).provisioned
@@ -136,6 +139,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
     elif not provisioned and cls.accelerator is not None:
         # An Existing class that declares its nodes' GPUs is held to them as a provisioned one is.
         _check_class_accelerator(cls, "the class", "", cls.accelerator, drivers, reject)
+        _check_accelerator_vocabulary(cls, cls.accelerator, reject)
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
@@ -202,6 +206,32 @@ def _check_class_accelerator(
             "make the GPU devices' count equal accelerator.count",
             driver=",".join(gpu_drivers),
         )
+
+
+def _check_accelerator_vocabulary(cls: InferenceClass, accel: Accelerator, reject: Callable[..., None]) -> None:
+    """`accelerator-type-unknown` on an owner's cluster: the class names a type of the vocabulary.
+
+    Nothing provisions an owner's nodes, so no cloud API refuses a misspelt type (`amd-mi300`,
+    `nvidia-h10O`): it would become the pool's GPU label, the one the owner is told to put on the
+    nodes and the placement audit expects on them, naming a GPU that does not exist. A type the vocabulary (`clouds.ACCELERATOR_TYPES`)
+    does not list yet is taken as written where the class says so (`uncataloguedAccelerator`).
+    """
+    if cls.uncatalogued_accelerator or accel.type in ACCELERATOR_TYPES:
+        return
+    class_at = f"classes[name={cls.name}]"
+    vendor = accel.vendor.lower()
+    known = [t for t in ACCELERATOR_TYPES if t.startswith(f"{vendor}-")] or list(ACCELERATOR_TYPES)
+    close = difflib.get_close_matches(accel.type.lower(), ACCELERATOR_TYPES, n=2)
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    reject(
+        ACCELERATOR_TYPE_UNKNOWN,
+        f"accelerator type '{accel.type}' is not in the accelerator vocabulary, yet it would become the pool's "
+        f"{GPU_LABEL} label, which the cluster's nodes are to carry",
+        f"{guess}{'Write' if guess else 'write'} one of {', '.join(known)}; if the nodes carry a GPU the vocabulary does not list yet, "
+        f"set {class_at}.uncataloguedAccelerator: true",
+        driver=",".join(d for d in claimed_drivers(cls) if d in GPU_VENDORS) or None,
+        path=f"{class_at}.accelerator.type",
+    )
 
 
 def check_fleet(fleet: Fleet) -> list[Violation]:
@@ -496,7 +526,8 @@ def check_fleet_machines(fleet: Fleet, file: str) -> list[Violation]:
 
 def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
     """Every device and machine rule violation of a fleet, located in `file`: what the guard evaluates."""
-    located = [replace(v, file=file, path=violation_path(fleet, v)) for v in check_fleet(fleet)]
+    # A rule that names the key it refuses keeps that path (the pack, without indices, says the same).
+    located = [replace(v, file=file, path=v.path or violation_path(fleet, v)) for v in check_fleet(fleet)]
     return located + check_fleet_machines(fleet, file)
 
 

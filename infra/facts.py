@@ -40,6 +40,7 @@ from infra.vocabulary import (
     POOL_LABEL,
     SYSTEM_POOL,
     VENDOR_TAINT_KEY,
+    vendor_gpu,
 )
 
 __all__ = ["CPU_LABEL", "CPU_TAINT_KEY", "GPU_LABEL", "POOL_LABEL", "SYSTEM_POOL", "VENDOR_TAINT_KEY"]
@@ -263,7 +264,7 @@ def pool_accelerator(
     if vendor is None:
         return None
     if not profile(source).provisioned:
-        return cls_accel or Accelerator(type=f"{vendor}-gpu", count=max(gpu_count, 1))
+        return cls_accel or Accelerator(type=vendor_gpu(vendor), count=max(gpu_count, 1))
     return cls_accel
 
 

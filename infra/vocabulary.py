@@ -21,6 +21,32 @@ GPU_VENDORS: Mapping[str, str] = {NVIDIA_GPU_DRIVER: "nvidia", AMD_GPU_DRIVER: "
 NVIDIA = "nvidia"
 AMD = "amd"
 VENDOR_DRIVER: Mapping[str, str] = {vendor: driver for driver, vendor in GPU_VENDORS.items()}
+
+# The accelerator types of AMD Instinct GPUs, for the nodes of an owner's cluster (on a provisioned
+# cloud the machine catalog's rows name the accepted types). They are the Instinct products the AMD
+# GPU operator's NFD rule recognises on bare metal, by PCI device id (ROCm/gpu-operator v1.5.1,
+# helm-charts-k8s/templates/gpu-nfd-default-rule.yaml, rule `amd-gpu`: MI100, MI210, MI250,
+# MI250X, MI300A, MI300X, MI308X, MI325X, MI350P, MI350X, MI355X), vendor first as the catalog's.
+AMD_ACCELERATOR_TYPES = (
+    "amd-mi100",
+    "amd-mi210",
+    "amd-mi250",
+    "amd-mi250x",
+    "amd-mi300a",
+    "amd-mi300x",
+    "amd-mi308x",
+    "amd-mi325x",
+    "amd-mi350p",
+    "amd-mi350x",
+    "amd-mi355x",
+)
+
+
+def vendor_gpu(vendor: str) -> str:
+    """The type that names only the vendor (`amd-gpu`): an owner's GPUs whose class names no accelerator."""
+    return f"{vendor}-gpu"
+
+
 # The DeviceClass each driver's chart creates for its whole devices, which a class that leaves out
 # its devices claims: `gpu.nvidia.com` (dra-driver-nvidia-gpu 0.4.1, templates/deviceclass-gpu.yaml),
 # `gpu.amd.com` (AMD gpu-operator-charts v1.5.1, `draDriver.deviceClass.create`, templates/

@@ -124,7 +124,10 @@ machine_accelerator_mismatch = ResourceValidationPolicy(
 
 accelerator_type_unknown = ResourceValidationPolicy(
     name=ACCELERATOR_TYPE_UNKNOWN,
-    description="A class's accelerator type is one its cloud accepts for the pool's machine type.",
+    description=(
+        "A class's accelerator type is one its cloud accepts for the pool's machine type; on an Existing "
+        "cluster, one of the accelerator vocabulary unless the class takes it uncataloguedAccelerator."
+    ),
     validate=_validator(ACCELERATOR_TYPE_UNKNOWN),
 )
 

@@ -7,15 +7,17 @@ applies to it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from clouds import ACCELERATOR_TYPES, MACHINES
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import load_stack_file
-from infra.devices import ACCELERATOR_DRIVER_MISMATCH, fleet_violations
+from infra.devices import ACCELERATOR_DRIVER_MISMATCH, ACCELERATOR_TYPE_UNKNOWN, fleet_violations
 from infra.facts import derive_cluster
 from tests.conftest import cpu_class, fleet_of, gke_fleet
 
@@ -74,6 +76,68 @@ def test_an_undeclared_existing_class_is_named_by_its_vendor_as_before() -> None
     fleet = fleet_of(byo(gpu("gpu.amd.com")))
     assert fleet_violations(fleet) == []
     assert derive_cluster(fleet, fleet.clusters[0]).pool("p").labels["modelplane.ai/gpu"] == "amd-gpu"
+
+
+@pytest.mark.parametrize(
+    ("written", "meant", "vendor"),
+    [("amd-mi300", "amd-mi300x", "gpu.amd.com"), ("nvidia-h10O", "nvidia-h100", "gpu.nvidia.com")],
+)
+def test_a_misspelt_accelerator_type_is_refused_at_its_path_with_the_nearest_names(
+    written: str, meant: str, vendor: str
+) -> None:
+    [v] = fleet_violations(fleet_of(byo(gpu(vendor, accelerator={"type": written, "count": 8}))), FILE)
+    assert (v.policy, v.mandatory) == (ACCELERATOR_TYPE_UNKNOWN, True)
+    assert v.path == "classes[name=mi300x].accelerator.type"
+    assert f"accelerator type '{written}' is not in the accelerator vocabulary" in v.problem
+    assert v.fix.startswith(f"did you mean '{meant}'")
+    # The fix lists the vendor's known names, and how to take a type the vocabulary lacks.
+    prefix = written.split("-")[0]
+    assert f"Write one of {', '.join(t for t in ACCELERATOR_TYPES if t.startswith(prefix + '-'))};" in v.fix
+    assert v.fix.endswith("set classes[name=mi300x].uncataloguedAccelerator: true")
+    assert v.message.startswith(f"{FILE}: ")
+
+
+def test_every_type_of_the_vocabulary_is_taken_and_becomes_the_pools_label() -> None:
+    for accel_type in ACCELERATOR_TYPES:
+        driver = "gpu.amd.com" if accel_type.startswith("amd-") else "gpu.nvidia.com"
+        fleet = fleet_of(byo(gpu(driver, accelerator={"type": accel_type, "count": 8})))
+        assert fleet_violations(fleet) == [], accel_type
+        assert derive_cluster(fleet, fleet.clusters[0]).pool("p").labels["modelplane.ai/gpu"] == accel_type
+
+
+def test_the_vocabulary_holds_the_catalogs_nvidia_names_and_amds_instinct_products() -> None:
+    nvidia = {t for t in ACCELERATOR_TYPES if t.startswith("nvidia-")}
+    assert nvidia == {t for m in MACHINES for t in m.accelerator_types if t.startswith("nvidia-")} | {"nvidia-gpu"}
+    assert len(nvidia - {"nvidia-gpu"}) == 14
+    # ROCm/gpu-operator v1.5.1 helm-charts-k8s/templates/gpu-nfd-default-rule.yaml, rule amd-gpu (Instinct).
+    instinct = [
+        "mi100",
+        "mi210",
+        "mi250",
+        "mi250x",
+        "mi300a",
+        "mi300x",
+        "mi308x",
+        "mi325x",
+        "mi350p",
+        "mi350x",
+        "mi355x",
+    ]
+    assert [t for t in ACCELERATOR_TYPES if t.startswith("amd-")] == ["amd-gpu"] + [f"amd-{p}" for p in instinct]
+
+
+def test_a_type_the_vocabulary_lacks_is_taken_as_written_when_the_class_says_so() -> None:
+    cls = gpu("gpu.amd.com", accelerator={"type": "amd-mi455x", "count": 8})
+    assert [v.policy for v in fleet_violations(fleet_of(byo(cls)))] == [ACCELERATOR_TYPE_UNKNOWN]
+    fleet = fleet_of(byo({**cls, "uncataloguedAccelerator": True}))
+    assert fleet_violations(fleet) == []
+    assert derive_cluster(fleet, fleet.clusters[0]).pool("p").labels["modelplane.ai/gpu"] == "amd-mi455x"
+
+
+def test_the_existing_clusters_guide_lists_the_whole_vocabulary() -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "existing-clusters.md").read_text(encoding="utf-8")
+    section = guide.split("vendor-only names:", 1)[1].lstrip("\n").split("\n\n", 1)[0]
+    assert sorted(re.findall(r"`([a-z0-9-]+)`", section)) == sorted(ACCELERATOR_TYPES)
 
 
 def test_a_provisioned_class_names_its_accelerator_in_its_provisioning_block() -> None:

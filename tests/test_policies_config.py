@@ -90,6 +90,10 @@ BAD_FLEETS = {
         ],
         "clusters": [cluster("vultr-a", "Vultr", VULTR, [("amd", "mi325x")])],
     },
+    "misspelt accelerator type on an existing cluster": {
+        "classes": [{"name": "mi300x-byo", "accelerator": {"type": "amd-mi300", "count": 8}}],
+        "clusters": [cluster("byo", "Existing", {"kubeconfigKey": "kubeconfig"}, [("mi300x", "mi300x-byo")])],
+    },
     "class provisioned on another cloud": {
         "classes": [cpu_class("civo-cpu", "Civo", {"size": "g4p.kube.medium"})],
         "clusters": [cluster("gke-a", "GKE", GKE, [("cpu", "civo-cpu")])],

@@ -81,6 +81,9 @@ ODD_VALUES: list[Any] = [
     "NoExecute",
     "amd-mi325x",
     "nvidia-h100",
+    # Misspelt accelerator types: on an Existing cluster nothing but the vocabulary refuses them.
+    "amd-mi300",
+    "nvidia-h10O",
     [],
     {},
     [1],
@@ -210,6 +213,18 @@ def test_mutated_stacks_never_trace_back_and_rejections_register_nothing(
 ) -> None:
     name = stack.name[len("Pulumi.") : -len(".yaml")]
     assert classify(mutated_file(stack, rnd), tmp_path, name) in {"path", "device-rule", "guard", "accepted"}
+
+
+def test_a_misspelt_accelerator_type_of_an_existing_stack_is_a_device_rule_and_registers_nothing(
+    tmp_path: Path,
+) -> None:
+    stack = next(s for s in STACKS if s.name == "Pulumi.byo-amd.yaml")
+    doc = yaml.safe_load(stack.read_bytes())
+    mi325x = next(c for c in doc["config"]["modelplane:classes"] if c["name"] == "mi325x-byo")
+    mi325x["accelerator"] = "amd-mi325"
+    assert classify(yaml.safe_dump(doc, sort_keys=False).encode(), tmp_path, "byo-amd") == "device-rule"
+    mi325x["accelerator"] = "amd-mi325x"
+    assert classify(yaml.safe_dump(doc, sort_keys=False).encode(), tmp_path, "byo-amd") == "accepted"
 
 
 def main(count: int) -> None:

@@ -153,13 +153,22 @@ KEYS: dict[tuple[str, str], Key] = {
     ("InferenceClass", "accelerator"): Key(
         "The GPUs of an Existing cluster's nodes (`type`, `count`), for a class that backs its pools. When set, "
         "the device rules hold the class to them (a GPU driver of the type's vendor, one device per GPU) and the "
-        "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. A class that "
+        "type is the pool's `modelplane.ai/gpu` label; without it the label is `<vendor>-gpu`. On an Existing "
+        "cluster the type is one of the accelerator vocabulary (docs/existing-clusters.md lists it: the machine "
+        "catalog's types and the AMD Instinct products), or the class sets `uncataloguedAccelerator`. A class that "
         "leaves out `devices` gets one `gpu` device of `count` GPUs of the type's vendor. A provisioned "
         "class names its accelerator in its provisioning block instead, or, naming its provider and no machine, "
         "says here what it needs (`accelerator: nvidia-l4` is one GPU of that type): the plan chooses the cheapest priced catalog machine that carries it and "
         "shows the choice (name the machine to keep it whatever the catalog says).",
-        "`accelerator-driver-mismatch`; the pool's GPU label; the machine choice (`infra/supply.py`)",
+        "`accelerator-driver-mismatch`, `accelerator-type-unknown`; the pool's GPU label; the machine choice "
+        "(`infra/supply.py`)",
         "accelerator: {type: amd-mi300x, count: 8}",
+    ),
+    ("InferenceClass", "uncataloguedAccelerator"): Key(
+        "The Existing cluster's nodes carry a GPU the accelerator vocabulary does not list yet: take `accelerator` "
+        "as written. Without it such a type stops the run (a typo would otherwise become the pool's GPU label).",
+        "`accelerator-type-unknown` (`infra/devices.py`)",
+        "uncataloguedAccelerator: true",
     ),
     ("InferenceClass", "minGpuMemoryGib"): Key(
         "For a class that names its provider and no machine: the least memory per GPU it needs (with "

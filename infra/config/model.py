@@ -177,6 +177,9 @@ class InferenceClass(Model):
     # class names its accelerator in its provisioning block (`check_references` says so), unless it
     # names no machine: then it is what the class needs, and the plan chooses the machine.
     accelerator: Accelerator | None = None
+    # The owner's nodes carry a GPU the accelerator vocabulary does not list yet, and the class takes
+    # its type as written (`accelerator-type-unknown` stops a run otherwise: infra/devices.py).
+    uncatalogued_accelerator: bool | None = None
     # The least memory per GPU a class that names no machine needs (the plan chooses the machine).
     min_gpu_memory_gib: Annotated[StrictInt, Field(ge=1)] | None = None
     _supplied: Supplied | None = PrivateAttr(default=None)
