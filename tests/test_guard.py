@@ -306,12 +306,15 @@ def test_an_existing_class_accelerator_type_outside_the_vocabulary_is_refused_wi
     assert doc["ok"] is False and doc["resources"] == []
     [v] = [v for v in doc["violations"] if v["policy"] == "accelerator-type-unknown"]
     assert v["enforcement"] == "mandatory"
-    assert "accelerator type 'amd-mi325' is not a GPU type the catalog knows" in v["message"]
+    assert "accelerator type 'amd-mi325' is not in the accelerator vocabulary" in v["message"]
     assert "(at classes[name=mi325x-byo].accelerator.type)" in v["message"]
-    assert "did you mean amd-mi325x" in v["message"]
+    assert "did you mean 'amd-mi325x'" in v["message"]
     assert "uncataloguedAccelerator: true" in v["message"]
     # Both ways the fix names hold: the vocabulary's name, or the class taking its type as written.
-    for fixed, flags in (({"type": "amd-mi325x", "count": 1}, {}), ({"type": "amd-mi325", "count": 1}, {"uncataloguedAccelerator": True})):
+    for fixed, flags in (
+        ({"type": "amd-mi325x", "count": 1}, {}),
+        ({"type": "amd-mi325", "count": 1}, {"uncataloguedAccelerator": True}),
+    ):
         doc = plan_with(fixed, **flags)
         assert (doc["ok"], doc["errors"]) == (True, [])
         assert [v for v in doc["violations"] if v["policy"] == "accelerator-type-unknown"] == []
