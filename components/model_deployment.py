@@ -26,6 +26,13 @@ from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpu
 from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.placement import PodPlacement, Toleration
+from infra.serving.autoscaling import (
+    KEDA_API,
+    PROMETHEUS_OPERATOR_API,
+    WorkloadRef,
+    pod_monitor_spec,
+    scaled_object_spec,
+)
 
 # The telemetry collector's engine job scrapes pods by this label (port `http`).
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
@@ -258,6 +265,11 @@ def pod_template(
     )
 
 
+def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
+    """The object that runs the deployment's replicas, whose scale subresource an autoscaler drives."""
+    return WorkloadRef("apps/v1", "Deployment", spec.name)
+
+
 class ModelDeployment(pulumi.ComponentResource):
     """The claim template, Deployment and Service of one model deployment on one pool."""
 
@@ -283,6 +295,7 @@ class ModelDeployment(pulumi.ComponentResource):
         container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
         self.deployment = self._deployment(name, spec, meta, labels, placement, template, container, volumes)
         self.service = self._service(name, spec, meta, labels)
+        self.scaling = self._autoscaling(name, spec, meta, workload_ref(spec))
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
 
@@ -343,7 +356,9 @@ class ModelDeployment(pulumi.ComponentResource):
             f"{name}-deployment",
             metadata=meta,
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=spec.replicas,
+                # An autoscaled Deployment leaves its count to KEDA's HPA: a count here would be
+                # applied again by every `pulumi up`, undoing the autoscaler's.
+                replicas=spec.replicas if spec.autoscaling is None else None,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 # A new pod needs devices of its own; with no spare device on the pool a surge pod
                 # would wait forever, so replace one pod at a time instead.
@@ -375,6 +390,31 @@ class ModelDeployment(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+    def _autoscaling(
+        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, workload: WorkloadRef
+    ) -> list[k8s.apiextensions.CustomResource]:
+        """For an autoscaled deployment, the PodMonitor that has Prometheus scrape the engine and the
+        ScaledObject that sets the workload's replicas from what it scrapes; nothing otherwise."""
+        if spec.autoscaling is None:
+            return []
+        monitor = k8s.apiextensions.CustomResource(
+            f"{name}-podmonitor",
+            api_version=PROMETHEUS_OPERATOR_API,
+            kind="PodMonitor",
+            metadata=meta,
+            spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, ENGINE_PORT_NAME),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        scaled = k8s.apiextensions.CustomResource(
+            f"{name}-scaledobject",
+            api_version=KEDA_API,
+            kind="ScaledObject",
+            metadata=meta,
+            spec=scaled_object_spec(spec, spec.autoscaling, workload),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.deployment, monitor]),
+        )
+        return [monitor, scaled]
 
     def _cache_volume(
         self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs

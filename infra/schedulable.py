@@ -214,7 +214,7 @@ class Demand:
 
     @property
     def total(self) -> int:
-        return self.deployment.replicas * self.each
+        return self.deployment.peak_replicas * self.each
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
             on_pool = [
                 (di, dep)
                 for di, dep in enumerate(located.fleet.deployments)
-                if dep.cluster == cluster.name and dep.pool == pool.name and dep.replicas > 0
+                if dep.cluster == cluster.name and dep.pool == pool.name and dep.peak_replicas > 0
             ]
             if not on_pool:
                 continue
@@ -318,16 +318,16 @@ class PoolAt:
                 break
         others = [d for d in demands if d is not pusher]
         dep = pusher.deployment
-        replicas = f"{plural(dep.replicas, 'replica')} x {pusher.each}"
+        replicas = f"{plural(dep.peak_replicas, 'replica')} x {pusher.each}"
         on = f"pool '{self.pool.name}' (cluster '{self.cluster.name}')"
         if others:
-            shares = ", ".join(f"'{d.deployment.name}': {d.deployment.replicas} x {d.each}" for d in others)
+            shares = ", ".join(f"'{d.deployment.name}': {d.deployment.peak_replicas} x {d.each}" for d in others)
             claims = f"brings the {capacity.what} claimed on {on} to {total} (its {replicas}, with {shares})"
         else:
             claims = f"claims {total} {capacity.what} on {on} ({replicas})"
         room = max(holds - sum(d.total for d in others), 0) // pusher.each
         lower = (
-            f"lower replicas to at most {room}" + (" (with the others as they are)" if others else "")
+            f"lower {dep.peak_replicas_key} to at most {room}" + (" (with the others as they are)" if others else "")
             if room
             # Its replicas fit a node and the pool has one, so only the others can have left no room.
             else "move it to another pool or lower the others' replicas"
@@ -335,7 +335,7 @@ class PoolAt:
         return [
             ConfigIssue(
                 self.file,
-                f"deployments[{pusher.index}].replicas",
+                f"deployments[{pusher.index}].{dep.peak_replicas_key}",
                 f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
                 f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
                 f"{lower}, or {self.more_nodes(-(-total // capacity.per_node))}",

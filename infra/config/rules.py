@@ -33,7 +33,12 @@ CREDENTIAL_VALUE_PREFIXES = ("hf_", "ghp_", "github_pat_", "sk-", "AKIA")
 
 def check_rules(fleet: Fleet, file: str) -> list[ConfigIssue]:
     """Every rule of this module that looks at the whole fleet; each reports what it finds, independently."""
-    return check_images(fleet, file) + check_serving(fleet, file) + check_plain_credentials(fleet, file)
+    return (
+        check_images(fleet, file)
+        + check_serving(fleet, file)
+        + check_plain_credentials(fleet, file)
+        + check_autoscaling(fleet, file)
+    )
 
 
 def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
@@ -194,13 +199,13 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
             )
         cache = dep.cache
-        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and dep.replicas > 1:
+        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and dep.peak_replicas > 1:
             issues.append(
                 ConfigIssue(
                     file,
                     f"{dpath}.cache.volume",
-                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {dep.replicas} replicas",
-                    "use volume: NodeLocal for several replicas, or replicas: 1",
+                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {dep.peak_replicas} replicas",
+                    f"use volume: NodeLocal for several replicas, or {dep.peak_replicas_key}: 1",
                 )
             )
         if (
@@ -219,6 +224,46 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
             )
     issues.extend(_check_services(fleet, file))
+    return issues
+
+
+def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """`autoscaling` across keys: it replaces `replicas`, and scaling to zero needs a model cache.
+
+    KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
+    second owner, reset by every `pulumi up`. At `minReplicas: 0` the first request after an idle
+    spell waits for a whole start (a node too, where the pool scales down): the pull, the weights'
+    download and their load. A model cache keeps the download out of that wait; without one every
+    cold start downloads the weights again.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        scaling = dep.autoscaling
+        if scaling is None:
+            continue
+        dpath = f"deployments[{di}]"
+        if "replicas" in dep.model_fields_set:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.replicas",
+                    f"deployment '{dep.name}' sets both replicas and autoscaling; the autoscaler owns the replica count",
+                    f"remove replicas, or remove autoscaling for a fixed count (bounds: {dpath}.autoscaling.minReplicas "
+                    "and maxReplicas)",
+                )
+            )
+        if scaling.min_replicas == 0 and dep.cache is None:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.autoscaling.minReplicas",
+                    f"at minReplicas 0 the first request after an idle spell waits for a cold start of up to "
+                    f"{dep.startup_seconds}s (startupSeconds), and without a model cache each one downloads "
+                    "the weights again",
+                    f"add {dpath}.cache (volume: NodeLocal, or a PersistentVolumeClaim with maxReplicas: 1), "
+                    "or set minReplicas: 1",
+                )
+            )
     return issues
 
 
