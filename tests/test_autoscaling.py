@@ -94,15 +94,13 @@ def test_kv_cache_target_as_a_percentage_says_to_write_a_fraction() -> None:
     assert "write the target as a fraction" in found[0][1]
 
 
-def test_scale_to_zero_without_a_cache_is_rejected_with_the_cold_start_it_costs() -> None:
-    found = rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 0}, startupSeconds=900))
-    assert [path for path, _, _ in found] == ["deployments[0].autoscaling.minReplicas"]
-    assert "cold start of up to 900s" in found[0][1]
-    assert "add deployments[0].cache" in found[0][2]
-
-
-def test_scale_to_zero_with_a_node_local_cache_passes() -> None:
-    assert rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 0}, cache={"volume": "NodeLocal"})) == []
+def test_scale_to_zero_is_rejected_because_no_pod_serves_the_metric_that_would_wake_it() -> None:
+    for extra in ({}, {"cache": {"volume": "NodeLocal"}}):
+        found = rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 0}, **extra))
+        assert [path for path, _, _ in found] == ["deployments[0].autoscaling.minReplicas"]
+        assert "would never start again" in found[0][1]
+        assert "set minReplicas: 1" in found[0][2]
+    assert rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 1})) == []
 
 
 def test_claim_cache_is_judged_at_max_replicas_of_an_autoscaled_deployment() -> None:

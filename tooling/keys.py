@@ -369,10 +369,10 @@ KEYS: dict[tuple[str, str], Key] = {
         "autoscaling: {minReplicas: 1, maxReplicas: 4, metric: RequestsWaiting, target: 5}",
     ),
     ("Autoscaling", "minReplicas"): Key(
-        "Fewest replicas (default 1). 0 stops the engine when idle: the next request waits for a cold start, "
-        "and a `cache` is required.",
-        "the ScaledObject's `minReplicaCount`",
-        "minReplicas: 0",
+        "Fewest replicas (default 1). 0 is refused: the metric is the engine's own, so nothing would wake a "
+        "deployment at zero.",
+        "the ScaledObject's `minReplicaCount`; `infra.config.rules.check_autoscaling`",
+        "minReplicas: 1",
     ),
     ("Autoscaling", "maxReplicas"): Key(
         "Most replicas; the pool must hold them at its `maxNodeCount`.",

@@ -344,8 +344,8 @@ class Autoscaling(Model):
     """`deployments[].autoscaling`: replicas follow `metric`, kept between the bounds.
 
     `target` is the metric's value one replica is meant to carry: a request count for the request
-    metrics, a fraction of the KV cache (0 to 1) for `KVCacheUsage`. Rules across keys (a cache for
-    `minReplicas: 0`, `replicas` beside it): `infra.config.rules.check_autoscaling`.
+    metrics, a fraction of the KV cache (0 to 1) for `KVCacheUsage`. Rules across keys (`minReplicas: 0`,
+    `replicas` beside it): `infra.config.rules.check_autoscaling`.
     """
 
     min_replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1

@@ -228,7 +228,7 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
 
 
 def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    """`autoscaling` across keys: it replaces `replicas`, and scaling to zero needs a model cache.
+    """`autoscaling` across keys: it replaces `replicas`, and it cannot scale from zero.
 
     KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
     second owner, reset by every `pulumi up`. At `minReplicas: 0` the first request after an idle
@@ -252,16 +252,16 @@ def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
                     "and maxReplicas)",
                 )
             )
-        if scaling.min_replicas == 0 and dep.cache is None:
+        if scaling.min_replicas == 0:
+            # The trigger reads vLLM's own gauges, which exist only while an engine runs: at zero
+            # replicas the query returns nothing, KEDA reads 0, and no request ever brings one back.
             issues.append(
                 ConfigIssue(
                     file,
                     f"{dpath}.autoscaling.minReplicas",
-                    f"at minReplicas 0 the first request after an idle spell waits for a cold start of up to "
-                    f"{dep.startup_seconds}s (startupSeconds), and without a model cache each one downloads "
-                    "the weights again",
-                    f"add {dpath}.cache (volume: NodeLocal, or a PersistentVolumeClaim with maxReplicas: 1), "
-                    "or set minReplicas: 1",
+                    f"at minReplicas 0 deployment '{dep.name}' would never start again: its metric comes from "
+                    "the engine's own /metrics, which no pod serves at zero replicas",
+                    "set minReplicas: 1 (the smallest count its metric can scale from)",
                 )
             )
     return issues
