@@ -378,6 +378,11 @@ class ModelDeploymentSpec(Model):
     # How long a first start may take (download and load) before the startup probe gives up.
     startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
 
+    # Multi-node replicas: how many nodes one replica spans, one pod on each. Above 1 the
+    # deployment is a LeaderWorkerSet of groups of this size (`components.multinode`); the rules
+    # across keys are `infra.config.rules.check_multinode`.
+    nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] = 1
+
     @field_validator("name")
     @classmethod
     def _service_name(cls, v: str) -> str:
