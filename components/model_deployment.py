@@ -25,6 +25,7 @@ from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSp
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
+from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
 
 # The telemetry collector's engine job scrapes pods by this label (port `http`).
@@ -205,6 +206,10 @@ def component_inputs(
         "port": spec.port,
         "memory": spec.memory,
         "cache": spec.cache.model_dump(by_alias=True, mode="json", exclude_none=True) if spec.cache else None,
+        # Multi-node replicas: the group's size and the pool's fabric, for `multinode-fabric` and the plan.
+        "source": cluster.source,
+        "nodes": spec.nodes,
+        "fabric": pool_fabric(pool),
     }
 
 
