@@ -209,7 +209,7 @@ def component_inputs(
         # Multi-node replicas: the group's size and the pool's fabric, for `multinode-fabric` and the plan.
         "source": cluster.source,
         "nodes": spec.nodes,
-        "fabric": pool_fabric(pool),
+        "fabric": pool_fabric(pool, [d.name for d in spec.devices]),
     }
 
 

@@ -9,6 +9,8 @@ nothing.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from clouds import profile
 from infra.config.model import ClaimMode
 from infra.facts import PoolFacts
@@ -17,12 +19,14 @@ from infra.vocabulary import NETWORK_DRIVERS
 MULTINODE_FABRIC = "multinode-fabric"
 
 
-def pool_fabric(pool: PoolFacts) -> str | None:
-    """The fabric the pool's nodes claim: a DRA network device of its class (EFA through `dra.net`),
-    or the fabric its cloud's machine block joins (a Nebius InfiniBand fabric, an RDMA-capable AKS
-    ND-series size); None when they claim none."""
+def pool_fabric(pool: PoolFacts, claimed: Collection[str] | None = None) -> str | None:
+    """The fabric the pool's nodes offer a pod: a DRA network device of its class (EFA through
+    `dra.net`), among the device names `claimed` when given (a pod reaches a DRA device only
+    through its claim), or the fabric its cloud's machine block joins (a Nebius InfiniBand fabric,
+    an RDMA-capable AKS ND-series size); None when there is none."""
     for device in pool.devices:
-        if device.claim is ClaimMode.DRA and device.driver in NETWORK_DRIVERS:
+        network = device.claim is ClaimMode.DRA and device.driver in NETWORK_DRIVERS
+        if network and (claimed is None or device.name in claimed):
             return f"{device.driver} x {device.count}"
     return pool.machine_block.fabric if pool.machine_block is not None else None
 
@@ -53,7 +57,7 @@ def fabric_advisory(source: str, deployment: str, nodes: int, fabric: str | None
     if nodes <= 1 or fabric is not None:
         return None
     claim = profile(source).fabric_claim
-    how = f"to claim one, {claim}" if claim else f"{source} offers no high-speed fabric this program sets up"
+    how = f"Fix: {claim}" if claim else f"{source} offers no high-speed fabric this program sets up"
     return (
         f"deployment '{deployment}' spans {nodes} nodes per replica on a pool that claims no high-speed fabric: "
         "the traffic between the group's nodes (pipeline or tensor parallel, every step) goes over the nodes' "

@@ -46,8 +46,11 @@ NEBIUS_CLUSTER = {"projectId": "project-e00example", "region": "eu-north1", "kub
 AKS_CLUSTER = {"location": "eastus", "kubernetesVersion": "1.34"}
 
 
-def test_an_efa_device_of_the_class_is_the_pools_fabric() -> None:
-    assert pool_fabric(pool_of("EKS", P5, EKS_CLUSTER, efa=True)) == "dra.net x 32"
+def test_an_efa_device_of_the_class_is_the_pools_fabric_when_the_pod_claims_it() -> None:
+    efa = pool_of("EKS", P5, EKS_CLUSTER, efa=True)
+    assert pool_fabric(efa) == "dra.net x 32"
+    assert pool_fabric(efa, ["gpu", "efa"]) == "dra.net x 32"
+    assert pool_fabric(efa, ["gpu"]) is None
     assert pool_fabric(pool_of("EKS", P5, EKS_CLUSTER)) is None
 
 
