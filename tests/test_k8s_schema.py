@@ -146,7 +146,12 @@ def test_objects_of_committed_stack_validate_against_the_cluster_version(path: P
     result = run_under_mocks(run, loaded.stack, config, secret_keys)
     kinds = assert_valid(result, {c.name: kubernetes_version(c) for c in loaded.fleet.clusters})
     if loaded.fleet.deployments:
-        assert {"ResourceClaimTemplate", "Deployment", "Service", "Namespace"} <= set(kinds)
+        assert {"ResourceClaimTemplate", "Service", "Namespace"} <= set(kinds)
+    # A replica of one node is a Deployment, one of several a LeaderWorkerSet (validated against its CRD).
+    if any(d.nodes == 1 for d in loaded.fleet.deployments):
+        assert "Deployment" in kinds
+    if any(d.nodes > 1 for d in loaded.fleet.deployments):
+        assert "LeaderWorkerSet" in kinds
     if loaded.fleet.services:
         assert {"GatewayClass", "Gateway", "HTTPRoute"} <= set(kinds)
 
