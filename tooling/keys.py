@@ -389,6 +389,11 @@ KEYS: dict[tuple[str, str], Key] = {
         "the Prometheus trigger's `threshold`",
         "target: 5",
     ),
+    ("ModelDeploymentSpec", "nodes"): Key(
+        "Nodes one replica spans, one pod on each; above 1 the replica is a LeaderWorkerSet group.",
+        "`ModelDeployment` (a LeaderWorkerSet of size `nodes`); `check_multinode`",
+        "nodes: 2",
+    ),
     ("ModelCache", "volume"): Key(
         "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
         "`ModelDeployment`",
