@@ -139,7 +139,7 @@ def check_pool(cluster: str, source: str, pool: str, cls: InferenceClass) -> lis
     elif not provisioned and cls.accelerator is not None:
         # An Existing class that declares its nodes' GPUs is held to them as a provisioned one is.
         _check_class_accelerator(cls, "the class", "", cls.accelerator, drivers, reject)
-        _check_accelerator_vocabulary(cls, cls.accelerator, reject)
+        _check_accelerator_vocabulary(cls, cls.accelerator, drivers, reject)
 
     # unsupported-devices (never on Existing: the owner brought the drivers)
     if provisioned:
@@ -208,13 +208,16 @@ def _check_class_accelerator(
         )
 
 
-def _check_accelerator_vocabulary(cls: InferenceClass, accel: Accelerator, reject: Callable[..., None]) -> None:
+def _check_accelerator_vocabulary(
+    cls: InferenceClass, accel: Accelerator, drivers: list[str], reject: Callable[..., None]
+) -> None:
     """`accelerator-type-unknown` on an owner's cluster: the class names a type of the vocabulary.
 
     Nothing provisions an owner's nodes, so no cloud API refuses a misspelt type (`amd-mi300`,
     `nvidia-h10O`): it would become the pool's GPU label, the one the owner is told to put on the
-    nodes and the placement audit expects on them, naming a GPU that does not exist. A type the vocabulary (`clouds.ACCELERATOR_TYPES`)
-    does not list yet is taken as written where the class says so (`uncataloguedAccelerator`).
+    nodes and the placement audit expects on them, naming a GPU that does not exist. A type the
+    vocabulary (`clouds.ACCELERATOR_TYPES`) does not list yet is taken as written where the class
+    says so (`uncataloguedAccelerator`).
     """
     if cls.uncatalogued_accelerator or accel.type in ACCELERATOR_TYPES:
         return
@@ -229,7 +232,7 @@ def _check_accelerator_vocabulary(cls: InferenceClass, accel: Accelerator, rejec
         f"{GPU_LABEL} label, which the cluster's nodes are to carry",
         f"{guess}{'Write' if guess else 'write'} one of {', '.join(known)}; if the nodes carry a GPU the vocabulary does not list yet, "
         f"set {class_at}.uncataloguedAccelerator: true",
-        driver=",".join(d for d in claimed_drivers(cls) if d in GPU_VENDORS) or None,
+        driver=",".join(d for d in drivers if d in GPU_VENDORS) or None,
         path=f"{class_at}.accelerator.type",
     )
 

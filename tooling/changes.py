@@ -98,7 +98,7 @@ def check_against(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
-def _path(parts: Sequence[str | int]) -> str:
+def path_text(parts: Sequence[str | int]) -> str:
     """`nodeConfig.labels["modelplane.ai/pool"]`, `taints[0].key`: keys with dots or slashes quoted."""
     out = ""
     for part in parts:
@@ -215,12 +215,14 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, An
         if not leaves:
             changes.append(_change("same", row, [], protected))
             continue
-        forced = [_path(p) for p in forced_by(row["type"], leaves)]
-        refused = [_path(p) for p in refused_by(row["type"], leaves)]
+        forced = [path_text(p) for p in forced_by(row["type"], leaves)]
+        refused = [path_text(p) for p in refused_by(row["type"], leaves)]
         extra: dict[str, Any] = {"replacedBy": forced} if forced else {}
         if refused:
             extra["refused"] = refused
-        changes.append(_change("replace" if forced else "update", row, [_path(p) for p in leaves], protected, **extra))
+        changes.append(
+            _change("replace" if forced else "update", row, [path_text(p) for p in leaves], protected, **extra)
+        )
     for urn, row in olds.items():
         if urn not in news:
             changes.append(_change("delete", row, [], bool(row.get("protect"))))

@@ -36,7 +36,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from pulumi.provider.experimental.server import main
 
 from tests.engine import schema
 from tests.engine.kube import ApiError, ApiServer, ServerPool
-from tooling.changes import changed_leaves, forced_by, refused_by
+from tooling.changes import changed_leaves, forced_by, path_text, refused_by
 from tooling.mockrun import computed_outputs, invoke_result
 from tooling.replacements import forcing
 
@@ -213,13 +213,18 @@ def refuse(urn: str, olds: Mapping[str, Any], news: Mapping[str, Any]) -> None:
     """Fail an update as the real provider does when it changes what that provider cannot change
     in place (`tooling.replacements`, `refused`): its diff accepted it, its update call fails."""
     typ, _ = _type_name(urn)
-    keys = set(news)
-    changed = changed_leaves({k: _shaped(olds.get(k), news[k]) for k in keys}, dict(news))
-    refused = refused_by(typ, changed)
+    refused = refused_by(typ, _changed(olds, news, news))
     if refused:
         rule = forcing(typ)
-        paths = ", ".join(".".join(str(part) for part in path) for path in refused)
+        paths = ", ".join(path_text(path) for path in refused)
         raise RuntimeError(f"updating {paths} of {urn} failed: {rule.refused_why if rule else ''}")
+
+
+def _changed(olds: Mapping[str, Any], news: Mapping[str, Any], keys: Iterable[str]) -> list[tuple[str | int, ...]]:
+    """The input paths under `keys` where the inputs differ from the state, leaving out what the
+    cloud computed (`_shaped`), as `tooling.changes.changed_leaves` spells them."""
+    keys = list(keys)
+    return changed_leaves({k: _shaped(olds.get(k), news.get(k)) for k in keys}, {k: news.get(k) for k in keys})
 
 
 def _shaped(old: Any, new: Any) -> Any:
@@ -320,8 +325,7 @@ class TestProvider(p.Provider):
         diffs = [k for k in keys if k not in request.ignore_changes and differs(olds.get(k), news.get(k))]
         # A replace where the real provider replaces: the forcing paths `tooling.replacements` reads
         # from each provider at its locked version, matched as the plan's `--against` matches them.
-        changed = changed_leaves({k: _shaped(olds.get(k), news.get(k)) for k in diffs}, {k: news.get(k) for k in diffs})
-        replaces = sorted({str(path[0]) for path in forced_by(typ, changed)})
+        replaces = sorted({str(path[0]) for path in forced_by(typ, _changed(olds, news, diffs))})
         detailed = {
             k: p.PropertyDiff(p.PropertyDiffKind.UPDATE_REPLACE if k in replaces else p.PropertyDiffKind.UPDATE, True)
             for k in diffs
