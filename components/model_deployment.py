@@ -19,13 +19,22 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from clouds import profile
+from components import multinode
 from components.base import ComponentError
 from infra import tokens
 from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
+from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
+from infra.serving.autoscaling import (
+    KEDA_API,
+    PROMETHEUS_OPERATOR_API,
+    WorkloadRef,
+    pod_monitor_spec,
+    scaled_object_spec,
+)
 
 # The telemetry collector's engine job scrapes pods by this label (port `http`).
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
@@ -205,6 +214,10 @@ def component_inputs(
         "port": spec.port,
         "memory": spec.memory,
         "cache": spec.cache.model_dump(by_alias=True, mode="json", exclude_none=True) if spec.cache else None,
+        # Multi-node replicas: the group's size and the pool's fabric, for `multinode-fabric` and the plan.
+        "source": cluster.source,
+        "nodes": spec.nodes,
+        "fabric": pool_fabric(pool, [d.name for d in spec.devices]),
     }
 
 
@@ -258,6 +271,14 @@ def pod_template(
     )
 
 
+def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
+    """The object that runs the deployment's replicas, whose scale subresource an autoscaler drives:
+    its Deployment, or its LeaderWorkerSet of one group per replica (`components.multinode`)."""
+    if spec.nodes > 1:
+        return WorkloadRef(multinode.API_VERSION, multinode.KIND, spec.name)
+    return WorkloadRef("apps/v1", "Deployment", spec.name)
+
+
 class ModelDeployment(pulumi.ComponentResource):
     """The claim template, Deployment and Service of one model deployment on one pool."""
 
@@ -281,8 +302,15 @@ class ModelDeployment(pulumi.ComponentResource):
         template = self._claim_template(name, spec, labels, claims)
         volumes, mounts = self._volumes(name, spec, cluster, meta)
         container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
-        self.deployment = self._deployment(name, spec, meta, labels, placement, template, container, volumes)
+        pod = pod_template(labels, placement, template, container, volumes)
+        # A Deployment, or for replicas of several nodes a LeaderWorkerSet.
+        self.deployment: pulumi.CustomResource
+        if spec.nodes > 1:
+            self.deployment = self._leader_worker_set(name, spec, meta, pod, container, template)
+        else:
+            self.deployment = self._deployment(name, spec, meta, labels, pod, template)
         self.service = self._service(name, spec, meta, labels)
+        self.scaling = self._autoscaling(name, spec, meta, workload_ref(spec))
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
 
@@ -333,17 +361,17 @@ class ModelDeployment(pulumi.ComponentResource):
         spec: ModelDeploymentSpec,
         meta: k8s.meta.v1.ObjectMetaArgs,
         labels: dict[str, str],
-        placement: PodPlacement,
+        pod: k8s.core.v1.PodTemplateSpecArgs,
         template: k8s.resource.v1.ResourceClaimTemplate,
-        container: k8s.core.v1.ContainerArgs,
-        volumes: list[k8s.core.v1.VolumeArgs],
     ) -> k8s.apps.v1.Deployment:
         """The Deployment of the engine's pods, placed on the pool, after its claim template and Secret."""
         return k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=meta,
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=spec.replicas,
+                # An autoscaled Deployment leaves its count to KEDA's HPA: a count here would be
+                # applied again by every `pulumi up`, undoing the autoscaler's.
+                replicas=spec.replicas if spec.autoscaling is None else None,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 # A new pod needs devices of its own; with no spare device on the pool a surge pod
                 # would wait forever, so replace one pod at a time instead.
@@ -351,12 +379,37 @@ class ModelDeployment(pulumi.ComponentResource):
                     type="RollingUpdate",
                     rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
                 ),
-                template=pod_template(labels, placement, template, container, volumes),
+                template=pod,
             ),
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[template, *([self.env_secret] if self.env_secret is not None else [])]
-            ),
+            opts=self._workload_options(template),
         )
+
+    def _leader_worker_set(
+        self,
+        name: str,
+        spec: ModelDeploymentSpec,
+        meta: k8s.meta.v1.ObjectMetaArgs,
+        pod: k8s.core.v1.PodTemplateSpecArgs,
+        container: k8s.core.v1.ContainerArgs,
+        template: k8s.resource.v1.ResourceClaimTemplate,
+    ) -> k8s.apiextensions.CustomResource:
+        """A replica of several nodes: one LeaderWorkerSet group of `nodes` pods per replica
+        (`components.multinode`), each pod with the one-node pod's claim, volumes and placement."""
+        return multinode.leader_worker_set(
+            f"{name}-group",
+            meta,
+            spec.replicas if spec.autoscaling is None else None,
+            spec.nodes,
+            pod,
+            container,
+            engine_args(spec),
+            self._workload_options(template),
+        )
+
+    def _workload_options(self, template: k8s.resource.v1.ResourceClaimTemplate) -> pulumi.ResourceOptions:
+        """The engine's pods wait for their claim template and the env Secret."""
+        secret = [self.env_secret] if self.env_secret is not None else []
+        return pulumi.ResourceOptions(parent=self, depends_on=[template, *secret])
 
     def _service(
         self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, labels: dict[str, str]
@@ -366,7 +419,8 @@ class ModelDeployment(pulumi.ComponentResource):
             f"{name}-service",
             metadata=meta,
             spec=k8s.core.v1.ServiceSpecArgs(
-                selector=labels,
+                # A group's leader alone serves requests (`components.multinode`).
+                selector=multinode.leader_selector(labels) if spec.nodes > 1 else labels,
                 ports=[
                     k8s.core.v1.ServicePortArgs(
                         name=ENGINE_PORT_NAME, port=spec.port, target_port=ENGINE_PORT_NAME, protocol="TCP"
@@ -375,6 +429,31 @@ class ModelDeployment(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+    def _autoscaling(
+        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, workload: WorkloadRef
+    ) -> list[k8s.apiextensions.CustomResource]:
+        """For an autoscaled deployment, the PodMonitor that has Prometheus scrape the engine and the
+        ScaledObject that sets the workload's replicas from what it scrapes; nothing otherwise."""
+        if spec.autoscaling is None:
+            return []
+        monitor = k8s.apiextensions.CustomResource(
+            f"{name}-podmonitor",
+            api_version=PROMETHEUS_OPERATOR_API,
+            kind="PodMonitor",
+            metadata=meta,
+            spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, ENGINE_PORT_NAME),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        scaled = k8s.apiextensions.CustomResource(
+            f"{name}-scaledobject",
+            api_version=KEDA_API,
+            kind="ScaledObject",
+            metadata=meta,
+            spec=scaled_object_spec(spec, spec.autoscaling, workload),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.deployment, monitor]),
+        )
+        return [monitor, scaled]
 
     def _cache_volume(
         self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs

@@ -32,6 +32,7 @@ from infra.devices import cluster_region
 from infra.machines import MachineType
 from infra.profiles import CloudProfile
 from infra.vocabulary import (
+    AUTOSCALING_FEATURE,
     CPU_LABEL,
     CPU_TAINT_KEY,
     GPU_LABEL,
@@ -227,6 +228,9 @@ class ClusterFacts:
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
     chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
     preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
+    # Serving features the cluster's deployments use, which some catalog rows install for
+    # (`Component.features`): `autoscaling` when one of its deployments is autoscaled.
+    features: tuple[str, ...] = ()
 
     @property
     def region(self) -> str | None:
@@ -390,7 +394,14 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         owner_gpu_operator=owner_operator,
         chart_mirror=fleet.chart_mirror,
         preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),
+        features=cluster_features(fleet, cluster),
     )
+
+
+def cluster_features(fleet: Fleet, cluster: InferenceCluster) -> tuple[str, ...]:
+    """The serving features the cluster's deployments use (`ClusterFacts.features`)."""
+    scaled = any(d.cluster == cluster.name and d.autoscaling is not None for d in fleet.deployments)
+    return (AUTOSCALING_FEATURE,) if scaled else ()
 
 
 def declared_zones(pools: Sequence[PoolFacts]) -> list[str]:

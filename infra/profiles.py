@@ -91,6 +91,13 @@ class CloudProfile:
     # without zones spans `default_zones` zones.
     nodes_per_zone: bool = False
     default_zones: int = 1
+    # Multi-node replicas (`check_multinode`, infra/config/rules.py): the zones the nodes of a pool
+    # that lists none may land in; whether a pool that claims a fabric device is one placement
+    # group, so in one zone; and how a pool claims the cloud's high-speed fabric (None: the cloud
+    # offers none this program sets up).
+    unlisted_pool_zones: int = 1
+    fabric_placement_group: bool = False
+    fabric_claim: str | None = None
     # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler
     # the cluster component installs).
     autoscaler: bool = True

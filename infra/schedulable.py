@@ -150,7 +150,7 @@ def suggested_memory(source: str, row: MachineType | None, role: Role, shm_size:
 def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts], file: str) -> list[ConfigIssue]:
     """Deployments that could never be scheduled: every memory and claim issue, each at its path."""
     located = Located(fleet, facts)
-    return memory_issues(located, file) + claim_issues(located, file)
+    return memory_issues(located, file) + claim_issues(located, file) + group_zone_issues(located, file)
 
 
 @dataclass(frozen=True)
@@ -206,15 +206,32 @@ def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
 
 @dataclass(frozen=True)
 class Demand:
-    """One deployment's claim on one kind of device of its pool: replicas x `each`."""
+    """One deployment's claim on one kind of device of its pool: replicas x nodes x `each` (per pod)."""
 
     index: int
     deployment: ModelDeploymentSpec
     each: int
 
     @property
+    def pods(self) -> int:
+        """Every pod of every replica: a multi-node replica is a group of `nodes` pods, one per node."""
+        return self.deployment.peak_replicas * self.deployment.nodes
+
+    @property
     def total(self) -> int:
-        return self.deployment.replicas * self.each
+        return self.pods * self.each
+
+    @property
+    def says(self) -> str:
+        """The demand as messages spell it: `2 replicas x 8`, `2 replicas x 2 nodes x 8`."""
+        nodes = f" x {plural(self.deployment.nodes, 'node')}" if self.deployment.nodes > 1 else ""
+        return f"{plural(self.deployment.peak_replicas, 'replica')}{nodes} x {self.each}"
+
+    @property
+    def share(self) -> str:
+        """The demand of a deployment beside the one reported: `2 x 8`, `2 x 2 nodes x 8`."""
+        nodes = f" x {plural(self.deployment.nodes, 'node')}" if self.deployment.nodes > 1 else ""
+        return f"{self.deployment.peak_replicas}{nodes} x {self.each}"
 
 
 @dataclass(frozen=True)
@@ -237,7 +254,7 @@ def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
             on_pool = [
                 (di, dep)
                 for di, dep in enumerate(located.fleet.deployments)
-                if dep.cluster == cluster.name and dep.pool == pool.name and dep.replicas > 0
+                if dep.cluster == cluster.name and dep.pool == pool.name and dep.peak_replicas > 0
             ]
             if not on_pool:
                 continue
@@ -318,16 +335,16 @@ class PoolAt:
                 break
         others = [d for d in demands if d is not pusher]
         dep = pusher.deployment
-        replicas = f"{plural(dep.replicas, 'replica')} x {pusher.each}"
+        replicas = pusher.says
         on = f"pool '{self.pool.name}' (cluster '{self.cluster.name}')"
         if others:
-            shares = ", ".join(f"'{d.deployment.name}': {d.deployment.replicas} x {d.each}" for d in others)
+            shares = ", ".join(f"'{d.deployment.name}': {d.share}" for d in others)
             claims = f"brings the {capacity.what} claimed on {on} to {total} (its {replicas}, with {shares})"
         else:
             claims = f"claims {total} {capacity.what} on {on} ({replicas})"
-        room = max(holds - sum(d.total for d in others), 0) // pusher.each
+        room = max(holds - sum(d.total for d in others), 0) // (pusher.each * dep.nodes)
         lower = (
-            f"lower replicas to at most {room}" + (" (with the others as they are)" if others else "")
+            f"lower {dep.peak_replicas_key} to at most {room}" + (" (with the others as they are)" if others else "")
             if room
             # Its replicas fit a node and the pool has one, so only the others can have left no room.
             else "move it to another pool or lower the others' replicas"
@@ -335,7 +352,7 @@ class PoolAt:
         return [
             ConfigIssue(
                 self.file,
-                f"deployments[{pusher.index}].replicas",
+                f"deployments[{pusher.index}].{dep.peak_replicas_key}",
                 f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
                 f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
                 f"{lower}, or {self.more_nodes(-(-total // capacity.per_node))}",
@@ -350,6 +367,42 @@ class PoolAt:
         per_zone = -(-needed // zones)
         counted = f", per zone of its {zones}" if zones > 1 else ""
         return f"let the pool have at least {needed} nodes ({self.path}.nodeCount: {per_zone}{counted})"
+
+
+def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
+    """A multi-node replica on a pool that spans several zones: its group could be split over them.
+
+    The pods of one group run one engine whose collectives cross the network between them every
+    step; between zones that is slower and billed, and a cloud's placement group (EKS's cluster
+    placement group for EFA pools) lives in one zone. The LeaderWorkerSet keeps a group's pods in
+    one zone (`components.multinode`), but a pool whose nodes are spread over zones can leave no
+    zone with enough of them, so a multi-node deployment needs a pool of one zone: its one declared
+    zone, or on a cloud that counts nodes per zone (GKE), a pool that names one.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(located.fleet.deployments):
+        if dep.nodes == 1:
+            continue
+        cluster, cf = located.cluster(dep.cluster)
+        pool = cf.pool(dep.pool)
+        zones = len(pool.zones) or pool.zone_count
+        if zones <= 1:
+            continue
+        ki = located.fleet.clusters.index(cluster)
+        pi = next(i for i, p in enumerate(cluster.node_pools) if p.name == pool.name)
+        spread = f"zones {', '.join(pool.zones)}" if pool.zones else f"{zones} zones (none named)"
+        one = f"[{pool.zones[0]}]" if pool.zones else "[<one zone of the region>]"
+        issues.append(
+            ConfigIssue(
+                file,
+                f"deployments[{di}].nodes",
+                f"deployment '{dep.name}' spans {dep.nodes} nodes per replica on pool '{pool.name}' (cluster "
+                f"'{cluster.name}'), which spreads its nodes over {spread}: a group could be split between zones",
+                f"keep the pool in one zone (clusters[{ki}].nodePools[{pi}].zones: {one}), "
+                "or use a pool of one zone for this deployment",
+            )
+        )
+    return issues
 
 
 def deployment_order(path: str) -> int:

@@ -75,3 +75,7 @@ UPPER_EFFECT: Mapping[str, str] = {
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
     "NoExecute": "NO_EXECUTE",
 }
+
+# Serving features a catalog row installs for (`Component.features`): a cluster with an
+# autoscaled deployment uses `autoscaling`.
+AUTOSCALING_FEATURE = "autoscaling"

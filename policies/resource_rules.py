@@ -42,6 +42,7 @@ from infra.facts import (
     gpu_taint,
 )
 from infra.formats import EXACT_CHART_VERSION, image_problem, tag_problem
+from infra.multinode import MULTINODE_FABRIC, fabric_advisory
 from infra.vocabulary import UPPER_EFFECT
 from policies.props import get, mappings, plain, strings, undecided
 
@@ -429,6 +430,39 @@ mirror_chart_version = ResourceValidationPolicy(
 )
 
 # --------------------------------------------------------------------------------------------
+# multinode-fabric
+
+
+def _validate_multinode_fabric(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The advisory of `infra.multinode.fabric_advisory`, on the facts a model deployment registers."""
+    if args.resource_type != tokens.MODEL_DEPLOYMENT:
+        return
+    props = args.props
+    with undecided(f"the nodes and fabric of model deployment {args.name}"):
+        nodes = plain(props.get("nodes"))
+        source = plain(props.get("source"))
+        fabric = plain(props.get("fabric"))
+    # The engine hands numbers over as floats.
+    if not isinstance(nodes, int | float) or not isinstance(source, str):
+        return
+    fabric = fabric if isinstance(fabric, str) else None
+    advisory = fabric_advisory(source, str(plain(props.get("name")) or args.name), int(nodes), fabric)
+    if advisory is not None:
+        report_violation(advisory, None)
+
+
+multinode_fabric = ResourceValidationPolicy(
+    name=MULTINODE_FABRIC,
+    description=(
+        "A model deployment whose replicas span several nodes on a pool without a high-speed fabric claim "
+        "(EFA, InfiniBand) is reported, with how to claim the cloud's fabric."
+    ),
+    validate=_validate_multinode_fabric,
+    # Advisory: the group runs, only slower; a small model over a few nodes may be worth it.
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
+# --------------------------------------------------------------------------------------------
 # protect-clusters
 
 PROTECTED_TYPES = frozenset(CLUSTER_TYPES) | frozenset(POOL_TYPES)
@@ -468,6 +502,7 @@ RESOURCE_POLICIES = [
     pool_role_marking,
     pinned_versions,
     mirror_chart_version,
+    multinode_fabric,
     amd_operator_values,
     no_wildcard_tolerations,
     protect_clusters,

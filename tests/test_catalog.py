@@ -386,6 +386,7 @@ EDGES = {
     "mp-gateway-helm": (("cert-manager",), "envoy-gateway-system"),
     "mp-lws": ((), "lws-system"),
     "mp-opentelemetry-collector": ((), "modelplane-system"),
+    "mp-keda": (("kube-prometheus-stack",), "keda"),
     "mp-node-feature-discovery": ((), "node-feature-discovery"),
     "mp-gpu-operator": (("node-feature-discovery", "cert-manager", "kube-prometheus-stack"), "gpu-operator"),
     "mp-dra-driver-nvidia-gpu": (("gpu-operator",), "dra-driver-nvidia-gpu"),

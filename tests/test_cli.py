@@ -107,10 +107,13 @@ def test_plan_all_wraps_every_stack() -> None:
     #   + e2-standard-4 0.13402 = 3.50696 /h, 2560.08; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
     #   a month = 240.00; nebius-prod: gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + cpu-d3/8vcpu-32gb
     #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25; digitalocean-atl1:
-    #   gpu-mi300x1-192gb 1.99 + c-8 0.25 + system s-4vcpu-8gb 0.07143 = 2.31143 /h, 1687.34.
+    #   gpu-mi300x1-192gb 1.99 + c-8 0.25 + system s-4vcpu-8gb 0.07143 = 2.31143 /h, 1687.34;
+    # eks-671b: fee 0.10 + 2 x p5.48xlarge 55.04 + system m6i.xlarge 0.192 = 110.372 /h, 80571.56;
+    # nebius-671b: 2 x gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + system cpu-d3/4vcpu-16gb 0.0992
+    #   = 47.2992 /h, 34528.42.
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
     # price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (66602.98, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (181702.96, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

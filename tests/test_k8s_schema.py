@@ -26,6 +26,7 @@ import pytest
 
 from infra.config.model import InferenceCluster
 from infra.config.stackfile import load_stack_file
+from infra.serving.catalog import CATALOG
 from program.main import run
 from tests.conftest import cpu_class, run_fleet
 from tooling.mockrun import MockRun, Registration, run_under_mocks
@@ -145,7 +146,12 @@ def test_objects_of_committed_stack_validate_against_the_cluster_version(path: P
     result = run_under_mocks(run, loaded.stack, config, secret_keys)
     kinds = assert_valid(result, {c.name: kubernetes_version(c) for c in loaded.fleet.clusters})
     if loaded.fleet.deployments:
-        assert {"ResourceClaimTemplate", "Deployment", "Service", "Namespace"} <= set(kinds)
+        assert {"ResourceClaimTemplate", "Service", "Namespace"} <= set(kinds)
+    # A replica of one node is a Deployment, one of several a LeaderWorkerSet (validated against its CRD).
+    if any(d.nodes == 1 for d in loaded.fleet.deployments):
+        assert "Deployment" in kinds
+    if any(d.nodes > 1 for d in loaded.fleet.deployments):
+        assert "LeaderWorkerSet" in kinds
     if loaded.fleet.services:
         assert {"GatewayClass", "Gateway", "HTTPRoute"} <= set(kinds)
 
@@ -207,19 +213,27 @@ def test_cluster_versions_are_read_as_each_cloud_spells_them(spelled: str, expec
     assert kubernetes_version(cluster) == expected
 
 
-def test_crd_schemas_are_the_ones_envoy_gateway_and_cert_manager_ship() -> None:
+def test_crd_schemas_are_the_ones_envoy_gateway_cert_manager_and_lws_ship() -> None:
     raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
     assert sorted(raw) == [
         "cert-manager.io/v1/Certificate",
         "gateway.networking.k8s.io/v1/Gateway",
         "gateway.networking.k8s.io/v1/GatewayClass",
         "gateway.networking.k8s.io/v1/HTTPRoute",
+        "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
     ]
     for key, entry in raw.items():
         if key.startswith("gateway.networking.k8s.io/"):
             assert f"Gateway API {GATEWAY_API_BUNDLE}" in entry["source"]
+        elif key.startswith("leaderworkerset.x-k8s.io/"):
+            assert f"kubernetes-sigs/lws/blob/v{lws_chart_version()}/" in entry["source"]
         else:
             assert "cert-manager/blob/v1.20.2/" in entry["source"]
+
+
+def lws_chart_version() -> str:
+    """The lws chart the serving stack installs; the schema must come from that tag."""
+    return next(c.version for rows in CATALOG.values() for c in rows if c.chart == "lws").lstrip("v")
 
 
 def test_tls_service_and_claim_cache_objects_validate() -> None:

@@ -491,3 +491,15 @@ def test_a_node_that_cannot_hold_shm_and_an_engine_is_told_so_instead_of_a_value
         "a g6.xlarge node cannot hold shmSize 15Gi and the engine: lower shmSize, or use a larger machine for the "
         "pool's class, then set memory"
     )
+
+
+def test_an_autoscaled_deployment_is_judged_at_its_max_replicas() -> None:
+    scaling = {"minReplicas": 1, "maxReplicas": 3, "metric": "RequestsWaiting", "target": 5}
+    issue = found(gke_with(deployment("llm", autoscaling=scaling)))["deployments[0].autoscaling.maxReplicas"]
+    assert "(3 replicas x 1)" in issue.problem
+    assert issue.fix.startswith("lower autoscaling.maxReplicas to at most 2")
+
+
+def test_an_autoscaled_deployment_whose_max_fits_the_pool_is_accepted() -> None:
+    scaling = {"minReplicas": 1, "maxReplicas": 2, "metric": "RequestsWaiting", "target": 5}
+    assert found(gke_with(deployment("llm", autoscaling=scaling))) == {}

@@ -319,7 +319,9 @@ KEYS: dict[tuple[str, str], Key] = {
         "the container; `credential_arg_issues` (`infra/config/rules.py`)",
         'args: [--max-model-len, "8192"]',
     ),
-    ("ModelDeploymentSpec", "replicas"): Key("Pod replicas.", "the Deployment", "replicas: 1"),
+    ("ModelDeploymentSpec", "replicas"): Key(
+        "Pod replicas, fixed; leave it out when `autoscaling` is set.", "the Deployment", "replicas: 1"
+    ),
     ("ModelDeploymentSpec", "devices"): Key(
         "Devices of the pool's class each pod claims.",
         "the ResourceClaimTemplate; `cpu-claim-resources`",
@@ -359,6 +361,38 @@ KEYS: dict[tuple[str, str], Key] = {
         "How long a first start (download and load) may take before the startup probe gives up.",
         "the container's startup probe",
         "startupSeconds: 1800",
+    ),
+    ("ModelDeploymentSpec", "autoscaling"): Key(
+        "Replicas that follow the load, between `minReplicas` and `maxReplicas`; exclusive with `replicas` "
+        "(docs/serving.md, Autoscaling).",
+        "a KEDA ScaledObject and a PodMonitor; `infra.config.rules.check_autoscaling`",
+        "autoscaling: {minReplicas: 1, maxReplicas: 4, metric: RequestsWaiting, target: 5}",
+    ),
+    ("Autoscaling", "minReplicas"): Key(
+        "Fewest replicas (default 1). 0 is refused: the metric is the engine's own, so nothing would wake a "
+        "deployment at zero.",
+        "the ScaledObject's `minReplicaCount`; `infra.config.rules.check_autoscaling`",
+        "minReplicas: 1",
+    ),
+    ("Autoscaling", "maxReplicas"): Key(
+        "Most replicas; the pool must hold them at its `maxNodeCount`.",
+        "the ScaledObject's `maxReplicaCount`; `infra.schedulable`",
+        "maxReplicas: 4",
+    ),
+    ("Autoscaling", "metric"): Key(
+        "`RequestsWaiting`, `RequestsRunning` (per replica) or `KVCacheUsage`: each one of vLLM's own metrics.",
+        "the ScaledObject's Prometheus query (`infra.serving.autoscaling`)",
+        "metric: RequestsWaiting",
+    ),
+    ("Autoscaling", "target"): Key(
+        "The metric's value one replica carries: requests, or a fraction 0-1 of the KV cache.",
+        "the Prometheus trigger's `threshold`",
+        "target: 5",
+    ),
+    ("ModelDeploymentSpec", "nodes"): Key(
+        "Nodes one replica spans, one pod on each; above 1 the replica is a LeaderWorkerSet group.",
+        "`ModelDeployment` (a LeaderWorkerSet of size `nodes`); `check_multinode`",
+        "nodes: 2",
     ),
     ("ModelCache", "volume"): Key(
         "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
@@ -446,6 +480,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("ModelDeploymentSpec", "modelplane:deployments[]"),
     ("DeploymentDevice", "modelplane:deployments[].devices[]"),
     ("ModelCache", "modelplane:deployments[].cache"),
+    ("Autoscaling", "modelplane:deployments[].autoscaling"),
     ("ModelServiceSpec", "modelplane:services[]"),
     ("ServiceTls", "modelplane:services[].tls"),
     ("IssuerRef", "modelplane:services[].tls.issuerRef"),

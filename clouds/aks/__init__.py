@@ -75,6 +75,10 @@ CLOUD = Cloud(
         provisioned=True,
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="Standard_D4s_v5",
+        fabric_claim=(
+            "use an RDMA-capable ND-series size (an 'r' in its name, such as Standard_ND96isr_H100_v5), whose "
+            "nodes carry InfiniBand"
+        ),
         # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
         # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
         # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series

@@ -12,6 +12,7 @@ from typing import Any
 
 from clouds.eks import machines, zones
 from clouds.eks.config import KEYS, EksCluster, EksMachine
+from clouds.eks.settings import DEFAULT_ZONES
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
@@ -86,6 +87,15 @@ CLOUD = Cloud(
         system_machine="m6i.xlarge",
         # aws-dranet, installed by the EKS cluster component for EFA pools.
         external_drivers=(vocab.NET_DRIVER,),
+        # A pool without zones has a node group over every private subnet (clouds/eks/component.py,
+        # `_subnets_for`), one per zone; an EFA pool's nodes are one cluster placement group in the
+        # first (`_node_group`).
+        unlisted_pool_zones=DEFAULT_ZONES,
+        fabric_placement_group=True,
+        fabric_claim=(
+            "claim EFA: give the pool's class a dra.net device (deviceClassName efa.networking.k8s.aws) on an "
+            "EFA machine such as p5.48xlarge, and claim it in the deployment's devices"
+        ),
         # The AL2023 NVIDIA AMI ships driver and toolkit (EKS user guide, "Use NVIDIA GPUs
         # with DRA": https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia.html).
         # Managed node groups scale only through an autoscaler: the EKS component installs the

@@ -70,6 +70,14 @@ CLOUD = Cloud(
         # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).
         nodes_per_zone=True,
         default_zones=3,
+        unlisted_pool_zones=3,
+        # A3 machines reach each other over GPUDirect-TCPX/TCPXO through GKE multi-networking
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx),
+        # which the GKE cluster here does not set up.
+        fabric_claim=(
+            "GKE offers GPUDirect-TCPX on A3 machines through multi-networking, which this program does not set "
+            "up; the group talks over the pool's one VPC interface"
+        ),
         # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
         cache_storage_class="standard-rwo",
         # A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'

@@ -53,6 +53,10 @@ CLOUD = Cloud(
         name=SOURCE,
         provisioned=True,
         gpu_vendors=(vocab.NVIDIA,),
+        fabric_claim=(
+            "join the pool's nodes to an InfiniBand fabric: set provisioning.nebius.infinibandFabric (such as "
+            "fabric-3) on the class, with an 8gpu- preset"
+        ),
         # MODELPLANE fn.py: the system node group is platform cpu-d3, preset 4vcpu-16gb, 1 to 2 nodes.
         system_machine=machine_name("cpu-d3", "4vcpu-16gb"),
         # Drivers, toolkit and device plugin. A GPU node group with a drivers preset runs an image

@@ -53,6 +53,10 @@ class NebiusMachine(MachineBlock):
     def machine_name(self) -> str:
         return machine_name(self.platform, self.preset)
 
+    @property
+    def fabric(self) -> str | None:
+        return f"InfiniBand {self.infiniband_fabric}" if self.infiniband_fabric else None
+
     @classmethod
     def for_machine(cls, name: str, accelerator: Accelerator | None) -> MachineBlock:
         platform, preset = machine_parts(name)

@@ -107,6 +107,12 @@ class MachineBlock(Model):
     # it instead of the catalog's public price, and the plan marks it as the class's own (infra/cost.py).
     hourly_price: Annotated[Decimal, Field(gt=0, le=MAX_HOURLY_PRICE)] | None = None  # bounds for the schema
 
+    @property
+    def fabric(self) -> str | None:
+        """The high-speed fabric the block's nodes join (`InfiniBand fabric-3`), or None; a cloud's
+        block that has one says so. A fabric claimed as a DRA device (EFA) is the class's devices'."""
+        return None
+
     @field_validator("hourly_price", mode="before")
     @classmethod
     def _price(cls, v: Any) -> Any:

@@ -331,6 +331,43 @@ class ModelCache(Model):
         return self
 
 
+class ScalingMetric(StrEnum):
+    """The load signals a deployment scales on, each one of vLLM's own metrics
+    (`infra.serving.autoscaling.VLLM_METRICS` names them and their source)."""
+
+    REQUESTS_WAITING = "RequestsWaiting"
+    REQUESTS_RUNNING = "RequestsRunning"
+    KV_CACHE_USAGE = "KVCacheUsage"
+
+
+class Autoscaling(Model):
+    """`deployments[].autoscaling`: replicas follow `metric`, kept between the bounds.
+
+    `target` is the metric's value one replica is meant to carry: a request count for the request
+    metrics, a fraction of the KV cache (0 to 1) for `KVCacheUsage`. Rules across keys (`minReplicas: 0`,
+    `replicas` beside it): `infra.config.rules.check_autoscaling`.
+    """
+
+    min_replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
+    max_replicas: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)]
+    metric: ScalingMetric
+    target: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"minReplicas {self.min_replicas} is above maxReplicas {self.max_replicas}; "
+                "set minReplicas at most maxReplicas"
+            )
+        if self.metric is ScalingMetric.KV_CACHE_USAGE and self.target > 1:
+            raise ValueError(
+                f"KVCacheUsage is a fraction of the KV cache from 0 to 1, not {self.target:g}; "
+                "write the target as a fraction, e.g. 0.8"
+            )
+        return self
+
+
 class SecureValue(Model):
     """A `secure:` value inside structured config: ciphertext offline, never shown in plain."""
 
@@ -380,6 +417,29 @@ class ModelDeploymentSpec(Model):
     cache: ModelCache | None = None
     # How long a first start may take (download and load) before the startup probe gives up.
     startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
+    # Replicas that follow the load (a KEDA ScaledObject); exclusive with `replicas`.
+    autoscaling: Autoscaling | None = None
+
+    @property
+    def peak_replicas(self) -> int:
+        """The most replicas the deployment runs: `replicas`, or `autoscaling.maxReplicas`. What the
+        pool must hold at its largest (`infra.schedulable`)."""
+        return self.autoscaling.max_replicas if self.autoscaling is not None else self.replicas
+
+    @property
+    def peak_replicas_key(self) -> str:
+        """The key under the deployment that sets `peak_replicas`."""
+        return "autoscaling.maxReplicas" if self.autoscaling is not None else "replicas"
+
+    @property
+    def least_replicas(self) -> int:
+        """The fewest replicas the deployment runs: `replicas`, or `autoscaling.minReplicas`."""
+        return self.autoscaling.min_replicas if self.autoscaling is not None else self.replicas
+
+    # Multi-node replicas: how many nodes one replica spans, one pod on each. Above 1 the
+    # deployment is a LeaderWorkerSet of groups of this size (`components.multinode`); the rules
+    # across keys are `infra.config.rules.check_multinode`.
+    nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] = 1
 
     @field_validator("name")
     @classmethod

@@ -248,13 +248,13 @@ def _check_schedulable(
     """A deployment with replicas needs a pool that can have nodes; `pools` are its cluster's, by name."""
     cluster_names = [c.name for c in fleet.clusters]
     target = pools[dep.pool]
-    if dep.replicas > 0 and target.node_count == 0 and target.max_node_count is None:
+    if dep.peak_replicas > 0 and target.node_count == 0 and target.max_node_count is None:
         return [
             ConfigIssue(
                 file,
                 f"{dpath}.pool",
                 f"pool '{dep.pool}' of cluster '{dep.cluster}' has nodeCount 0 and no autoscaling, "
-                f"so the {dep.replicas} replica(s) can never be scheduled",
+                f"so the {dep.peak_replicas} replica(s) can never be scheduled",
                 f"give the pool nodeCount >= 1, or minNodeCount and maxNodeCount >= 1 (clusters[{cluster_names.index(dep.cluster)}]"
                 f".nodePools[{list(pools).index(dep.pool)}]), or set replicas: 0",
             )

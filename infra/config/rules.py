@@ -33,7 +33,13 @@ CREDENTIAL_VALUE_PREFIXES = ("hf_", "ghp_", "github_pat_", "sk-", "AKIA")
 
 def check_rules(fleet: Fleet, file: str) -> list[ConfigIssue]:
     """Every rule of this module that looks at the whole fleet; each reports what it finds, independently."""
-    return check_images(fleet, file) + check_serving(fleet, file) + check_plain_credentials(fleet, file)
+    return (
+        check_images(fleet, file)
+        + check_serving(fleet, file)
+        + check_plain_credentials(fleet, file)
+        + check_autoscaling(fleet, file)
+        + check_multinode(fleet, file)
+    )
 
 
 def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
@@ -172,8 +178,8 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             continue  # an unknown reference, reported by check_references
         if role == "GPU":
             cls = fleet.class_named(pool.class_name)
-            gpus = claimed_gpus(cls, dep)
-            issues += parallelism_issues(file, dpath, dep.args, gpus)
+            gpus = claimed_gpus(cls, dep) * dep.nodes
+            issues += parallelism_issues(file, dpath, dep.args, gpus, dep.nodes)
             issues += weights_issues(file, dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
         if role == "GPU" and dep.memory is None:
             issues.append(
@@ -194,13 +200,21 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
             )
         cache = dep.cache
-        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and dep.replicas > 1:
+        pods = dep.peak_replicas * dep.nodes
+        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and pods > 1:
+            spread = (
+                f"{dep.peak_replicas} replicas"
+                if dep.nodes == 1
+                else f"{pods} pods ({dep.peak_replicas} x {dep.nodes} nodes)"
+            )
             issues.append(
                 ConfigIssue(
                     file,
                     f"{dpath}.cache.volume",
-                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {dep.replicas} replicas",
-                    "use volume: NodeLocal for several replicas, or replicas: 1",
+                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {spread}",
+                    f"use volume: NodeLocal for several replicas, or {dep.peak_replicas_key}: 1"
+                    if dep.nodes == 1
+                    else "use volume: NodeLocal, which each pod of a group keeps on its own node",
                 )
             )
         if (
@@ -219,6 +233,46 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 )
             )
     issues.extend(_check_services(fleet, file))
+    return issues
+
+
+def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """`autoscaling` across keys: it replaces `replicas`, and it cannot scale from zero.
+
+    KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
+    second owner, reset by every `pulumi up`. At `minReplicas: 0` the first request after an idle
+    spell waits for a whole start (a node too, where the pool scales down): the pull, the weights'
+    download and their load. A model cache keeps the download out of that wait; without one every
+    cold start downloads the weights again.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        scaling = dep.autoscaling
+        if scaling is None:
+            continue
+        dpath = f"deployments[{di}]"
+        if "replicas" in dep.model_fields_set:
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.replicas",
+                    f"deployment '{dep.name}' sets both replicas and autoscaling; the autoscaler owns the replica count",
+                    f"remove replicas, or remove autoscaling for a fixed count (bounds: {dpath}.autoscaling.minReplicas "
+                    "and maxReplicas)",
+                )
+            )
+        if scaling.min_replicas == 0:
+            # The trigger reads vLLM's own gauges, which exist only while an engine runs: at zero
+            # replicas the query returns nothing, KEDA reads 0, and no request ever brings one back.
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"{dpath}.autoscaling.minReplicas",
+                    f"at minReplicas 0 deployment '{dep.name}' would never start again: its metric comes from "
+                    "the engine's own /metrics, which no pod serves at zero replicas",
+                    "set minReplicas: 1 (the smallest count its metric can scale from)",
+                )
+            )
     return issues
 
 
@@ -253,12 +307,13 @@ def parallel_args(args: Sequence[str]) -> dict[str, tuple[int, str | None]]:
     return found
 
 
-def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int) -> list[ConfigIssue]:
+def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int, nodes: int = 1) -> list[ConfigIssue]:
     """The parallelism the args ask for against the GPU devices one replica claims.
 
     Checked only when the args set one of vLLM's parallelism flags (another engine's args are
-    not read): tensor x pipeline x data parallel must equal the replica's GPUs; more cannot start,
-    fewer leaves claimed GPUs idle.
+    not read): tensor x pipeline x data parallel must equal the replica's GPUs, on a replica of
+    several `nodes` the GPUs of all its pods (one engine spans them); more cannot start, fewer
+    leaves claimed GPUs idle.
     """
     found = parallel_args(args)
     if not found:
@@ -282,17 +337,29 @@ def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int) ->
     first = min(i for i, _ in found.values())
     rest = pipeline * data
     suggest = (
-        f"--tensor-parallel-size {gpus // rest}"
+        # vLLM's "Parallelism and Scaling" page: across nodes, tensor parallel = GPUs per node and
+        # pipeline parallel = the nodes.
+        f"--tensor-parallel-size {gpus // nodes} --pipeline-parallel-size {nodes}"
+        if nodes > 1 and data == 1 and gpus % nodes == 0
+        else f"--tensor-parallel-size {gpus // rest}"
         if gpus % rest == 0
         else f"--tensor-parallel-size {gpus} without pipeline or data parallelism"
+    )
+    spans = f" ({nodes} nodes x {gpus // nodes})" if nodes > 1 else ""
+    claim = (
+        f"claim {wanted} GPU devices in {dpath}.devices"
+        if nodes == 1
+        else f"span {wanted // (gpus // nodes)} node{'s' if wanted // (gpus // nodes) > 1 else ''} ({dpath}.nodes)"
+        if gpus and wanted % (gpus // nodes) == 0
+        else f"claim {wanted} GPU devices across {dpath}.nodes x {dpath}.devices"
     )
     return [
         ConfigIssue(
             file,
             f"{dpath}.args[{first}]",
             f"args ask for {wanted} GPUs (tensor {tensor} x pipeline {pipeline} x data {data} parallel) but one "
-            f"replica claims {gpus} GPU devices",
-            f"set {suggest}, or claim {wanted} GPU devices in {dpath}.devices",
+            f"replica claims {gpus} GPU devices{spans}",
+            f"set {suggest}, or {claim}",
         )
     ]
 
@@ -458,6 +525,43 @@ def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
             )
         else:
             routes[key] = si
+    return issues
+
+
+def check_multinode(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Replicas of several nodes (`nodes` > 1): each pod of a group takes a whole node.
+
+    A group is one engine whose pods vLLM places one per node, each driving the GPUs of its node;
+    a pod claiming fewer GPUs than a node has leaves the rest idle, or lets two pods of a group
+    share a node and starve the collective. So every GPU request of a multi-node deployment
+    claims all of the node's devices of that kind. The pool holding the groups' nodes and a group
+    staying in one zone are checked with the pool's facts (`infra.schedulable`).
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        if dep.nodes == 1:
+            continue
+        try:
+            cluster = fleet.cluster_named(dep.cluster)
+            pool = next(p for p in cluster.node_pools if p.name == dep.pool)
+            cls = fleet.class_named(pool.class_name)
+        except (KeyError, StopIteration):
+            continue  # an unknown reference, reported by check_references
+        devices = {d.name: d for d in cls.devices if d.claim is ClaimMode.DRA and d.driver in GPU_VENDORS}
+        for ri, req in enumerate(dep.devices):
+            device = devices.get(req.name)
+            if device is None or req.count == device.count:
+                continue
+            issues.append(
+                ConfigIssue(
+                    file,
+                    f"deployments[{di}].devices[{ri}].count",
+                    f"a replica spanning {dep.nodes} nodes runs one pod per node, and each pod claims "
+                    f"{req.count} of the {device.count} '{req.name}' devices of a node of pool '{pool.name}'",
+                    f"claim the whole node: count: {device.count} (and set the parallelism to match), "
+                    "or nodes: 1 to keep the replica on one node",
+                )
+            )
     return issues
 
 

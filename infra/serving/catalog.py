@@ -30,10 +30,10 @@ from infra.serving import telemetry
 from infra.serving import values as v
 from infra.serving.mirror import served_from
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
+from infra.vocabulary import AUTOSCALING_FEATURE, VENDOR_DRIVER
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET
 from infra.vocabulary import NVIDIA_GPU_DRIVER as NVIDIA
-from infra.vocabulary import VENDOR_DRIVER
 
 __all__ = ["AMD", "CPU", "NET", "NVIDIA"]
 
@@ -62,6 +62,9 @@ class Component:
     # Some of its pods run at `system-node-critical` or `system-cluster-critical`, which some
     # clouds admit outside kube-system only under a ResourceQuota (`CloudProfile.critical_pods_quota`).
     critical_pods: bool = False
+    # Serving features it is for (`infra.vocabulary.AUTOSCALING_FEATURE`): a row with features installs
+    # only on a cluster whose deployments use one of them (`ClusterFacts.features`).
+    features: tuple[str, ...] = ()
     # What its dependents need of a copy the cluster already runs (`existing.preinstalled`); empty
     # means the version pinned here, the one they were checked against (`needs_of`).
     needs: str = ""
@@ -106,6 +109,7 @@ PROMETHEUS = "https://prometheus-community.github.io/helm-charts"
 NFD_REPO = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
 NGC = "https://helm.ngc.nvidia.com/nvidia"
 ROCM = "https://rocm.github.io/gpu-operator"
+KEDA_REPO = "https://kedacore.github.io/charts"
 
 
 def _common(cloud: str) -> list[Component]:
@@ -161,6 +165,20 @@ def _neutral_rows(cloud: str) -> list[Component]:
             "v0.8.0",
             "lws-system",
             values=v.leader_worker_set(cloud),
+        ),
+        # 2.20.2: the latest KEDA release when pinned, built against Kubernetes 1.35's client
+        # (go.mod of kedacore/keda v2.20.2: k8s.io/client-go v0.35.5), so it serves the 1.34+ clusters
+        # here; its CRDs (`keda.sh/v1alpha1` ScaledObject) come with the chart (values.yaml
+        # `crds.install: true` @ kedacore/charts v2.20.2). Installed only for autoscaled deployments.
+        Component(
+            "keda",
+            "keda",
+            KEDA_REPO,
+            "2.20.2",
+            "keda",
+            depends_on=("kube-prometheus-stack",),
+            values=v.keda(cloud),
+            features=(AUTOSCALING_FEATURE,),
         ),
         Component(
             "opentelemetry-collector",
@@ -292,6 +310,7 @@ def join_components(
     dra_drivers: Iterable[str] | None,
     owner_gpu_operator: bool = False,
     preinstalled: Iterable[str] = (),
+    features: Iterable[str] = (),
 ) -> list[Component]:
     """The components a cluster installs.
 
@@ -300,14 +319,17 @@ def join_components(
     A cluster whose owner runs the GPU operator gets no operator row, and a cluster that already
     runs a component (`existing.preinstalled`) gets no second copy of it: two copies fight over
     the same CRDs and webhooks. The rows that depend on a left-out one still install, against the
-    cluster's own copy (`relied_on` says what they need of it).
+    cluster's own copy (`relied_on` says what they need of it). A row for a serving feature
+    installs only where a deployment uses the feature: KEDA only where one is autoscaled.
     """
     claimed = set(dra_drivers or ())
     own = set(preinstalled)
+    used = set(features)
     return [
         c
         for c in catalog
         if (not c.dra_drivers or claimed.intersection(c.dra_drivers))
+        and (not c.features or used.intersection(c.features))
         and not (owner_gpu_operator and c.key in GPU_OPERATOR_KEYS)
         and c.key not in own
     ]
@@ -335,7 +357,9 @@ def needs_of(component: Component) -> str:
 def relied_on(facts: ClusterFacts) -> list[dict[str, Any]]:
     """The components the cluster runs itself that the stack would have installed, with who needs them and what."""
     catalog = CATALOG[facts.source]
-    full = {c.key: c for c in join_components(catalog, facts.dra_drivers, facts.owner_gpu_operator)}
+    full = {
+        c.key: c for c in join_components(catalog, facts.dra_drivers, facts.owner_gpu_operator, features=facts.features)
+    }
     installed = cluster_components(facts)
     out = []
     for key in facts.preinstalled:
@@ -438,7 +462,9 @@ def supported_drivers(cloud: str) -> list[str]:
 def cluster_components(facts: ClusterFacts) -> list[Component]:
     """The components this cluster installs: its cloud's catalog joined with its claimed drivers
     and less what the cluster already runs, each from where the stack's chart mirror serves it."""
-    joined = join_components(CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator, facts.preinstalled)
+    joined = join_components(
+        CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator, facts.preinstalled, facts.features
+    )
     return [served_from(c, facts.chart_mirror) for c in joined]
 
 

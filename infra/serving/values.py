@@ -138,6 +138,13 @@ def envoy_gateway(cloud: str) -> Values:
     return {"config": {"envoyGateway": {"extensionApis": {"enableBackend": True}}}}
 
 
+def keda(cloud: str) -> Values:
+    # Chart defaults (kedacore/charts keda/values.yaml @ v2.20.2): CRDs installed, the operator and
+    # metrics server on system nodes, no tolerations; ScaledObjects reach the stack's Prometheus
+    # in-cluster, so no authentication is configured.
+    return {}
+
+
 def leader_worker_set(cloud: str) -> Values:
     # Chart defaults: the controller runs on system nodes and needs no device access.
     return {}

@@ -274,8 +274,9 @@ class ApiServer:
         return f"{base}/{plural}/{name}"
 
     def install_crds(self) -> None:
-        """The Gateway API CRDs the serving stack's Envoy Gateway chart installs (engine/crds)."""
-        crds = gateway_api_crds()
+        """The CRDs the serving stack's charts install (engine/crds): Envoy Gateway's Gateway API
+        CRDs and the LeaderWorkerSet chart's."""
+        crds = gateway_api_crds() + lws_crds()
         for crd in crds:
             self.apply(crd)
         deadline = time.monotonic() + 60
@@ -368,6 +369,22 @@ def gateway_api_crds() -> list[dict[str, Any]]:
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 crds.append(doc)
     return crds
+
+
+@functools.cache
+def lws_crds() -> list[dict[str, Any]]:
+    """The LeaderWorkerSet CRD of the lws release engine/crds pins (config/crd/bases), the kind
+    multi-node deployments create (components/multinode.py)."""
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", "sigs.k8s.io/lws"],
+        cwd=ROOT / "engine" / "crds",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(json.loads(out)["Dir"]) / "config" / "crd" / "bases" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+    docs = yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader)
+    return [doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"]
 
 
 # ---------------------------------------------------------------------------------------------

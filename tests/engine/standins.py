@@ -34,7 +34,7 @@ import yaml
 
 from infra.serving.catalog import CATALOG, Component
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
-from tests.engine.kube import gateway_api_crds
+from tests.engine.kube import gateway_api_crds, lws_crds
 from tooling.placement import AGENT_WORKLOADS, AgentWorkload
 
 # What every stand-in pod runs; KWOK runs no container, so it is never pulled.
@@ -57,6 +57,8 @@ DEVICE_CLASSES: Mapping[str, tuple[str, str, tuple[str, ...] | None]] = {
 }
 HOOKED = {"mp-cert-manager"}
 WITH_GATEWAY_CRDS = {"mp-gateway-helm"}
+# The lws chart carries its CRD in crds/ (charts/lws/crds at v0.8.0), so its stand-in does too.
+WITH_LWS_CRDS = {"mp-lws"}
 
 
 def _lookup(var: str, path: Sequence[str]) -> str:
@@ -197,6 +199,8 @@ def files_of(component: Component) -> dict[str, str]:
         files["templates/hook.yaml"] = hook_job()
     if component.release in WITH_GATEWAY_CRDS:
         files["crds/gateway-api.yaml"] = yaml.safe_dump_all(gateway_api_crds(), sort_keys=False)
+    if component.release in WITH_LWS_CRDS:
+        files["crds/leaderworkerset.yaml"] = yaml.safe_dump_all(lws_crds(), sort_keys=False)
     return files
 
 

@@ -16,9 +16,14 @@ import pytest
 from pulumi import automation as auto
 
 from clouds.mock import fake_kubeconfig
+from infra.config.stackfile import load_stack_file
+from program.main import run
 from tests.engine.harness import Engine
 from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool
 from tests.test_analyzer import BYO
+from tests.test_k8s_schema import ROOT, manifest
+from tooling.mockrun import run_under_mocks
+from tooling.stackconfig import config_of
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}
 
@@ -121,3 +126,23 @@ def test_the_program_refuses_capacity_claims_on_a_1_35_cluster_before_anything_i
     [server] = engine.kube.servers().values()
     amd = server.get({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.amd.com"}})
     assert amd is not None
+
+
+def test_the_real_server_accepts_a_multi_node_stacks_leader_worker_set(server: ApiServer) -> None:
+    """nodes: 2 renders a LeaderWorkerSet of size 2 whose pods each claim their devices; the real
+    kube-apiserver, serving the CRD of the pinned lws chart, accepts it as the program writes it."""
+    loaded = load_stack_file(ROOT / "stacks" / "Pulumi.nebius-671b.yaml")
+    config, secret_keys = config_of(loaded)
+    result = run_under_mocks(run, loaded.stack, config, secret_keys)
+    [lws] = [manifest(r) for r in result.resources if r.type.endswith(":LeaderWorkerSet")]
+    group = lws["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == 2
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert group[role]["spec"]["resourceClaims"], f"the {role} claims no devices"
+    server.apply({**NAMESPACE, "metadata": {"name": lws["metadata"]["namespace"]}})
+    stored = server.apply(lws)
+    assert stored["spec"]["leaderWorkerTemplate"]["size"] == 2
+    bad = copy.deepcopy(lws)
+    bad["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Sometimes"
+    with pytest.raises(ApiError):
+        server.apply(bad, dry_run=True)

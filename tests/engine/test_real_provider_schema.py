@@ -24,15 +24,16 @@ from tests.engine.harness import ROOT
 GOLDEN = ROOT / "tests" / "golden"
 PROVIDER = "pulumi:providers:kubernetes"
 # Types the program creates that v4.25.0's schema (built against Kubernetes 1.33) does not have:
-# resource.k8s.io/v1 is Kubernetes 1.34's, and the Gateway API kinds are CRDs. The provider
-# applies a type it has no schema for as the server's discovery describes it (a trial created
-# both DRA kinds this way), and the cluster tier's runs create them all.
+# resource.k8s.io/v1 is Kubernetes 1.34's, and the Gateway API and LeaderWorkerSet kinds are
+# CRDs. The provider applies a type it has no schema for as the server's discovery describes it
+# (a trial created both DRA kinds this way).
 BY_DISCOVERY = {
     "kubernetes:resource.k8s.io/v1:DeviceClass",
     "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate",
     "kubernetes:gateway.networking.k8s.io/v1:GatewayClass",
     "kubernetes:gateway.networking.k8s.io/v1:Gateway",
     "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+    "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
 }
 # Inputs the 4.34.2 SDK has and v4.25.0's schema does not (read from both): the program must set
 # none of them, or the older provider would ignore what the user asked for.

@@ -1,0 +1,197 @@
+"""Multi-node replicas: a deployment with `nodes > 1` as a LeaderWorkerSet of one group per replica.
+
+It turns a deployment's facts (the engine container and pod template `components.model_deployment`
+builds for one node) into the `leaderworkerset.x-k8s.io/v1` object the `lws` chart (v0.8.0, in
+every serving stack) runs: `replicas` groups of `nodes` pods, a leader and `nodes - 1` workers,
+each pod on its own node with a claim of its own from the deployment's ResourceClaimTemplate. It
+is not a rule: what a group needs of its pool (parallelism over every node, whole nodes, one
+zone) is refused earlier (`infra.config.rules.check_multinode`, `infra.schedulable`).
+
+Names and labels are LWS's at v0.8.0 (kubernetes-sigs/lws `api/leaderworkerset/v1/
+leaderworkerset_types.go`); the engine's launch is vLLM's multiprocessing multi-node launcher
+(docs.vllm.ai "Parallelism and Scaling", "Running vLLM with MultiProcessing":
+`--nnodes N --node-rank R --master-addr HEAD` on every node, `--headless` on all but the head).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+API_VERSION = "leaderworkerset.x-k8s.io/v1"
+KIND = "LeaderWorkerSet"
+# The label LWS puts on every pod with its index in the group; the leader's is always "0"
+# (`WorkerIndexLabelKey`; the controller selects leaders with it, pkg/controllers/
+# leaderworkerset_controller.go at v0.8.0). The Service selects leaders only: only the leader
+# runs the API server, the workers are headless.
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LEADER_INDEX = "0"
+# The label LWS gives every pod of one group, the same hash on the leader and its workers
+# (`GroupUniqueHashLabelKey`; set by its pod webhook on the leader, copied onto the workers' StatefulSet).
+GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+# The environment LWS's pod webhook adds to every container (`AddLWSVariables`, pkg/utils/pod/
+# pod_utils.go at v0.8.0): the leader pod's DNS name, the group's size and the pod's index in it.
+LEADER_ADDRESS_ENV = "LWS_LEADER_ADDRESS"
+GROUP_SIZE_ENV = "LWS_GROUP_SIZE"
+WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
+# A group fails and restarts as one: one lost rank stops the engine's collectives, so LWS
+# recreates every pod of the group when one restarts (`RecreateGroupOnPodRestart`, also LWS's default).
+RESTART_POLICY = "RecreateGroupOnPodRestart"
+# The node label whose value is a node's zone (kubernetes.io/docs/reference/labels-annotations-taints,
+# topology.kubernetes.io/zone).
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+# vLLM's multi-node launcher flags (docs.vllm.ai "Parallelism and Scaling", "Running vLLM with
+# MultiProcessing", and "Engine Arguments", ParallelConfig: `--nnodes`, `--node-rank`,
+# `--master-addr`, `--headless`). Kubernetes expands `$(VAR)` in args from the container's env,
+# which LWS's webhook has filled in by the time the pod is created.
+NNODES_FLAG = "--nnodes"
+NODE_RANK_FLAG = "--node-rank"
+MASTER_ADDR_FLAG = "--master-addr"
+HEADLESS_FLAG = "--headless"
+
+
+def launch_args(args: Sequence[str], leader: bool) -> list[str]:
+    """The engine's args on a pod of a group: its own, then where it sits in the group.
+
+    Every pod names the group's size, its rank and the leader's address; a worker runs
+    `--headless` (no API server: the leader serves every request of the group).
+    """
+    group = [
+        NNODES_FLAG,
+        f"$({GROUP_SIZE_ENV})",
+        NODE_RANK_FLAG,
+        f"$({WORKER_INDEX_ENV})",
+        MASTER_ADDR_FLAG,
+        f"$({LEADER_ADDRESS_ENV})",
+    ]
+    return [*args, *group] if leader else [*args, *group, HEADLESS_FLAG]
+
+
+def leader_selector(labels: dict[str, str]) -> dict[str, str]:
+    """The labels that select the leader of every group of a deployment, and no worker."""
+    return {**labels, WORKER_INDEX_LABEL: LEADER_INDEX}
+
+
+def group_zone_affinity() -> k8s.core.v1.AffinityArgs:
+    """Every pod of a group in the zone of the others: pod affinity on the zone, within the group.
+
+    `matchLabelKeys` takes the pod's own group-key value into the selector when the pod is
+    created (KEP-3633, GA in Kubernetes 1.33), so each group is kept together without one group
+    excluding another, which LWS's `exclusive-topology` annotation would do (its anti-affinity
+    allows one group per zone).
+    """
+    return k8s.core.v1.AffinityArgs(
+        pod_affinity=k8s.core.v1.PodAffinityArgs(
+            required_during_scheduling_ignored_during_execution=[
+                k8s.core.v1.PodAffinityTermArgs(
+                    topology_key=ZONE_LABEL,
+                    label_selector=k8s.meta.v1.LabelSelectorArgs(
+                        match_expressions=[
+                            k8s.meta.v1.LabelSelectorRequirementArgs(key=GROUP_KEY_LABEL, operator="Exists")
+                        ]
+                    ),
+                    match_label_keys=[GROUP_KEY_LABEL],
+                )
+            ]
+        )
+    )
+
+
+def worker_container(leader: k8s.core.v1.ContainerArgs, args: Sequence[str]) -> k8s.core.v1.ContainerArgs:
+    """A worker's engine: the leader's container, headless, so without the API server's probes.
+
+    A headless rank answers no HTTP; its health is the group's, which the leader's probes judge
+    (the leader's /health fails when a rank is lost) and `RecreateGroupOnPodRestart` acts on.
+    """
+    return k8s.core.v1.ContainerArgs(
+        name=leader.name,
+        image=leader.image,
+        args=launch_args(args, leader=False),
+        env=leader.env,
+        resources=leader.resources,
+        volume_mounts=leader.volume_mounts,
+    )
+
+
+def group_pod(template: k8s.core.v1.PodTemplateSpecArgs, container: k8s.core.v1.ContainerArgs) -> Any:
+    """A pod template of a group: the one-node pod, with `container` and the zone affinity."""
+    spec = template.spec
+    assert isinstance(spec, k8s.core.v1.PodSpecArgs), "the one-node pod is built here, never an Output"
+    return k8s.core.v1.PodTemplateSpecArgs(
+        metadata=template.metadata,
+        spec=replace_pod_spec(spec, containers=[container], affinity=group_zone_affinity()),
+    )
+
+
+def replace_pod_spec(spec: k8s.core.v1.PodSpecArgs, **changes: Any) -> k8s.core.v1.PodSpecArgs:
+    """A copy of a pod spec with `changes` (the SDK's args classes are plain, not dataclasses)."""
+    fields = {
+        "node_selector": spec.node_selector,
+        "tolerations": spec.tolerations,
+        "resource_claims": spec.resource_claims,
+        "containers": spec.containers,
+        "volumes": spec.volumes,
+        **changes,
+    }
+    return k8s.core.v1.PodSpecArgs(**fields)
+
+
+def leader_worker_set(
+    name: str,
+    metadata: k8s.meta.v1.ObjectMetaArgs,
+    replicas: int | None,
+    nodes: int,
+    template: k8s.core.v1.PodTemplateSpecArgs,
+    leader: k8s.core.v1.ContainerArgs,
+    args: Sequence[str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """The LeaderWorkerSet: `replicas` groups of `nodes` pods, a leader template and a worker template.
+
+    With `replicas` None the count is left to an autoscaler, which drives the LeaderWorkerSet's
+    scale subresource (`spec.replicas`, leaderworkerset_types.go at v0.8.0)."""
+    leader_engine = replace_container(leader, args=launch_args(args, leader=True))
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=API_VERSION,
+        kind=KIND,
+        metadata=metadata,
+        spec={
+            **({"replicas": replicas} if replicas is not None else {}),
+            # A new group needs `nodes` whole nodes of its own; with none spare on the pool a
+            # surge group would wait forever, so replace one group at a time instead (written out,
+            # though they are LWS's defaults: `RollingUpdateConfiguration` in leaderworkerset_types.go).
+            "rolloutStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
+            },
+            "leaderWorkerTemplate": {
+                "size": nodes,
+                "restartPolicy": RESTART_POLICY,
+                "leaderTemplate": group_pod(template, leader_engine),
+                "workerTemplate": group_pod(template, worker_container(leader, args)),
+            },
+        },
+        opts=opts,
+    )
+
+
+def replace_container(container: k8s.core.v1.ContainerArgs, **changes: Any) -> k8s.core.v1.ContainerArgs:
+    """A copy of a container with `changes`."""
+    fields = {
+        "name": container.name,
+        "image": container.image,
+        "args": container.args,
+        "env": container.env,
+        "ports": container.ports,
+        "startup_probe": container.startup_probe,
+        "readiness_probe": container.readiness_probe,
+        "resources": container.resources,
+        "volume_mounts": container.volume_mounts,
+        **changes,
+    }
+    return k8s.core.v1.ContainerArgs(**fields)

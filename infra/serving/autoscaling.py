@@ -1,0 +1,120 @@
+"""Autoscaling a model deployment: the KEDA ScaledObject that sets its replicas from one of vLLM's
+own metrics, and the PodMonitor that has the stack's Prometheus scrape them.
+
+Data only (the objects' specs); `components.model_deployment` registers them. It is not the
+config's rules (`infra.config.rules.check_autoscaling`) nor KEDA's install (the catalog's `keda`
+row, joined only on a cluster with an autoscaled deployment: `infra.vocabulary.AUTOSCALING_FEATURE`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.config.model import Autoscaling, ModelDeploymentSpec, ScalingMetric
+
+KEDA_API = "keda.sh/v1alpha1"
+PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
+
+# The Prometheus of the stack's kube-prometheus-stack release (`mp-kube-prometheus-stack`, namespace
+# `monitoring`, infra/serving/catalog.py). Its Service is `<fullname>-prometheus` on port 9090, and the
+# fullname is the release name when that contains the chart's name
+# (charts/kube-prometheus-stack/templates/_helpers.tpl `kube-prometheus-stack.fullname`,
+# templates/prometheus/service.yaml and values.yaml `prometheus.service.port` @ 84.4.0).
+PROMETHEUS_ADDRESS = "http://mp-kube-prometheus-stack-prometheus.monitoring.svc:9090"
+
+# The pod label the PodMonitor copies onto every series (`podTargetLabels`); the Prometheus
+# operator turns its name into a label name by replacing what a label name cannot hold with `_`.
+SERIES_DEPLOYMENT_LABEL = "modelplane_ai_deployment"
+
+
+@dataclass(frozen=True)
+class VllmMetric:
+    """How one load signal reads from vLLM's metrics.
+
+    `sum` with KEDA's `AverageValue` divides the total over the replicas, so `target` is what one
+    replica carries; `avg` with `Value` compares the mean across replicas with `target` itself
+    (keda.sh/docs/2.20/reference/scaledobject-spec, triggers[].metricType).
+    """
+
+    name: str
+    aggregation: str
+    metric_type: str
+    says: str
+
+
+# vLLM's gauges at the pinned image (vllm/vllm-openai:v0.23.0): vllm/v1/metrics/loggers.py,
+# PrometheusStatLogger, and docs.vllm.ai "Production Metrics". `vllm:kv_cache_usage_perc` is the
+# KV-cache gauge of the v1 engine (0 to 1); the older `vllm:gpu_cache_usage_perc` is gone from it.
+VLLM_METRICS: dict[ScalingMetric, VllmMetric] = {
+    ScalingMetric.REQUESTS_WAITING: VllmMetric(
+        "vllm:num_requests_waiting", "sum", "AverageValue", "requests waiting per replica"
+    ),
+    ScalingMetric.REQUESTS_RUNNING: VllmMetric(
+        "vllm:num_requests_running", "sum", "AverageValue", "requests running per replica"
+    ),
+    ScalingMetric.KV_CACHE_USAGE: VllmMetric("vllm:kv_cache_usage_perc", "avg", "Value", "mean KV-cache usage"),
+}
+
+
+@dataclass(frozen=True)
+class WorkloadRef:
+    """The object whose scale subresource KEDA drives: a Deployment, or a LeaderWorkerSet."""
+
+    api_version: str
+    kind: str
+    name: str
+
+    def as_target(self) -> dict[str, str]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+
+
+def scaling_query(spec: ModelDeploymentSpec, metric: ScalingMetric) -> str:
+    """The PromQL KEDA asks the stack's Prometheus: the deployment's series of the metric, aggregated."""
+    m = VLLM_METRICS[metric]
+    selector = f'namespace="{spec.namespace}",{SERIES_DEPLOYMENT_LABEL}="{spec.name}"'
+    return f"{m.aggregation}({m.name}{{{selector}}})"
+
+
+def scaled_object_spec(spec: ModelDeploymentSpec, scaling: Autoscaling, workload: WorkloadRef) -> dict[str, Any]:
+    """The ScaledObject's spec: the workload, the bounds and one Prometheus trigger
+    (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`, `query`, `threshold` as text)."""
+    m = VLLM_METRICS[scaling.metric]
+    return {
+        "scaleTargetRef": workload.as_target(),
+        "minReplicaCount": scaling.min_replicas,
+        "maxReplicaCount": scaling.max_replicas,
+        "triggers": [
+            {
+                "type": "prometheus",
+                "metricType": m.metric_type,
+                "metadata": {
+                    "serverAddress": PROMETHEUS_ADDRESS,
+                    "query": scaling_query(spec, scaling.metric),
+                    "threshold": f"{scaling.target:g}",
+                },
+            }
+        ],
+    }
+
+
+def pod_monitor_spec(deployment_label: str, spec: ModelDeploymentSpec, port_name: str) -> dict[str, Any]:
+    """The PodMonitor of the engine's pods: vLLM serves `/metrics` on its API port
+    (docs.vllm.ai "Production Metrics"); the deployment's label goes onto each series."""
+    return {
+        "selector": {"matchLabels": {deployment_label: spec.name}},
+        "podTargetLabels": [deployment_label],
+        "podMetricsEndpoints": [{"port": port_name, "path": "/metrics"}],
+    }
+
+
+def scaling_summary(scaling: Autoscaling) -> dict[str, Any]:
+    """The plan's view of a deployment's scaling: bounds, metric (ours and vLLM's) and target."""
+    m = VLLM_METRICS[scaling.metric]
+    return {
+        "minReplicas": scaling.min_replicas,
+        "maxReplicas": scaling.max_replicas,
+        "metric": str(scaling.metric),
+        "vllmMetric": m.name,
+        "target": scaling.target,
+    }

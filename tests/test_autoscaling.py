@@ -1,0 +1,214 @@
+"""Autoscaled deployments: the config's bounds and rules, the ScaledObject and its scrape target,
+KEDA's place in the catalog, scale-from-zero pools per cloud, and cost at both ends."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from components.model_deployment import workload_ref
+from infra.config.issues import ConfigError
+from infra.config.model import Fleet
+from infra.config.rules import check_autoscaling, check_serving
+from infra.config.stackfile import parse_fleet
+from infra.serving.autoscaling import WorkloadRef, scaled_object_spec
+from infra.serving.catalog import Component, join_components
+from tests.conftest import of_type, run_fleet
+from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
+from tests.test_serving_checks import FILE, deployment, raw_fleet
+from tooling.mockrun import MockRun
+from tooling.plan import plain
+
+SCALING = {"minReplicas": 1, "maxReplicas": 3, "metric": "RequestsWaiting", "target": 5}
+
+
+def scaled(**fields: Any) -> dict[str, Any]:
+    """A GPU deployment that follows requests waiting, with `fields` over its defaults."""
+    dep = deployment(autoscaling=dict(SCALING))
+    dep.update(fields)
+    return {k: v for k, v in dep.items() if v is not None}
+
+
+def rule_issues(*deps: dict[str, Any]) -> list[tuple[str, str, str]]:
+    found = check_autoscaling(Fleet.model_validate(copy.deepcopy(raw_fleet("GKE", *deps))), FILE)
+    return [(i.path, i.problem, i.fix) for i in found]
+
+
+def parse_issues(*deps: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as err:
+        parse_fleet(copy.deepcopy(raw_fleet("GKE", *deps)), FILE)
+    return [(i.path, i.message) for i in err.value.issues]
+
+
+# --------------------------------------------------------------------------------------------
+# Config
+
+
+def test_autoscaling_reads_its_bounds_metric_and_target() -> None:
+    fleet = Fleet.model_validate(raw_fleet("GKE", scaled()))
+    scaling = fleet.deployments[0].autoscaling
+    assert scaling is not None
+    assert (scaling.min_replicas, scaling.max_replicas, str(scaling.metric), scaling.target) == (
+        1,
+        3,
+        "RequestsWaiting",
+        5,
+    )
+    assert (fleet.deployments[0].least_replicas, fleet.deployments[0].peak_replicas) == (1, 3)
+
+
+def test_replicas_beside_autoscaling_is_rejected_at_replicas() -> None:
+    found = rule_issues(scaled(replicas=2))
+    assert [path for path, _, _ in found] == ["deployments[0].replicas"]
+    assert "autoscaler owns the replica count" in found[0][1]
+    assert "remove replicas" in found[0][2]
+
+
+def test_autoscaling_without_replicas_passes_the_rules() -> None:
+    assert rule_issues(scaled()) == []
+
+
+def test_min_above_max_is_rejected_at_autoscaling() -> None:
+    found = parse_issues(scaled(autoscaling={**SCALING, "minReplicas": 4}))
+    assert [path for path, _ in found] == ["deployments[0].autoscaling"]
+    assert "minReplicas 4 is above maxReplicas 3" in found[0][1]
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        ({"metric": "Latency"}, "deployments[0].autoscaling.metric"),
+        ({"target": 0}, "deployments[0].autoscaling.target"),
+        ({"maxReplicas": 0}, "deployments[0].autoscaling.maxReplicas"),
+        ({"metric": "KVCacheUsage", "target": 80}, "deployments[0].autoscaling"),
+    ],
+)
+def test_bad_autoscaling_values_are_rejected_at_their_path(edit: dict[str, Any], path: str) -> None:
+    assert [p for p, _ in parse_issues(scaled(autoscaling={**SCALING, **edit}))] == [path]
+
+
+def test_kv_cache_target_as_a_percentage_says_to_write_a_fraction() -> None:
+    found = parse_issues(scaled(autoscaling={**SCALING, "metric": "KVCacheUsage", "target": 80}))
+    assert "write the target as a fraction" in found[0][1]
+
+
+def test_scale_to_zero_is_rejected_because_no_pod_serves_the_metric_that_would_wake_it() -> None:
+    for extra in ({}, {"cache": {"volume": "NodeLocal"}}):
+        found = rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 0}, **extra))
+        assert [path for path, _, _ in found] == ["deployments[0].autoscaling.minReplicas"]
+        assert "would never start again" in found[0][1]
+        assert "set minReplicas: 1" in found[0][2]
+    assert rule_issues(scaled(autoscaling={**SCALING, "minReplicas": 1})) == []
+
+
+def test_claim_cache_is_judged_at_max_replicas_of_an_autoscaled_deployment() -> None:
+    raw = raw_fleet("GKE", scaled(cache={"size": "50Gi"}))
+    found = check_serving(Fleet.model_validate(raw), FILE)
+    cache = [i for i in found if i.path == "deployments[0].cache.volume"]
+    assert len(cache) == 1
+    assert "not 3 replicas" in cache[0].problem
+    assert "autoscaling.maxReplicas: 1" in cache[0].fix
+
+
+# --------------------------------------------------------------------------------------------
+# The ScaledObject, its scrape target and KEDA's release
+
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def lab_with(**autoscaling: Any) -> dict[str, Any]:
+    """The model-deployment lab fleet with its AMD deployment autoscaled (its CPU one fixed)."""
+    raw = lab_fleet()
+    raw["deployments"][0]["autoscaling"] = {**SCALING, **autoscaling}
+    return raw
+
+
+@pytest.fixture(scope="module")
+def scaled_lab() -> MockRun:
+    return run_fleet(lab_with(metric="KVCacheUsage", target=0.75, maxReplicas=4))
+
+
+def test_an_autoscaled_deployment_gets_a_scaled_object_with_its_bounds_and_metric(scaled_lab: MockRun) -> None:
+    obj = registered(scaled_lab, SCALED_OBJECT, "lab-qwen-amd-scaledobject")
+    assert obj.parent == "lab-qwen-amd"
+    spec = plain(obj.inputs["spec"])
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen-amd"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 4)
+    [trigger] = spec["triggers"]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metricType"] == "Value"
+    assert trigger["metadata"] == {
+        "serverAddress": "http://mp-kube-prometheus-stack-prometheus.monitoring.svc:9090",
+        "query": 'avg(vllm:kv_cache_usage_perc{namespace="ml-team",modelplane_ai_deployment="qwen-amd"})',
+        "threshold": "0.75",
+    }
+
+
+def test_the_autoscaled_deployment_leaves_its_replica_count_to_the_autoscaler(scaled_lab: MockRun) -> None:
+    deployment = registered(scaled_lab, DEPLOYMENT, "lab-qwen-amd-deployment")
+    assert "replicas" not in plain(deployment.inputs["spec"])
+    fixed = registered(scaled_lab, DEPLOYMENT, "lab-qwen-cpu-deployment")
+    assert plain(fixed.inputs["spec"])["replicas"] == 1
+
+
+def test_the_autoscaled_engine_is_scraped_by_a_pod_monitor_carrying_its_deployment_label(
+    scaled_lab: MockRun,
+) -> None:
+    monitor = registered(scaled_lab, POD_MONITOR, "lab-qwen-amd-podmonitor")
+    assert plain(monitor.inputs["metadata"])["namespace"] == "ml-team"
+    assert plain(monitor.inputs["spec"]) == {
+        "selector": {"matchLabels": {"modelplane.ai/deployment": "qwen-amd"}},
+        "podTargetLabels": ["modelplane.ai/deployment"],
+        "podMetricsEndpoints": [{"port": "http", "path": "/metrics"}],
+    }
+
+
+def test_a_fixed_deployment_gets_no_scaled_object_or_pod_monitor(scaled_lab: MockRun) -> None:
+    names = {r.name for r in scaled_lab.resources if r.type in (SCALED_OBJECT, POD_MONITOR)}
+    assert names == {"lab-qwen-amd-scaledobject", "lab-qwen-amd-podmonitor"}
+
+
+@pytest.mark.parametrize(
+    ("metric", "query", "metric_type"),
+    [
+        ("RequestsWaiting", "sum(vllm:num_requests_waiting{", "AverageValue"),
+        ("RequestsRunning", "sum(vllm:num_requests_running{", "AverageValue"),
+    ],
+)
+def test_request_metrics_are_summed_and_divided_over_the_replicas(metric: str, query: str, metric_type: str) -> None:
+    fleet = Fleet.model_validate(raw_fleet("GKE", scaled(autoscaling={**SCALING, "metric": metric})))
+    dep = fleet.deployments[0]
+    assert dep.autoscaling is not None
+    [trigger] = scaled_object_spec(dep, dep.autoscaling, workload_ref(dep))["triggers"]
+    assert trigger["metadata"]["query"].startswith(query)
+    assert trigger["metricType"] == metric_type
+    assert trigger["metadata"]["threshold"] == "5"
+
+
+def test_the_scale_target_follows_the_workload_it_is_given() -> None:
+    fleet = Fleet.model_validate(raw_fleet("GKE", scaled()))
+    dep = fleet.deployments[0]
+    assert dep.autoscaling is not None
+    lws = WorkloadRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", dep.name)
+    target = scaled_object_spec(dep, dep.autoscaling, lws)["scaleTargetRef"]
+    assert target == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "qwen"}
+
+
+def test_keda_installs_only_on_a_cluster_with_an_autoscaled_deployment(scaled_lab: MockRun) -> None:
+    fixed = run_fleet(lab_fleet())
+    assert "lab-stack-keda" not in {r.name for r in of_type(fixed, RELEASE)}
+    [keda] = [r for r in of_type(scaled_lab, RELEASE) if r.name == "lab-stack-keda"]
+    assert (plain(keda.inputs["chart"]), plain(keda.inputs["version"])) == ("keda", "2.20.2")
+    assert plain(keda.inputs["repositoryOpts"])["repo"] == "https://kedacore.github.io/charts"
+    [prometheus] = [r for r in of_type(scaled_lab, RELEASE) if r.name == "lab-stack-kube-prometheus-stack"]
+    assert prometheus.urn in keda.dependencies
+
+
+def test_the_join_leaves_a_feature_row_out_until_a_deployment_uses_it() -> None:
+    rows = [Component("base", "base", "r", "1.0.0", "ns"), Component("k", "k", "r", "1.0.0", "ns", features=("x",))]
+    assert [c.key for c in join_components(rows, [])] == ["base"]
+    assert [c.key for c in join_components(rows, [], features=["x"])] == ["base", "k"]
