@@ -27,8 +27,8 @@ import pulumi
 
 from clouds import catalog_date, cloud, machine, profile
 from infra import tokens
-from infra.facts import pool_nodes, zone_count
 from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType, Unpriced
+from infra.profiles import pool_nodes, zone_count
 
 if TYPE_CHECKING:
     from infra.facts import ClusterFacts
@@ -40,7 +40,7 @@ COST_OVER_BUDGET = "cost-over-budget"
 class PoolSize:
     """What the cost of a pool needs: its machine, the nodes the cloud creates and the most it can have.
 
-    Both counts are the facts' (`infra.facts.pool_nodes`): GKE counts a fixed pool's nodes per zone.
+    Both counts are the facts' (`infra.profiles.pool_nodes`): GKE counts a fixed pool's nodes per zone.
     """
 
     name: str

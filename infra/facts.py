@@ -30,7 +30,7 @@ from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, Infer
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.devices import cluster_region
 from infra.machines import MachineType
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, pool_nodes, zone_count
 from infra.vocabulary import (
     AUTOSCALING_FEATURE,
     CPU_LABEL,
@@ -286,30 +286,14 @@ def gpu_taint(source: str, vendor: str) -> Taint:
     return Taint(VENDOR_TAINT_KEY[vendor], value)
 
 
-def zone_count(cloud: CloudProfile, zones: Sequence[str]) -> int:
-    """The zones a pool's per-zone node count is multiplied by (1 where counts are per pool)."""
-    if not cloud.nodes_per_zone:
-        return 1
-    return len(zones) or cloud.default_zones
-
-
-def pool_nodes(node_count: int, max_node_count: int | None, zones: int) -> tuple[int, int]:
-    """(the nodes the cloud creates, the most the pool can have) for a pool: the one node count.
-
-    `zones` is `zone_count`: where the cloud counts a pool's nodes per zone (the profile's
-    `nodes_per_zone`, GKE's regional clusters; google_container_node_pool `node_count` is "the
-    number of nodes per instance group"), a fixed pool has `nodeCount` nodes in each zone. An
-    autoscaled pool is bounded by `maxNodeCount` in total on every cloud here (GKE's
-    `total_max_node_count`) and counted at `nodeCount`, as written. The tree, the plan's JSON, the
-    cost, the budget policy and the placement audit all count with this.
-    """
-    if max_node_count is None:
-        return node_count * zones, node_count * zones
-    return node_count, max_node_count
-
-
 def system_pool(cloud: CloudProfile) -> PoolFacts:
-    """The pool for the cluster's own workloads: one node, scaling to two where pools scale."""
+    """The pool for the cluster's own workloads: one node, scaling to two where pools scale.
+
+    Where the cloud counts nodes per zone (GKE's regional clusters), that is one node in each of
+    the zones the pool spans, scaling to two in each: GKE starts `initial_node_count` nodes in
+    every zone (`pool_nodes`), so a total of one could never hold.
+    """
+    zones = zone_count(cloud, ())
     return PoolFacts(
         name=SYSTEM_POOL,
         class_name=None,
@@ -318,11 +302,11 @@ def system_pool(cloud: CloudProfile) -> PoolFacts:
         taints=(),
         accelerator=None,
         vendor=None,
-        node_count=SYSTEM_NODES,
-        min_node_count=SYSTEM_NODES if cloud.autoscaler else None,
-        max_node_count=SYSTEM_MAX_NODES if cloud.autoscaler else None,
+        node_count=SYSTEM_NODES * zones if cloud.autoscaler else SYSTEM_NODES,
+        min_node_count=SYSTEM_NODES * zones if cloud.autoscaler else None,
+        max_node_count=SYSTEM_MAX_NODES * zones if cloud.autoscaler else None,
         machine=cloud.system_machine,
-        zone_count=zone_count(cloud, ()),
+        zone_count=zones,
     )
 
 

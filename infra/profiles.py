@@ -11,7 +11,7 @@ This module imports only the vocabulary, so the cloud packages can build on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infra import vocabulary as vocab
@@ -133,3 +133,36 @@ class CloudProfile:
         """
         drivers = {vocab.VENDOR_DRIVER[v] for v in self.gpu_vendors} | {vocab.CPU_DRIVER, *self.external_drivers}
         return tuple(sorted(drivers))
+
+
+def zone_count(cloud: CloudProfile, zones: Sequence[str]) -> int:
+    """The zones a pool's per-zone node count is multiplied by (1 where counts are per pool)."""
+    if not cloud.nodes_per_zone:
+        return 1
+    return len(zones) or cloud.default_zones
+
+
+def nodes_per_zone_at_start(node_count: int, zones: int) -> int:
+    """The nodes an autoscaled pool starts with in each zone: nodeCount spread over them, rounded up.
+
+    GKE counts `initial_node_count` per zone (pulumi-gcp `container.NodePool`: "In regional or
+    multi-zonal clusters, this is the number of nodes per zone"), so the pool starts with at least
+    nodeCount nodes.
+    """
+    return -(-node_count // zones)
+
+
+def pool_nodes(node_count: int, max_node_count: int | None, zones: int) -> tuple[int, int]:
+    """(the nodes the cloud creates, the most the pool can have) for a pool: the one node count.
+
+    `zones` is `zone_count`. Where the cloud counts a pool's nodes per zone (the profile's
+    `nodes_per_zone`, GKE's regional clusters; google_container_node_pool `node_count` is "the
+    number of nodes per instance group"), a fixed pool has `nodeCount` nodes in each zone, and an
+    autoscaled one starts with `nodes_per_zone_at_start` in each zone. An autoscaled pool is
+    bounded by `maxNodeCount` in total on every cloud here (GKE's `total_max_node_count`);
+    `check_pool_start` (infra/config/references.py) refuses a start above it. The tree, the plan's
+    JSON, the cost, the budget policy and the placement audit all count with this.
+    """
+    if max_node_count is None:
+        return node_count * zones, node_count * zones
+    return nodes_per_zone_at_start(node_count, zones) * zones, max_node_count

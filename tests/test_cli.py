@@ -99,12 +99,13 @@ def test_plan_all_wraps_every_stack() -> None:
     assert sorted(s["stack"] for s in doc["stacks"]) == names
     for s in doc["stacks"]:
         check_shape(s)
-    # The fleet-wide total at nodeCount, x 730 h a month:
+    # The fleet-wide total at the nodes each cloud creates, x 730 h a month:
     # aks-prod: NC24ads_A100_v4 3.673 + D8s_v5 0.384 + system D4s_v5 0.192 (Free tier) = 4.249 /h, 3101.77;
     # eks-prod: fee 0.10 + g6.xlarge 0.8048 + p5.48xlarge 55.04 + 2 x m7i.2xlarge 0.4032
     #   + system m6i.xlarge 0.192 = 56.9432 /h, 41568.54;
-    # gke-prod: fee 0.10 + g2-standard-8 0.85362 + 2 per zone x 3 zones x c3-standard-8 0.40322
-    #   + e2-standard-4 0.13402 = 3.50696 /h, 2560.08; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
+    # gke-prod: fee 0.10 + 1 per zone x 2 zones x g2-standard-8 0.85362 (nodeCount 1 starts one node
+    #   in each zone) + 2 per zone x 3 zones x c3-standard-8 0.40322 + system 1 per zone x 3 zones
+    #   x e2-standard-4 0.13402 = 4.62862 /h, 3378.89; vultr-dev: vc2-8c-32gb 160 + vc2-6c-16gb 80
     #   a month = 240.00; nebius-prod: gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + cpu-d3/8vcpu-32gb
     #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25; digitalocean-atl1:
     #   gpu-mi300x1-192gb 1.99 + c-8 0.25 + system s-4vcpu-8gb 0.07143 = 2.31143 /h, 1687.34;
@@ -113,7 +114,7 @@ def test_plan_all_wraps_every_stack() -> None:
     #   = 47.2992 /h, 34528.42.
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
     # price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (181702.96, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (182521.77, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.names import label_value_problem, qualified_name_problem
 from infra.config.stackfile import namespace_key_issues, split_config, stack_name_of
+from infra.facts import derive_cluster
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of
 
 FILE = "Pulumi.test.yaml"
@@ -760,7 +761,32 @@ REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
             )
         ],
     ),
-    "min-equal-to-max": (lambda raw: pool_of(raw).update(minNodeCount=2, maxNodeCount=2, nodeCount=2), []),
+    "min-equal-to-max": (lambda raw: pool_of(raw).update(minNodeCount=3, maxNodeCount=3, nodeCount=3), []),
+    # GKE starts initial_node_count in every zone (pulumi-gcp container.NodePool): nodeCount 1 over
+    # a regional pool's three zones is three nodes at the start, above a total maximum of 2.
+    "start-above-max-over-the-regions-zones": (
+        lambda raw: pool_of(raw).update(minNodeCount=1, maxNodeCount=2, nodeCount=1),
+        [
+            issue(
+                "clusters[1].nodePools[0].maxNodeCount",
+                "GKE starts 1 node(s) in each of the pool's 3 zones (the region's default zones), 3 in all, "
+                "above maxNodeCount 2",
+                "raise maxNodeCount to 3, or list fewer zones under zones (one zone starts nodeCount nodes)",
+            )
+        ],
+    ),
+    "start-above-max-over-listed-zones": (
+        lambda raw: pool_of(raw).update(
+            minNodeCount=1, maxNodeCount=3, nodeCount=3, zones=["us-central1-a", "us-central1-b"]
+        ),
+        [
+            issue(
+                "clusters[1].nodePools[0].maxNodeCount",
+                "GKE starts 2 node(s) in each of the pool's 2 zones (its zones), 4 in all, above maxNodeCount 3",
+                "raise maxNodeCount to 4, or list fewer zones under zones (one zone starts nodeCount nodes)",
+            )
+        ],
+    ),
     "node-count-at-either-bound": (
         lambda raw: (
             pool_of(raw, 1, 0).update(minNodeCount=1, maxNodeCount=3, nodeCount=1),
@@ -876,6 +902,24 @@ REFERENCES: dict[str, tuple[Any, list[ConfigIssue]]] = {
 def test_a_broken_reference_or_bound_is_reported_word_for_word(case: str) -> None:
     edit, expected = REFERENCES[case]
     assert reference_issues(edit) == expected
+
+
+def test_both_fixes_for_a_start_above_max_plan_clean() -> None:
+    """Each way out the start-above-max fix names passes the next plan, and the cost counts the start."""
+
+    def start_above_max(raw: dict[str, Any]) -> None:
+        pool_of(raw).update(minNodeCount=1, maxNodeCount=2, nodeCount=1)
+
+    [found] = reference_issues(start_above_max)
+    assert found.fix.startswith("raise maxNodeCount to 3")
+    for fix in ({"maxNodeCount": 3}, {"zones": ["us-central1-a"]}):
+        assert reference_issues(lambda raw, fix=fix: (start_above_max(raw), pool_of(raw).update(fix))) == []
+    raw = copy.deepcopy(fleet_for_references())
+    start_above_max(raw)
+    pool_of(raw).update(maxNodeCount=3)
+    fleet = fleet_of(raw)
+    pool = next(p for p in derive_cluster(fleet, fleet.clusters[1]).pools if p.name == pool_of(raw)["name"])
+    assert (pool.created_nodes, pool.nodes) == (3, 3)
 
 
 CIVO_FIX = "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs"

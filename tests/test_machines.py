@@ -257,14 +257,15 @@ def test_an_unknown_machine_stops_the_program_until_the_class_takes_it_uncatalog
 
 def test_a_fleet_with_an_unpriced_pool_is_never_within_budget() -> None:
     # The known part is far under the budget, but the uncatalogued pools have no price. The priced
-    # part: fee 0.10 + system 2 x e2-standard-4 0.13402 = 0.36804 /h x 730 h = 268.67 a month.
+    # part: fee 0.10 + system at maxNodeCount 2 per zone x 3 zones x e2-standard-4 0.13402 = 0.90412 /h
+    # x 730 h = 660.01 a month.
     raw = uncatalogued_fleet(acknowledged=True)
     raw["classes"].append(cpu_class("d", "GKE", {"machineType": "n4-standard-16", "uncatalogued": True}))
     raw["clusters"][0]["nodePools"].append({"name": "q", "className": "d"})
     [message] = run(cost_over_budget, stack_args(registered(raw, 100000), policy=cost_over_budget))
     assert message == (
         "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100000.00 USD and the priced part of the fleet costs "
-        "268.67 USD a month at maxNodeCount, but n4-standard-16, n4-standard-8 have no price in the machine "
+        "660.01 USD a month at maxNodeCount, but n4-standard-16, n4-standard-8 have no price in the machine "
         "catalog, so the budget cannot be checked. Fix: use machines the catalog prices (docs/machines.md), state "
         "what you pay for them as provisioning.<cloud>.hourlyPrice on their classes, or accept the risk by making "
         "cost-over-budget advisory in the pack config"
@@ -272,7 +273,7 @@ def test_a_fleet_with_an_unpriced_pool_is_never_within_budget() -> None:
     # Over the budget on the priced part alone, the unpriced machines are named as left out.
     [message] = run(cost_over_budget, stack_args(registered(raw, 100), policy=cost_over_budget))
     assert message == (
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 268.67 USD a month with "
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 660.01 USD a month with "
         "every autoscaled pool at maxNodeCount (without n4-standard-16, n4-standard-8, which have no price in the "
         "machine catalog). Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or raise "
         "modelplane:budget.monthlyUsd"
@@ -405,27 +406,29 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
     prices = priced({"e2-standard-4": "0.20", "g2-standard-8": "1.00", "c3-standard-8": "0.50"})
     cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]), prices)
     assert cost is not None
-    # system 1 x 0.20 (1..2), l4 1 x 1.00 (0..4), cpu 2 per zone x 3 zones (a regional pool without
-    # zones; GKE counts a fixed pool per zone) x 0.50, control plane 0.10:
-    # at nodeCount 0.20 + 1.00 + 3.00 + 0.10 = 4.30 /h, x 730 h = 3139.00 a month;
-    # at maxNodeCount 0.40 + 4.00 + 3.00 + 0.10 = 7.50 /h, x 730 h = 5475.00 a month.
+    # GKE starts an autoscaled pool's nodeCount rounded up to whole nodes in each of its zones, and
+    # counts a fixed pool per zone; a regional pool without zones has three. System 1 per zone x 3
+    # zones x 0.20 (3..6), l4 nodeCount 1 starting 1 per zone x 3 zones x 1.00 (0..4), cpu 2 per zone
+    # x 3 zones x 0.50, control plane 0.10:
+    # at the start 0.60 + 3.00 + 3.00 + 0.10 = 6.70 /h, x 730 h = 4891.00 a month;
+    # at maxNodeCount 1.20 + 4.00 + 3.00 + 0.10 = 8.30 /h, x 730 h = 6059.00 a month.
     doc = cluster_cost_json(cost)
-    assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (4.3, 3139.0, 7.5, 5475.0)
+    assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (6.7, 4891.0, 8.3, 6059.0)
     assert (doc["currency"], doc["regionPriced"], doc["complete"], doc["unpriced"]) == ("USD", "us-central1", True, [])
     pools = {p["name"]: p for p in doc["pools"]}
     assert pools["l4"] == {
         "name": "l4",
         "machine": "g2-standard-8",
         "unitHourly": 1.0,
-        "hourly": 1.0,
-        "monthly": 730.0,
+        "hourly": 3.0,
+        "monthly": 2190.0,
         "hourlyAtMax": 4.0,
         "monthlyAtMax": 2920.0,
         "priceFrom": "catalog",
         "unpricedReason": None,
     }
     assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None)  # 6 nodes, not autoscaled
-    assert (pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (146.0, 292.0)
+    assert (pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (438.0, 876.0)
 
 
 def test_a_machine_without_a_price_is_left_out_and_named_never_free() -> None:
@@ -471,9 +474,10 @@ def test_existing_cluster_shows_no_price_and_provisioned_ones_do() -> None:
     assert (byo["cost"]["monthly"], byo["cost"]["budget"]) == (0.0, None)
     gke = plan_stack(ROOT / "stacks" / "Pulumi.gke-prod.yaml")
     cost = gke["clusters"][0]["cost"]
-    # us-central1: fee 0.10 + system 1 x e2-standard-4 0.13402 + l4 1 x g2-standard-8 0.85362
-    # + cpu 2 per zone x 3 zones x c3-standard-8 0.40322 = 3.50696 /h, x 730 h = 2560.0808 a month.
-    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 2560.08, "us-central1")
+    # us-central1: fee 0.10 + system 1 per zone x 3 zones x e2-standard-4 0.13402 + l4 nodeCount 1
+    # starting 1 per zone x 2 zones x g2-standard-8 0.85362 + cpu 2 per zone x 3 zones x c3-standard-8
+    # 0.40322 = 4.62862 /h, x 730 h = 3378.8926 a month.
+    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 3378.89, "us-central1")
     assert (cost["complete"], cost["unpriced"]) == (True, [])
     assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu"]
 
@@ -510,18 +514,18 @@ def two_clusters() -> dict[str, Any]:
 
 
 def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
-    # At maxNodeCount, GKE: fee 0.10 + system 2 x 0.13402 + l4 4 x 0.85362 + cpu 2 per zone x 3 zones
-    # x 0.40322 = 6.20184 /h; EKS: fee 0.10 + system 2 x m6i.xlarge 0.192 + cpu 1 x m7i.2xlarge
-    # 0.4032 = 0.8872 /h. 7.08904 /h x 730 h = 5174.9992 a month, over a budget of 100.
+    # At maxNodeCount, GKE: fee 0.10 + system 2 per zone x 3 zones x 0.13402 + l4 4 x 0.85362 + cpu 2
+    # per zone x 3 zones x 0.40322 = 6.73792 /h; EKS: fee 0.10 + system 2 x m6i.xlarge 0.192 + cpu 1 x
+    # m7i.2xlarge 0.4032 = 0.8872 /h. 7.62512 /h x 730 h = 5566.3376 a month, over a budget of 100.
     [message] = run(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
     assert message.startswith(
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5175.00 USD"
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5566.34 USD"
     )
     assert "without " not in message and "Fix: " in message  # every machine of this fleet has a price
 
 
 def test_fleet_within_its_budget_passes() -> None:
-    assert run(cost_over_budget, stack_args(registered(two_clusters(), 5175), policy=cost_over_budget)) == []
+    assert run(cost_over_budget, stack_args(registered(two_clusters(), 5567), policy=cost_over_budget)) == []
 
 
 def h100_fleet(price: float | None) -> dict[str, Any]:
@@ -547,9 +551,9 @@ def test_a_class_that_states_its_price_is_priced_at_it_and_marked_as_its_own() -
         None,
     )
     assert pools["system"]["priceFrom"] == "catalog"
-    # fee 0.10 + h100 1 per zone x 3 zones (a regional cluster) x 40 + system 1..2 x e2-standard-4 0.13402,
-    # x 730 h: (0.10 + 120 + 0.13402) x 730 = 87770.83 a month
-    assert (doc["complete"], doc["unpriced"], doc["monthly"]) == (True, [], 87770.83)
+    # fee 0.10 + h100 1 per zone x 3 zones (a regional cluster) x 40 + system 1 per zone x 3 zones x
+    # e2-standard-4 0.13402, x 730 h: (0.10 + 120 + 0.40206) x 730 = 87966.50 a month
+    assert (doc["complete"], doc["unpriced"], doc["monthly"]) == (True, [], 87966.5)
     # Without it the pool is unpriced, and says why.
     fleet = fleet_of(h100_fleet(None))
     cost = facts_cost(derive_cluster(fleet, fleet.clusters[0]))
@@ -582,12 +586,13 @@ def test_a_class_price_replaces_the_catalogs_own() -> None:
 
 
 def test_a_pool_priced_by_its_class_passes_a_budget_the_catalog_alone_cannot_check() -> None:
-    # fee 0.10 + 3 x 40 + system at maxNodeCount 2 x 0.13402 = 120.36804 /h x 730 h = 87868.67 a month.
+    # fee 0.10 + 3 x 40 + system at maxNodeCount 2 per zone x 3 zones x 0.13402 = 120.90412 /h x 730 h
+    # = 88260.01 a month.
     [message] = run(cost_over_budget, stack_args(registered(h100_fleet(None), 100000), policy=cost_over_budget))
     assert "a3-highgpu-8g have no price in the machine catalog, so the budget cannot be checked" in message
-    assert run(cost_over_budget, stack_args(registered(h100_fleet(40), 87869), policy=cost_over_budget)) == []
-    [message] = run(cost_over_budget, stack_args(registered(h100_fleet(40), 87868), policy=cost_over_budget))
-    assert "the fleet costs 87868.67 USD a month" in message
+    assert run(cost_over_budget, stack_args(registered(h100_fleet(40), 88261), policy=cost_over_budget)) == []
+    [message] = run(cost_over_budget, stack_args(registered(h100_fleet(40), 88260), policy=cost_over_budget))
+    assert "the fleet costs 88260.01 USD a month" in message
     # The pack reads the figure the pool registered, exactly.
     [pool] = [p for p in registered_props(h100_fleet(40.25), "gke-h")["pools"] if p["name"] == "h100"]
     assert pool["hourlyPrice"] == "40.25"
@@ -614,7 +619,7 @@ def test_cost_inputs_are_read_from_each_registered_pool() -> None:
     cost = registered_cluster_cost(stack_resource("modelplane:gke:GkeCluster", props, name="gke-a"))
     assert cost is not None and (cost.name, cost.source) == ("gke-a", "GKE")
     assert [p.size for p in cost.pools] == [
-        PoolSize("system", "e2-standard-4", 1, 2, autoscaled=True),
+        PoolSize("system", "e2-standard-4", 3, 6, autoscaled=True),  # 1..2 in each of the 3 zones
         PoolSize("l4", "g2-standard-8", 0, 4, autoscaled=True),
         PoolSize("cpu", None, 6, 6),  # 2 per zone in the 3 zones of a regional pool
     ]
@@ -645,10 +650,11 @@ def test_budget_message_names_the_machines_it_could_not_price() -> None:
         "clusters": [cluster("gke-a", "GKE", [{"name": "a", "className": "c16"}, {"name": "b", "className": "c8"}])],
     }
     resources = registered(raw, 100)
-    # At maxNodeCount: fee 0.10 + system 2 x e2-standard-4 0.13402 = 0.36804 /h, x 730 h = 268.6692 a month.
+    # At maxNodeCount: fee 0.10 + system 2 per zone x 3 zones x e2-standard-4 0.13402 = 0.90412 /h,
+    # x 730 h = 660.0076 a month.
     assert located(cost_over_budget, stack_args(resources, policy=cost_over_budget)) == [
         (
-            "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 268.67 USD a month with "
+            "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 660.01 USD a month with "
             "every autoscaled pool at maxNodeCount (without zz-custom-16, zz-custom-8, which have no price in the "
             "machine catalog). Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or raise "
             "modelplane:budget.monthlyUsd",
@@ -660,7 +666,7 @@ def test_budget_message_names_the_machines_it_could_not_price() -> None:
 def test_budget_message_of_a_fully_priced_fleet_names_no_missing_price() -> None:
     [(message, _)] = located(cost_over_budget, stack_args(registered(two_clusters(), 100), policy=cost_over_budget))
     assert message == (
-        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5175.00 USD a month with "
+        "Pulumi.t.yaml: modelplane:budget.monthlyUsd is 100.00 USD but the fleet costs 5566.34 USD a month with "
         "every autoscaled pool at maxNodeCount. Fix: lower nodeCount or maxNodeCount, pick cheaper machines, or "
         "raise modelplane:budget.monthlyUsd"
     )
@@ -805,13 +811,17 @@ def plan_tree(stack: str) -> subprocess.CompletedProcess[str]:
 
 def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     out = plan_tree("gke-prod")
-    # g2-standard-8 at 0.85362 /h: 623.14 a month at 1 node, 2492.57 at 4; the cluster adds the
-    # system pool (97.83..195.67), the cpu pool (2 per zone x 3 zones x 0.40322 x 730 = 1,766.10) and
-    # the fee (73.00).
-    assert "l4 GPU 1x nvidia-l4 on g2-standard-8 — 1 node(s), 0..4 — $0.85/h, $623.14..$2,492.57/month" in out.stdout
+    # g2-standard-8 at 0.85362 /h: nodeCount 1 starts one node in each of the pool's 2 zones, 1246.29
+    # a month, 2492.57 at 4; the cluster adds the system pool (1..2 in each of 3 zones, 293.50..587.01),
+    # the cpu pool (2 per zone x 3 zones x 0.40322 x 730 = 1,766.10) and the fee (73.00).
+    assert (
+        "l4 GPU 1x nvidia-l4 on g2-standard-8 — 2 node(s) (nodeCount 1 rounded up per zone), 0..4 — $0.85/h, "
+        "$1,246.29..$2,492.57/month"
+    ) in out.stdout
+    assert "system System on e2-standard-4 — 3 node(s), 3..6 — $0.13/h, $293.50..$587.01/month" in out.stdout
     assert "cpu CPU on c3-standard-8 — 6 node(s): 2 in each of 3 zones — $0.40/h, $1,766.10/month" in out.stdout
-    assert "cost: $2,560.08..$4,527.34 USD/month at us-central1 prices (catalog 2026-12-03)" in out.stdout
-    assert "stack cost: $2,560.08..$4,527.34 USD/month (catalog 2026-12-03)\n" in out.stdout
+    assert "cost: $3,378.89..$4,918.68 USD/month at us-central1 prices (catalog 2026-12-03)" in out.stdout
+    assert "stack cost: $3,378.89..$4,918.68 USD/month (catalog 2026-12-03)\n" in out.stdout
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:

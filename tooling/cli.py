@@ -117,8 +117,10 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
             accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
             size = f"{p['createdNodes']} node(s)"
             if p["minNodeCount"] is not None:
+                if p["createdNodes"] != p["nodeCount"]:  # started per zone (`infra.profiles.pool_nodes`)
+                    size += f" (nodeCount {p['nodeCount']} rounded up per zone)"
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
-            elif p["createdNodes"] != p["nodeCount"]:  # a fixed pool counted per zone (`infra.facts.pool_nodes`)
+            elif p["createdNodes"] != p["nodeCount"]:  # counted per zone (`infra.profiles.pool_nodes`)
                 size += f": {p['nodeCount']} in each of {p['createdNodes'] // max(p['nodeCount'], 1)} zones"
             machine = esc(f" on {p['machineType']}") if p.get("machineType") else ""
             pool = pools.add(

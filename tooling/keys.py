@@ -269,8 +269,10 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("NodePool", "className"): Key("The class of the pool's nodes.", "device rules, pool role", "className: l4-gke"),
     ("NodePool", "nodeCount"): Key(
-        "Nodes to start with. GKE counts it per zone of a regional cluster.",
-        "the cloud's node pool; a deployment needs a pool that can have nodes",
+        "Nodes to start with. GKE counts it per zone of a regional cluster (3 zones unless `zones` lists "
+        "them): a fixed pool has `nodeCount` in each zone, an autoscaled one starts `nodeCount` rounded up to "
+        "whole nodes per zone, which must fit `maxNodeCount`.",
+        "the cloud's node pool; a deployment needs a pool that can have nodes; `check_pool_start`",
         "nodeCount: 1",
     ),
     ("NodePool", "minNodeCount"): Key(

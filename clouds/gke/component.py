@@ -20,7 +20,8 @@ What this module decides (and nothing more):
 
 Pool sizes. An autoscaled pool (`minNodeCount` and `maxNodeCount`) uses GKE's *total* limits, which
 bound the whole pool across its zones, so the pool has at most `maxNodeCount` nodes, as
-`schedulablePools` reports; it starts from `initial_node_count` per zone. A fixed pool's
+`schedulablePools` reports; it starts from `initial_node_count` per zone, so with nodeCount
+rounded up to a whole number per zone (`infra.profiles.pool_nodes`). A fixed pool's
 `nodeCount` is what GKE's `node_count` means: nodes *per zone*. A regional pool without `zones`
 spans three of the region's zones, so such a pool has 3 x `nodeCount` nodes, and the facts
 (`PoolFacts.nodes`, from the GKE profile) report that number; a fixed pool that must have exactly
@@ -49,6 +50,7 @@ from components.base import (
     stack_credentials,
 )
 from infra.facts import PoolFacts
+from infra.profiles import nodes_per_zone_at_start
 from infra.vocabulary import UPPER_EFFECT
 
 # Address plan of the cluster's own VPC (nothing else lives in it): nodes, then the secondary
@@ -150,15 +152,13 @@ def autoscaling(pool: PoolFacts) -> gcp.container.NodePoolAutoscalingArgs | None
 
 
 def initial_node_count(pool: PoolFacts) -> int | None:
-    """Nodes per zone an autoscaled pool starts with: nodeCount spread over the pool's zones.
+    """Nodes per zone an autoscaled pool starts with (`infra.profiles.nodes_per_zone_at_start`).
 
-    GKE counts `initial_node_count` per zone (google_container_node_pool docs), so nodeCount is
-    divided by the zones and rounded up: the pool starts with at least nodeCount nodes, and the
-    autoscaler then keeps it within the total limits. A fixed pool sets `node_count` instead.
+    The autoscaler then keeps the pool within the total limits. A fixed pool sets `node_count` instead.
     """
     if not pool.autoscaled:
         return None
-    return -(-pool.node_count // pool.zone_count)
+    return nodes_per_zone_at_start(pool.node_count, pool.zone_count)
 
 
 class GkeCluster(ClusterComponent):

@@ -18,6 +18,7 @@ from infra.config.model import (
 from infra.config.names import NAMESPACE
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import check_capacity_claims, check_cloud_names, check_owner_version, check_version
+from infra.profiles import nodes_per_zone_at_start, pool_nodes, zone_count
 
 
 def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
@@ -188,6 +189,7 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
                         "make minNodeCount <= nodeCount <= maxNodeCount",
                     )
                 )
+        issues += check_pool_start(file, ppath, cluster.source, pool)
         if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
             issues.append(
                 ConfigIssue(
@@ -200,6 +202,33 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
             )
 
     return issues
+
+
+def check_pool_start(file: str, ppath: str, source: str, pool: NodePool) -> list[ConfigIssue]:
+    """An autoscaled pool's first nodes fit its maxNodeCount where the cloud starts them per zone.
+
+    GKE starts `nodes_per_zone_at_start` nodes in every zone of the pool (`infra.profiles.pool_nodes`),
+    so nodeCount 1 over a regional pool's three zones starts three nodes, above a maxNodeCount of 2.
+    """
+    lo, hi = pool.min_node_count, pool.max_node_count
+    if lo is None or hi is None or not lo <= pool.node_count <= hi:
+        return []  # the bounds' own checks speak
+    cloud = profile(source)
+    zones = zone_count(cloud, pool.zones)
+    started, _ = pool_nodes(pool.node_count, hi, zones)
+    if started <= hi:
+        return []
+    per_zone = nodes_per_zone_at_start(pool.node_count, zones)
+    spread = "the region's default zones" if not pool.zones else "its zones"
+    return [
+        ConfigIssue(
+            file,
+            f"{ppath}.maxNodeCount",
+            f"{source} starts {per_zone} node(s) in each of the pool's {zones} zones ({spread}), {started} in "
+            f"all, above maxNodeCount {hi}",
+            f"raise maxNodeCount to {started}, or list fewer zones under zones (one zone starts nodeCount nodes)",
+        )
+    ]
 
 
 def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
