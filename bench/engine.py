@@ -7,7 +7,17 @@ over its process tree, sampled every 0.1 s). For the engine, also: how many prov
 started, how long one takes to boot, and how long the program itself ran; the rest is the
 engine's own work and its round trips to the providers and the pack.
 
-    uv run python -m bench.engine [--sizes 10,50] [--json]
+The same preview again with `PULUMI_SKIP_CHECKPOINTS=true`, in the same run: the engine's snapshot
+manager serializes the whole snapshot after every step, in a preview too, where it then discards
+it (pulumi/pulumi v3.274.1, pkg/backend/snapshot.go `defaultServiceLoop` and `saveSnapshot`;
+pkg/backend/diy/backend.go installs a `DiscardPersister` for a preview), so its cost grows with the
+square of the resources. The variable makes it serialize once, at the end (`unsafeServiceLoop`;
+sdk/go/common/env/env.go, `SkipCheckpoints`). A preview persists nothing either way.
+
+`--trace DIR` also writes the engine's OpenTelemetry spans (`--otel-traces`) and its Go CPU and
+memory profiles (`--profiling`) of each preview under DIR.
+
+    uv run python -m bench.engine [--sizes 10,50] [--json] [--trace DIR]
 """
 
 from __future__ import annotations
@@ -89,9 +99,43 @@ def provider_boot_seconds(engine: Engine) -> float:
     return elapsed
 
 
-def measure(clusters: int, cli: Path) -> dict[str, Any]:
+def traced_cli(cli: Path, folder: Path) -> Path:
+    """A CLI root whose `pulumi` is the real one, with `preview` traced and profiled into `folder`."""
+    root = folder / "cli"
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    wrapper = root / "bin" / "pulumi"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" preview "*) out="$MODELPLANE_BENCH_TRACE/$(date +%s%N)"; mkdir -p "$out"; '
+        f'exec "{cli / "bin" / "pulumi"}" "$@" --otel-traces "file://$out/otel.json" --profiling "$out/cli";; esac\n'
+        f'exec "{cli / "bin" / "pulumi"}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return root
+
+
+def timed_preview(
+    engine: Engine, name: str, clusters: int, env: dict[str, str]
+) -> tuple[float, int, auto.PreviewResult]:
+    """A first preview of the fleet as stack `name`: seconds, peak memory of the tree, result."""
+    engine.env.update(env)
+    engine.write_fleet(name, fleet(clusters))
+    stack = engine.stack(name, run)
+    stack.set_config("modelplane:kubeconfig", auto.ConfigValue(value="apiVersion: v1\nkind: Config\n", secret=True))
+    with PeakMemory(os.getpid()) as memory:
+        start = time.perf_counter()
+        preview = stack.preview(policy_packs=[str(engine.pack)])
+        seconds = time.perf_counter() - start
+    return seconds, memory.peak, preview
+
+
+def measure(clusters: int, cli: Path, trace: Path | None = None) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix=f"engine-bench-{clusters}-"))
+    if trace is not None:
+        cli = traced_cli(cli, base)
     engine = Engine(base, cli)
+    if trace is not None:
+        engine.env["MODELPLANE_BENCH_TRACE"] = str(trace / f"fleet{clusters}")
     name = f"fleet{clusters}"
     engine.write_fleet(name, fleet(clusters))
     program_seconds: list[float] = []
@@ -124,6 +168,10 @@ def measure(clusters: int, cli: Path) -> dict[str, Any]:
         engine_seconds = time.perf_counter() - start
     starts = [e for e in engine.ops().entries if e["op"] == "start"]
     boot = provider_boot_seconds(engine)
+    skip_seconds, skip_peak, skip_preview = timed_preview(
+        engine, f"{name}-skip-checkpoints", clusters, {"PULUMI_SKIP_CHECKPOINTS": "true"}
+    )
+    assert skip_preview.change_summary == preview.change_summary, "the previews differ"
     return {
         "clusters": clusters,
         "resources": sum(preview.change_summary.values()),
@@ -136,20 +184,25 @@ def measure(clusters: int, cli: Path) -> dict[str, Any]:
         "provider_boot_s": round(boot, 2),
         "program_s": round(sum(program_seconds), 1),
         "policy_violations": sum(1 for e in events if e.policy_event is not None),
+        "skip_checkpoints_s": round(skip_seconds, 1),
+        "skip_checkpoints_peak_mib": skip_peak // 2**20,
+        "skip_checkpoints_ratio": round(skip_seconds / plan_seconds, 1),
     }
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| clusters | resources | `modelplane plan` | engine preview with the pack | engine / plan "
-        "| provider processes (boot each) | program inside the engine |",
-        "|---|---|---|---|---|---|---|",
+        "| provider processes (boot each) | program inside the engine "
+        "| the same with `PULUMI_SKIP_CHECKPOINTS=true` | engine / plan with it |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['clusters']} | {r['resources']} | {r['plan_s']} s, {r['plan_peak_mib']} MiB "
             f"| {r['engine_s']} s, {r['engine_peak_mib']} MiB | {r['ratio']} "
-            f"| {r['provider_processes']} ({r['provider_boot_s']} s) | {r['program_s']} s |"
+            f"| {r['provider_processes']} ({r['provider_boot_s']} s) | {r['program_s']} s "
+            f"| {r['skip_checkpoints_s']} s, {r['skip_checkpoints_peak_mib']} MiB | {r['skip_checkpoints_ratio']} |"
         )
     return "\n".join(lines)
 
@@ -158,12 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.engine")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--trace", type=Path, help="write each preview's spans and CLI profiles under this folder")
     args = parser.parse_args(argv)
     cli = cli_root()
     if cli is None:
         print("no Pulumi CLI: run `make engine` first", file=sys.stderr)
         return 1
-    rows = [measure(int(n), cli) for n in args.sizes.split(",")]
+    rows = [measure(int(n), cli, args.trace.resolve() if args.trace else None) for n in args.sizes.split(",")]
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))
     return 0
 

@@ -64,6 +64,14 @@ def test_ci_never_falls_back_to_a_public_passphrase() -> None:
     assert "|| 'modelplane-example-stacks'" not in text
 
 
+def test_the_preview_job_only_previews_and_skips_the_per_step_snapshot() -> None:
+    job = workflow()["jobs"]["preview"]
+    assert job["env"]["PULUMI_SKIP_CHECKPOINTS"] == "true"
+    commands = [s["with"]["command"] for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    assert commands == ["preview"]
+    assert not any("pulumi up" in str(s.get("run", "")) for s in job["steps"])
+
+
 def test_a_fork_pull_request_skips_what_needs_secrets_or_a_writable_token() -> None:
     fork_guard = "github.event.pull_request.head.repo.full_name == github.repository"
     jobs = workflow()["jobs"]

@@ -105,14 +105,16 @@ def pack_launcher(folder: Path) -> Path:
     (`python -u -m pulumi.policy <engine address> <pack dir>`, in the pack's folder).
 
     The engine launches an executable `--policy-pack` path directly with the engine's address and
-    reads `PulumiPolicy.yaml` beside it (pkg/resource/plugin/analyzer_plugin.go at v3.274.1).
+    reads `PulumiPolicy.yaml` beside it (pkg/resource/plugin/analyzer_plugin.go at v3.274.1). The
+    flags it puts before the address (`--tracing <endpoint>` when the CLI traces,
+    pkg/resource/plugin/plugin.go `buildPluginArguments`) go through: `pulumi.policy` takes them.
     """
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "policies" / "PulumiPolicy.yaml", folder / "PulumiPolicy.yaml")
     launcher = folder / "modelplane-pack"
     pack = ROOT / "policies"
     launcher.write_text(
-        f'#!/bin/sh\ncd "{pack}" && PYTHONPATH="{ROOT}" exec "{sys.executable}" -u -m pulumi.policy "$1" "{pack}"\n'
+        f'#!/bin/sh\ncd "{pack}" && PYTHONPATH="{ROOT}" exec "{sys.executable}" -u -m pulumi.policy "$@" "{pack}"\n'
     )
     launcher.chmod(0o755)
     return launcher
