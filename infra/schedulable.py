@@ -37,6 +37,7 @@ from infra.devices import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpu
 from infra.facts import ClusterFacts, PoolFacts
 from infra.formats import parse_quantity
 from infra.machines import MachineType
+from infra.multinode import pool_zones
 from infra.reservations import GIB, MIB, Reservation, default_reservation, machine_memory
 from infra.serving.catalog import cluster_components
 from infra.vocabulary import GPU_VENDORS
@@ -377,7 +378,9 @@ def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
     placement group for EFA pools) lives in one zone. The LeaderWorkerSet keeps a group's pods in
     one zone (`components.multinode`), but a pool whose nodes are spread over zones can leave no
     zone with enough of them, so a multi-node deployment needs a pool of one zone: its one declared
-    zone, or on a cloud that counts nodes per zone (GKE), a pool that names one.
+    zone, or where a pool without zones spans several (GKE's regional pools, EKS's node groups over
+    the VPC's three subnets, unless an EFA pool's placement group keeps it in one), a pool that
+    names one (`infra.multinode.pool_zones`).
     """
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(located.fleet.deployments):
@@ -385,7 +388,7 @@ def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
             continue
         cluster, cf = located.cluster(dep.cluster)
         pool = cf.pool(dep.pool)
-        zones = len(pool.zones) or pool.zone_count
+        zones = pool_zones(cluster.source, pool)
         if zones <= 1:
             continue
         ki = located.fleet.clusters.index(cluster)

@@ -176,6 +176,23 @@ def test_a_group_on_a_gke_pool_of_the_default_three_zones_is_refused() -> None:
     assert "deployments[0].nodes" not in issues(raw)
 
 
+def test_a_group_on_an_eks_pool_without_zones_is_refused_unless_its_efa_placement_group_holds_it() -> None:
+    # A node group without zones takes the VPC's three private subnets (clouds/eks/component.py), so
+    # its nodes spread over three zones; an EFA pool is one cluster placement group, in one zone.
+    raw = eks(group())
+    raw["clusters"][0]["nodePools"][0].pop("zones")
+    issue = issues(raw)["deployments[0].nodes"]
+    assert "over 3 zones (none named)" in issue.problem
+    assert issue.fix.startswith(
+        "keep the pool in one zone (clusters[0].nodePools[0].zones: [<one zone of the region>])"
+    )
+    raw["classes"][0]["devices"].append(
+        {"name": "efa", "driver": "dra.net", "deviceClassName": "efa.networking.k8s.aws", "count": 32}
+    )
+    raw["deployments"][0]["devices"] = [{"name": "gpu", "count": 8}, {"name": "efa", "count": 32}]
+    assert "deployments[0].nodes" not in issues(raw)
+
+
 def test_a_one_node_deployment_may_use_a_pool_over_several_zones() -> None:
     assert issues(eks(group(nodes=1, args=["-tp", "8"]), zones=["us-east-1a", "us-east-1b"])) == {}
 
