@@ -16,13 +16,14 @@ leaderworkerset_types.go`); the engine's launch is vLLM's multiprocessing multi-
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
+T = TypeVar("T")
 # The label LWS puts on every pod with its index in the group; the leader's is always "0"
 # (`WorkerIndexLabelKey`; the controller selects leaders with it, pkg/controllers/
 # leaderworkerset_controller.go at v0.8.0). The Service selects leaders only: only the leader
@@ -123,21 +124,17 @@ def group_pod(template: k8s.core.v1.PodTemplateSpecArgs, container: k8s.core.v1.
     assert isinstance(spec, k8s.core.v1.PodSpecArgs), "the one-node pod is built here, never an Output"
     return k8s.core.v1.PodTemplateSpecArgs(
         metadata=template.metadata,
-        spec=replace_pod_spec(spec, containers=[container], affinity=group_zone_affinity()),
+        spec=replaced(spec, containers=[container], affinity=group_zone_affinity()),
     )
 
 
-def replace_pod_spec(spec: k8s.core.v1.PodSpecArgs, **changes: Any) -> k8s.core.v1.PodSpecArgs:
-    """A copy of a pod spec with `changes` (the SDK's args classes are plain, not dataclasses)."""
-    fields = {
-        "node_selector": spec.node_selector,
-        "tolerations": spec.tolerations,
-        "resource_claims": spec.resource_claims,
-        "containers": spec.containers,
-        "volumes": spec.volumes,
-        **changes,
-    }
-    return k8s.core.v1.PodSpecArgs(**fields)
+def replaced(value: T, /, **changes: Any) -> T:
+    """A copy of an SDK args object (a pod spec, a container) with `changes`, keeping every field it set.
+
+    The SDK's `@pulumi.input_type` classes keep the fields set on them, by their snake_case names, in
+    the instance's `__dict__`, which is what their constructor takes.
+    """
+    return type(value)(**{**vars(value), **changes})
 
 
 def leader_worker_set(
@@ -154,7 +151,7 @@ def leader_worker_set(
 
     With `replicas` None the count is left to an autoscaler, which drives the LeaderWorkerSet's
     scale subresource (`spec.replicas`, leaderworkerset_types.go at v0.8.0)."""
-    leader_engine = replace_container(leader, args=launch_args(args, leader=True))
+    leader_engine = replaced(leader, args=launch_args(args, leader=True))
     return k8s.apiextensions.CustomResource(
         name,
         api_version=API_VERSION,
@@ -178,20 +175,3 @@ def leader_worker_set(
         },
         opts=opts,
     )
-
-
-def replace_container(container: k8s.core.v1.ContainerArgs, **changes: Any) -> k8s.core.v1.ContainerArgs:
-    """A copy of a container with `changes`."""
-    fields = {
-        "name": container.name,
-        "image": container.image,
-        "args": container.args,
-        "env": container.env,
-        "ports": container.ports,
-        "startup_probe": container.startup_probe,
-        "readiness_probe": container.readiness_probe,
-        "resources": container.resources,
-        "volume_mounts": container.volume_mounts,
-        **changes,
-    }
-    return k8s.core.v1.ContainerArgs(**fields)
