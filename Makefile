@@ -52,7 +52,7 @@ pytest: sync
 # real pulumi-kubernetes provider. Built from the Go module proxy into a cache outside the
 # repository, once per version per machine (engine/build.sh says where; docs/benchmarks.md how
 # long: about 45 minutes for all eight the first time on two cores, nothing once built).
-ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok pulumi-resource-kubernetes
+ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes
 
 engine:
 	for t in $(ENGINE_TOOLS); do bash engine/build.sh $$t >/dev/null || exit 1; done

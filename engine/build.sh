@@ -13,10 +13,11 @@
 #   kube-controller-manager, kube-scheduler
 #                   the controllers and the scheduler of the local cluster (tests/engine/cluster.py)
 #   kwok            the kubelets of that cluster's nodes (sigs.k8s.io/kwok)
+#   lws             the LeaderWorkerSet controller manager that cluster runs (sigs.k8s.io/lws)
 #   pulumi-resource-kubernetes
 #                   the real pulumi-kubernetes provider the cluster tier runs the program with
 #
-# Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/,
+# Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/, lws/,
 # kubernetes/) whose go.mod and go.sum
 # pin the release, into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
@@ -39,6 +40,8 @@ ETCD_VERSION=3.6.8
 OTELCOL_VERSION=0.161.0
 # engine/kwok/go.mod.
 KWOK_VERSION=0.8.0
+# engine/lws/go.mod: the release of the `lws` chart the serving stack installs (infra/serving/catalog.py).
+LWS_VERSION=0.8.0
 # engine/kubernetes/go.mod: the one version of provider/v4 the Go module proxy serves, a
 # pseudo-version at the commit of tag v4.25.0. The SDK we lock (pulumi-kubernetes 4.34.2) names
 # plugin version 4.34.2; tests/engine/harness.py installs this build under that name, and
@@ -84,13 +87,19 @@ case "$tool" in
   kwok)
     version=$KWOK_VERSION module=kwok package=sigs.k8s.io/kwok/cmd/kwok minutes=3 ldflags=
     ;;
+  lws)
+    # The module's manager binary is its cmd package (its Makefile: `go build ... cmd/main.go`),
+    # stamped with the release as its Makefile's LD_FLAGS stamp GitVersion.
+    version=$LWS_VERSION module=lws package=sigs.k8s.io/lws/cmd minutes=3
+    ldflags="-X sigs.k8s.io/lws/pkg/version.GitVersion=v$LWS_VERSION"
+    ;;
   pulumi-resource-kubernetes)
     version=$K8S_PROVIDER_VERSION module=kubernetes package=./cmd/pulumi-resource-kubernetes minutes=15
     # What the provider's Makefile sets (VERSION_PATH in pulumi/pulumi-kubernetes's Makefile).
     ldflags="-X $K8S_PROVIDER_MODULE/pkg/version.Version=$K8S_PROVIDER_VERSION"
     ;;
   *)
-    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok or pulumi-resource-kubernetes)" >&2
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws or pulumi-resource-kubernetes)" >&2
     exit 2
     ;;
 esac
@@ -121,6 +130,7 @@ built() {
     otelcol) said=$("$bin" --version 2>/dev/null) && [ "$said" = "otelcol version $OTELCOL_VERSION" ] ;;
     kube-controller-manager | kube-scheduler) said=$("$bin" --version 2>/dev/null) && [ "$said" = "Kubernetes v$KUBE_VERSION" ] ;;
     kwok) said=$("$bin" --version 2>/dev/null) && [ "${said%% go*}" = "kwok version v$KWOK_VERSION" ] ;;
+    lws) said=$("$bin" --version 2>/dev/null) && [ "$(head -n 1 <<<"$said")" = "Version: v$LWS_VERSION" ] ;;
     # The provider has no version flag; the build stamps the module version it was built from.
     pulumi-resource-kubernetes) [ "$(cat "$bin.version" 2>/dev/null)" = "$K8S_PROVIDER_PSEUDO" ] ;;
   esac

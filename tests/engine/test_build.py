@@ -41,12 +41,12 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     assert done.returncode == 2
     assert (
         "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
-        "kwok or pulumi-resource-kubernetes)" in done.stderr
+        "kwok, lws or pulumi-resource-kubernetes)" in done.stderr
     )
 
 
 @pytest.mark.parametrize(
-    "name", ["kube-apiserver", "etcd", "otelcol", "kube-controller-manager", "kube-scheduler", "kwok"]
+    "name", ["kube-apiserver", "etcd", "otelcol", "kube-controller-manager", "kube-scheduler", "kwok", "lws"]
 )
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
     # A binary that answers with another version, where the pinned one would be: not located.
@@ -58,6 +58,7 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
         "kube-controller-manager": "v1.36.0",
         "kube-scheduler": "v1.36.0",
         "kwok": "v0.8.0",
+        "lws": "v0.8.0",
     }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)
