@@ -41,6 +41,19 @@ WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
 # A group fails and restarts as one: one lost rank stops the engine's collectives, so LWS
 # recreates every pod of the group when one restarts (`RecreateGroupOnPodRestart`, also LWS's default).
 RESTART_POLICY = "RecreateGroupOnPodRestart"
+# The groups' DNS names: a headless Service per group, named after its leader pod (`UniquePerReplica`,
+# leaderworkerset_types.go at v0.8.0). LWS's default, `Shared`, names one headless Service after the
+# LeaderWorkerSet, which is the name of the deployment's own Service (`components.model_deployment`):
+# the controller creates its Service only if none of that name exists (`CreateHeadlessServiceIfNotExists`,
+# pkg/utils/controller/controller_utils.go), so the leaders' names would never resolve
+# (LWS_LEADER_ADDRESS), or, created first, it would take the deployment's Service name.
+SUBDOMAIN_POLICY = "UniquePerReplica"
+# The provider waits for a Deployment's pods but not for a custom resource, unless told which
+# condition to wait for (pulumi-kubernetes provider/pkg/metadata/overrides.go, `ReadyCondition`;
+# `pulumi.com/waitFor`). LWS sets `Available` once every group's pods are ready
+# (`LeaderWorkerSetAvailable`, leaderworkerset_types.go), so `up` waits for the groups as it waits for
+# a Deployment's replicas.
+WAIT_FOR = {"pulumi.com/waitFor": "condition=Available"}
 # The node label whose value is a node's zone (kubernetes.io/docs/reference/labels-annotations-taints,
 # topology.kubernetes.io/zone).
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -152,13 +165,16 @@ def leader_worker_set(
     With `replicas` None the count is left to an autoscaler, which drives the LeaderWorkerSet's
     scale subresource (`spec.replicas`, leaderworkerset_types.go at v0.8.0)."""
     leader_engine = replaced(leader, args=launch_args(args, leader=True))
+    annotations = metadata.annotations or {}
+    assert isinstance(annotations, dict), "the deployment's metadata is built here, never an Output"
     return k8s.apiextensions.CustomResource(
         name,
         api_version=API_VERSION,
         kind=KIND,
-        metadata=metadata,
+        metadata=replaced(metadata, annotations={**annotations, **WAIT_FOR}),
         spec={
             **({"replicas": replicas} if replicas is not None else {}),
+            "networkConfig": {"subdomainPolicy": SUBDOMAIN_POLICY},
             # A new group needs `nodes` whole nodes of its own; with none spare on the pool a
             # surge group would wait forever, so replace one group at a time instead (written out,
             # though they are LWS's defaults: `RollingUpdateConfiguration` in leaderworkerset_types.go).

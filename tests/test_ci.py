@@ -40,7 +40,7 @@ def test_every_committed_secret_is_passphrase_ciphertext_with_its_salt() -> None
         with_secrets += 1
         assert SALT.match(str(doc.get("encryptionsalt") or "")), f"{path.name} has secrets but no encryptionsalt"
         assert all(CIPHERTEXT.match(v) for v in values), f"{path.name} holds a secret no passphrase decrypts"
-    assert with_secrets == 3  # byo-amd, byo-mixed and recipe-qwen-mi325x
+    assert with_secrets == 4  # byo-amd, byo-mixed, byo-multinode and recipe-qwen-mi325x
 
 
 def test_preview_job_can_comment_and_creates_missing_stacks() -> None:

@@ -162,3 +162,19 @@ def test_the_group_objects_match_the_lws_crd_and_the_kubernetes_schemas(group: M
 
     kinds = assert_valid(group, {"lab": "1.36"})
     assert sorted(kinds) == ["LeaderWorkerSet", "ResourceClaimTemplate", "Service"]
+
+
+def test_each_group_gets_a_headless_service_of_its_own_not_the_name_of_the_deployments_service(
+    group: MockRun,
+) -> None:
+    # With LWS's default (`Shared`) its one headless Service is named after the LeaderWorkerSet,
+    # which is the name of the deployment's Service.
+    lws, service = one(group, LWS), one(group, SERVICE)
+    assert lws.inputs["metadata"]["name"] == service.inputs["metadata"]["name"]
+    assert lws.inputs["spec"]["networkConfig"] == {"subdomainPolicy": "UniquePerReplica"}
+
+
+def test_up_waits_for_every_group_as_for_a_deployments_replicas(group: MockRun) -> None:
+    lws = one(group, LWS)
+    assert lws.inputs["metadata"]["annotations"] == {"pulumi.com/waitFor": "condition=Available"}
+    assert lws.inputs["metadata"]["labels"] == one(group, SERVICE).inputs["metadata"]["labels"]
