@@ -9,30 +9,37 @@ Simulated: the kubelets, by KWOK v0.8.0 (`sigs.k8s.io/kwok`), whose stages (its 
 `kustomize/stage/`) mark nodes Ready and pods Running and Ready, and complete Job pods; and the
 hardware: `DevicePublisher` writes each node's ResourceSlices as the DRA driver of its devices
 publishes them (see `devices.py`), and each node carries the labels node discovery would put on it
-(`infra.placement.nodes_of`). No container runs, so a chart's webhooks cannot answer: the API
-server runs without the webhook admission plugins (`WEBHOOKS_OFF`), and an operator's own
-operands (the DaemonSets the NVIDIA and AMD operators create from their custom resources) never
-appear, since the operator's pod only looks Running.
+(`infra.placement.nodes_of`). No container runs, so an operator's own operands (the DaemonSets
+the NVIDIA and AMD operators create from their custom resources) never appear, since the
+operator's pod only looks Running, and no chart's webhook could answer; the stand-in charts
+register none.
+
+Real beside them: the lws chart's LeaderWorkerSet controller manager (lws v0.8.0, `engine/build.sh
+lws`), run as a process (`Lws`) with its webhooks, which the API server calls: without its pod
+webhook no group pod gets its group index, group key or LWS environment, and the controller
+cannot count a group (`Lws` says where).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.engine.kube import ApiError, ApiServer, stop
+import yaml
+
+from tests.engine.kube import ApiError, ApiServer, free_port, lws_crds, stop
 from tests.tools import tool
 
-# Webhook configurations the charts register point at pods that never run; with these admission
-# plugins on, every object they match would be refused ("failed calling webhook").
-WEBHOOKS_OFF = "--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"
 # Driver kubelet plugins and node agents run privileged, which a cluster's API server admits only
 # with this flag (every managed cloud's and kubeadm's set it; its default is false).
 PRIVILEGED = "--allow-privileged=true"
@@ -121,7 +128,7 @@ class LocalCluster:
 
     @classmethod
     def start(cls, folder: Path, etcd_url: str, prefix: str, nodes: Sequence[NodeSpec]) -> LocalCluster:
-        server = ApiServer.start(folder / "apiserver", etcd_url, prefix, (WEBHOOKS_OFF, PRIVILEGED), crds=False)
+        server = ApiServer.start(folder / "apiserver", etcd_url, prefix, (PRIVILEGED,), crds=False)
         cluster = cls(folder, server, list(nodes))
         try:
             config = folder / "kubeconfig"
@@ -149,6 +156,7 @@ class LocalCluster:
                 "--node-ip=10.0.0.1",
                 *[f"--config={f}" for f in stage_files()],
             )
+            cluster._start_lws(config)
             for node in nodes:
                 server.create(node.node())
                 for piece in node.slices:
@@ -158,6 +166,23 @@ class LocalCluster:
             cluster.stop()
             raise
         return cluster
+
+    def _start_lws(self, config: Path) -> None:
+        """The LeaderWorkerSet controller manager with its webhooks, once its CRD is served.
+
+        The CRD goes first: the manager watches LeaderWorkerSets from its start and exits when the
+        kind is not served within its cache sync timeout (controller-runtime v0.22, two minutes),
+        which a cluster reaches only once the lws chart is installed. Helm then finds the chart's
+        CRD present and skips it (`crds/` are installed only when absent).
+        """
+        self.server.install_crds(lws_crds())
+        folder = self.folder / "lws"
+        folder.mkdir(parents=True, exist_ok=True)
+        lws = Lws.prepare(folder)
+        self._spawn("lws", f"--kubeconfig={config}", f"--config={lws.config}", "--leader-elect=false")
+        lws.wait_serving()
+        for webhook in lws.webhook_configurations():
+            self.server.create(webhook)
 
     def _spawn(self, name: str, *args: str) -> None:
         log = open(self.folder / f"{name}.log", "w")  # noqa: SIM115 (the process writes to it after we return)
@@ -186,6 +211,100 @@ class LocalCluster:
         for pid in reversed(self.pids):
             stop(pid)
         self.server.stop()
+
+
+# Where the lws chart installs (infra/serving/catalog.py); its webhook configurations name it.
+LWS_NAMESPACE = "lws-system"
+# The chart's webhook configurations at v0.8.0, and their paths (`charts/lws/templates/webhook/`).
+LWS_WEBHOOKS = "charts/lws/templates/webhook/webhook.yaml"
+POD_WEBHOOK_PATH = "/mutate--v1-pod"
+
+
+@dataclass(frozen=True)
+class Lws:
+    """The lws chart's controller manager as a process on loopback: its configuration file and the
+    certificate its webhook server serves.
+
+    The chart runs it with `--config` holding leader election on and its own certificate
+    management (`templates/manager/configmap.yaml` at v0.8.0), which writes the certificate into a
+    Secret and the webhook configurations' `caBundle` for the chart's Service. Here there is one
+    process and no Service in front of it: leader election is off, the certificate is made here
+    (for 127.0.0.1) and handed to it in `webhook.certDir` with `internalCertManagement.enable: false`
+    (api/config/v1alpha1/configuration_types.go), and the chart's webhook configurations are
+    registered with the process's URL in place of the Service. Metrics and health probes are off
+    ("0", `ControllerMetrics`, `ControllerHealth`).
+    """
+
+    config: Path
+    cert: Path
+    port: int
+
+    @classmethod
+    def prepare(cls, folder: Path) -> Lws:
+        cert, key = folder / "tls.crt", folder / "tls.key"  # the names the webhook server reads
+        request = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        files = ["-keyout", str(key), "-out", str(cert)]
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *request, *files],
+            check=True,
+            capture_output=True,
+        )
+        port = free_port()
+        doc = {
+            "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(folder)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": "0"},
+        }
+        config = folder / "config.yaml"
+        config.write_text(yaml.safe_dump(doc))
+        return cls(config, cert, port)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def wait_serving(self, timeout: float = 60) -> None:
+        """Until the webhook server answers on the pod webhook's path: the manager registers its
+        webhooks after it starts (cmd/main.go, `setupControllers`), and until then the path is 404."""
+        context = ssl.create_default_context(cafile=str(self.cert))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            request = urllib.request.Request(self.url + POD_WEBHOOK_PATH, data=b"{}", method="POST")
+            request.add_header("Content-Type", "application/json")
+            try:
+                with urllib.request.urlopen(request, context=context, timeout=2):
+                    return
+            except urllib.error.HTTPError as err:
+                if err.code != 404:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the LeaderWorkerSet webhooks did not answer in {timeout:.0f} s")
+
+    def webhook_configurations(self) -> list[dict[str, Any]]:
+        """The chart's two webhook configurations, each webhook calling this process at its path."""
+        out = subprocess.run(
+            ["go", "mod", "download", "-json", "sigs.k8s.io/lws"],
+            cwd=Path(__file__).resolve().parents[2] / "engine" / "lws",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        text = (Path(json.loads(out)["Dir"]) / LWS_WEBHOOKS).read_text()
+        text = text.replace("{{ .Release.Namespace }}", LWS_NAMESPACE)
+        assert "{{" not in text, "the chart's webhook configurations template only the namespace"
+        ca = base64.b64encode(self.cert.read_bytes()).decode()
+        docs = [d for d in yaml.safe_load_all(text) if d]
+        for doc in docs:
+            for webhook in doc["webhooks"]:
+                service = webhook["clientConfig"]["service"]
+                webhook["clientConfig"] = {"url": self.url + service["path"], "caBundle": ca}
+        return docs
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> bool:

@@ -27,7 +27,7 @@ from tests.engine.stackrun import Run
 from tests.tools import ToolMissingError, tool
 
 # What the run needs from `make engine` (engine/build.sh), in the order a missing one is named.
-TOOLS = ("pulumi", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+TOOLS = ("pulumi", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "lws")
 PROVIDER = "pulumi-resource-kubernetes"
 DEFAULT_STACK = "byo-mixed"
 

@@ -273,10 +273,10 @@ class ApiServer:
             return f"{base}/namespaces/{meta.get('namespace') or 'default'}/{plural}/{name}"
         return f"{base}/{plural}/{name}"
 
-    def install_crds(self) -> None:
-        """The CRDs the serving stack's charts install (engine/crds): Envoy Gateway's Gateway API
-        CRDs and the LeaderWorkerSet chart's."""
-        crds = gateway_api_crds() + lws_crds()
+    def install_crds(self, crds: list[dict[str, Any]] | None = None) -> None:
+        """Install `crds` and wait until they are served; by default the CRDs the serving stack's
+        charts install (engine/crds): Envoy Gateway's Gateway API CRDs and the LeaderWorkerSet chart's."""
+        crds = gateway_api_crds() + lws_crds() if crds is None else crds
         for crd in crds:
             self.apply(crd)
         deadline = time.monotonic() + 60

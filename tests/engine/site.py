@@ -37,8 +37,12 @@ class Pod:
     node: str | None
     phase: str
     ready: bool
-    owner: str  # "<kind>/<name>" of its controller: a DaemonSet, or the Deployment of its ReplicaSet
+    # "<kind>/<name>" of the workload it belongs to: its DaemonSet, the Deployment of its ReplicaSet,
+    # or the LeaderWorkerSet of its StatefulSet (a worker's StatefulSet is its leader pod's).
+    owner: str
     claims: tuple[str, ...]  # the ResourceClaims made for it
+    labels: Mapping[str, str]
+    env: Mapping[str, str]  # its first container's environment (plain values)
 
 
 @dataclass(frozen=True)
@@ -83,16 +87,23 @@ class Site:
         return newest
 
     def pods(self) -> list[Pod]:
-        replica_sets = {
-            (rs["metadata"]["namespace"], rs["metadata"]["name"]): _controller(rs)
-            for rs in self._list("apps/v1", "ReplicaSet")
+        pods = self._list("v1", "Pod")
+        # What owns what, for the kinds that stand between a pod and its workload.
+        controllers = {
+            (o["metadata"]["namespace"], f"{kind}/{o['metadata']['name']}"): _controller(o)
+            for kind, objects in (
+                ("ReplicaSet", self._list("apps/v1", "ReplicaSet")),
+                ("StatefulSet", self._list("apps/v1", "StatefulSet")),
+                ("Pod", pods),
+            )
+            for o in objects
         }
         out = []
-        for pod in self._list("v1", "Pod"):
+        for pod in pods:
             meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
             owner = _controller(pod)
-            if owner.startswith("ReplicaSet/"):
-                owner = replica_sets.get((meta["namespace"], owner.split("/", 1)[1]), owner)
+            while controllers.get((meta["namespace"], owner)):
+                owner = controllers[(meta["namespace"], owner)]
             out.append(
                 Pod(
                     namespace=meta["namespace"],
@@ -106,6 +117,8 @@ class Site:
                         for c in status.get("resourceClaimStatuses") or []
                         if c.get("resourceClaimName")
                     ),
+                    labels=dict(meta.get("labels") or {}),
+                    env={e["name"]: e["value"] for e in spec["containers"][0].get("env") or [] if "value" in e},
                 )
             )
         return out
@@ -166,6 +179,17 @@ class Site:
             out.setdefault((spec["nodeName"], spec["driver"]), set()).update(d["name"] for d in spec["devices"])
         return out
 
+    def endpoints(self, namespace: str, service: str) -> set[str]:
+        """The pods a Service's EndpointSlices hold (the endpoint slice controller's)."""
+        return {
+            e["targetRef"]["name"]
+            for piece in self._list("discovery.k8s.io/v1", "EndpointSlice")
+            if piece["metadata"]["namespace"] == namespace
+            and (piece["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == service
+            for e in piece.get("endpoints") or []
+            if (e.get("targetRef") or {}).get("kind") == "Pod"
+        }
+
     def node_pools(self) -> dict[str, str]:
         """node -> the pool its `modelplane.ai/pool` label names ("" for none)."""
         return {
@@ -184,6 +208,7 @@ class Site:
             ("resource.k8s.io/v1", "ResourceClaimTemplate"),
             ("gateway.networking.k8s.io/v1", "HTTPRoute"),
             ("gateway.networking.k8s.io/v1", "Gateway"),
+            ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         ]
         return {o["metadata"]["uid"]: o["metadata"]["resourceVersion"] for k in kinds for o in self._list(*k)}
 
@@ -192,7 +217,7 @@ class Site:
         pools = self.node_pools()
         rows: dict[tuple[str, str], list[str]] = {}
         for pod in self.pods():
-            if not pod.node or not pod.owner.startswith(("DaemonSet/", "Deployment/")):
+            if not pod.node or not pod.owner.startswith(("DaemonSet/", "Deployment/", "LeaderWorkerSet/")):
                 continue
             rows.setdefault((pod.namespace, pod.owner), []).append(pod.node)
         allocated = {(a.namespace, a.claim): a for a in self.allocations()}

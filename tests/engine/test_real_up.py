@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
+from components import multinode
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
 from tests.engine import charts as mirror
+from tests.engine.cluster import condition
 from tests.engine.devices import SIMULATED
 from tests.engine.harness import assert_secrets_kept, mock_urns, urns
 from tests.engine.kube import Etcd
@@ -27,11 +29,15 @@ from tests.tools import require
 # The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
 # created by the AMD operator from its DeviceConfig, and no operator really runs here.
 DRIVER_RELEASES = {NVIDIA_GPU_DRIVER: "mp-dra-driver-nvidia-gpu", CPU_DRIVER: "mp-dra-driver-cpu"}
+LWS_API = multinode.API_VERSION
+# The label LWS's pod webhook gives every pod of a group with the group's index
+# (`GroupIndexLabelKey`, api/leaderworkerset/v1/leaderworkerset_types.go at v0.8.0).
+GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 
 
 @pytest.fixture(scope="module")
 def real_tools() -> Path:
-    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok"):
+    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "lws"):
         require(name, "the cluster tier")
     require("pulumi-resource-kubernetes", "the cluster tier")
     return require("pulumi", "the cluster tier").parent.parent
@@ -69,6 +75,50 @@ def claiming_nodes(run: Run, driver: str) -> set[str]:
     return {node for node, pool in run.site.node_pools().items() if pool in pools}
 
 
+def workload(dep: dict[str, Any]) -> str:
+    """The workload a deployment's pods belong to: its Deployment, or for replicas of several
+    nodes its LeaderWorkerSet (components/multinode.py)."""
+    return f"{'LeaderWorkerSet' if dep.get('nodes', 1) > 1 else 'Deployment'}/{dep['name']}"
+
+
+def check_groups(run: Run, dep: dict[str, Any]) -> None:
+    """What the LeaderWorkerSet controller, its webhook and the StatefulSet controller made of a
+    deployment of several nodes per replica, read from the cluster."""
+    name, namespace, nodes, replicas = dep["name"], dep["namespace"], dep["nodes"], dep.get("replicas", 1)
+    (lws,) = [o for o in run.cluster.list(LWS_API, "LeaderWorkerSet", namespace) if o["metadata"]["name"] == name]
+    assert condition(lws, "Available"), lws.get("status")
+    pods = [p for p in run.site.pods() if p.namespace == namespace and p.owner == f"LeaderWorkerSet/{name}"]
+    # Every pod on a node of its own (each claims all of its node's GPUs), every node of the pool.
+    assert len({p.node for p in pods}) == len(pods) == replicas * nodes
+    groups: dict[str, list[Any]] = {}
+    for pod in pods:
+        groups.setdefault(pod.labels[GROUP_INDEX], []).append(pod)
+    assert sorted(groups) == [str(g) for g in range(replicas)]
+    leaders = set()
+    for index, group in groups.items():
+        # A leader (rank 0) and its workers, one group key, and the environment the engine's
+        # launch reads (LWS_LEADER_ADDRESS names the leader in its group's own headless Service).
+        assert sorted(p.labels[multinode.WORKER_INDEX_LABEL] for p in group) == [str(r) for r in range(nodes)]
+        assert len({p.labels[multinode.GROUP_KEY_LABEL] for p in group}) == 1
+        leader = f"{name}-{index}"
+        for pod in group:
+            assert pod.env[multinode.GROUP_SIZE_ENV] == str(nodes)
+            assert pod.env[multinode.WORKER_INDEX_ENV] == pod.labels[multinode.WORKER_INDEX_LABEL]
+            assert pod.env[multinode.LEADER_ADDRESS_ENV] == f"{leader}.{leader}.{namespace}"
+        leaders.add(leader)
+        headless = run.cluster.server.get(
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": leader, "namespace": namespace}}
+        )
+        assert headless is not None and headless["spec"]["clusterIP"] == "None", leader
+    assert len({p.labels[multinode.GROUP_KEY_LABEL] for p in pods}) == replicas
+    # The deployment's Service reaches the leaders only: the workers run headless.
+    assert run.site.endpoints(namespace, name) == leaders
+    service = run.cluster.server.get(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace}}
+    )
+    assert service is not None and service["spec"]["clusterIP"] != "None"
+
+
 def check_installed(run: Run) -> None:
     """What the issue's run reads from the cluster after `up`, for any of the stacks."""
     site = run.site
@@ -94,8 +144,8 @@ def check_installed(run: Run) -> None:
     published = site.published()
     devices_of = {p.name: {d.name: d for d in p.devices} for p in run.facts.pools}
     for dep in run.deployments():
-        pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == f"Deployment/{dep['name']}"]
-        assert len(pods) == dep.get("replicas", 1), dep["name"]
+        pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == workload(dep)]
+        assert len(pods) == dep.get("replicas", 1) * dep.get("nodes", 1), dep["name"]
         for pod in pods:
             assert pod.ready and pod.phase == "Running", (dep["name"], pod)
             assert pools[pod.node or ""] == dep["pool"], (dep["name"], pod.node)
@@ -109,6 +159,8 @@ def check_installed(run: Run) -> None:
             assert set(got.devices) <= published[(pod.node or "", got.driver)]
             if got.driver == CPU_DRIVER:
                 assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
+        if dep.get("nodes", 1) > 1:
+            check_groups(run, dep)
     # The state holds what the offline plan registers, and keeps every secret a secret.
     state = run.engine.export(run.stack)
     assert urns(state) == mock_urns(run.engine.stack_file(run.name)), "the engine's state and the offline plan differ"
@@ -182,3 +234,15 @@ def test_the_committed_existing_stacks_install_and_a_protected_one_refuses_destr
     recipe.engine.write_config("recipe-qwen-mi325x", full)
     recipe.up()
     check_installed(recipe)
+
+
+def test_multi_node_groups_run_a_leader_and_a_worker_on_nodes_of_their_own(run: Any) -> None:
+    # Two replicas of two 8x MI300X nodes each: the real LWS controller makes each group's leader
+    # StatefulSet and its workers', the StatefulSet controller their pods, the scheduler their
+    # claims, and `up` waits until every group is Available.
+    multi = run("byo-multinode")
+    assert [d.get("nodes") for d in multi.deployments()] == [2]
+    multi.up()
+    check_installed(multi)
+    again = multi.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
