@@ -306,7 +306,7 @@ class ModelDeployment(pulumi.ComponentResource):
         # A Deployment, or for replicas of several nodes a LeaderWorkerSet.
         self.deployment: pulumi.CustomResource
         if spec.nodes > 1:
-            self.deployment = self._leader_worker_set(name, spec, meta, pod, container, template)
+            self.deployment = self._leader_worker_set(name, spec, cluster, meta, pod, container, template)
         else:
             self.deployment = self._deployment(name, spec, meta, labels, pod, template)
         self.service = self._service(name, spec, meta, labels)
@@ -388,6 +388,7 @@ class ModelDeployment(pulumi.ComponentResource):
         self,
         name: str,
         spec: ModelDeploymentSpec,
+        cluster: ClusterFacts,
         meta: k8s.meta.v1.ObjectMetaArgs,
         pod: k8s.core.v1.PodTemplateSpecArgs,
         container: k8s.core.v1.ContainerArgs,
@@ -403,6 +404,7 @@ class ModelDeployment(pulumi.ComponentResource):
             pod,
             container,
             engine_args(spec),
+            profile(cluster.source).zone_labels,
             self._workload_options(template),
         )
 

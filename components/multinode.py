@@ -131,13 +131,23 @@ def worker_container(leader: k8s.core.v1.ContainerArgs, args: Sequence[str]) -> 
     )
 
 
-def group_pod(template: k8s.core.v1.PodTemplateSpecArgs, container: k8s.core.v1.ContainerArgs) -> Any:
-    """A pod template of a group: the one-node pod, with `container` and the zone affinity."""
+def group_pod(
+    template: k8s.core.v1.PodTemplateSpecArgs, container: k8s.core.v1.ContainerArgs, zone_labels: bool
+) -> Any:
+    """A pod template of a group: the one-node pod, with `container` and, where the cloud labels
+    its nodes' zones, the zone affinity.
+
+    A required pod affinity term admits no node without its topology label (the scheduler's
+    InterPodAffinity filter, pkg/scheduler/framework/plugins/interpodaffinity/filtering.go,
+    `satisfyPodAffinity`), so on nodes nothing labels with a zone it would keep every group
+    pending; there the pool is one zone by the rules (`infra.multinode.pool_zones`).
+    """
     spec = template.spec
     assert isinstance(spec, k8s.core.v1.PodSpecArgs), "the one-node pod is built here, never an Output"
+    placement = {"affinity": group_zone_affinity()} if zone_labels else {}
     return k8s.core.v1.PodTemplateSpecArgs(
         metadata=template.metadata,
-        spec=replaced(spec, containers=[container], affinity=group_zone_affinity()),
+        spec=replaced(spec, containers=[container], **placement),
     )
 
 
@@ -158,6 +168,7 @@ def leader_worker_set(
     template: k8s.core.v1.PodTemplateSpecArgs,
     leader: k8s.core.v1.ContainerArgs,
     args: Sequence[str],
+    zone_labels: bool,
     opts: pulumi.ResourceOptions,
 ) -> k8s.apiextensions.CustomResource:
     """The LeaderWorkerSet: `replicas` groups of `nodes` pods, a leader template and a worker template.
@@ -185,8 +196,8 @@ def leader_worker_set(
             "leaderWorkerTemplate": {
                 "size": nodes,
                 "restartPolicy": RESTART_POLICY,
-                "leaderTemplate": group_pod(template, leader_engine),
-                "workerTemplate": group_pod(template, worker_container(leader, args)),
+                "leaderTemplate": group_pod(template, leader_engine, zone_labels),
+                "workerTemplate": group_pod(template, worker_container(leader, args), zone_labels),
             },
         },
         opts=opts,

@@ -96,6 +96,10 @@ class CloudProfile:
     # group, so in one zone; and how a pool claims the cloud's high-speed fabric (None: the cloud
     # offers none this program sets up).
     unlisted_pool_zones: int = 1
+    # Whether the cloud labels every node with its zone (`topology.kubernetes.io/zone`, set by the
+    # cloud's node controller); a group's pods keep to one zone by that label
+    # (`components.multinode.group_zone_affinity`), and a node without it admits none of them.
+    zone_labels: bool = True
     fabric_placement_group: bool = False
     fabric_claim: str | None = None
     # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler

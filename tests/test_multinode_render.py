@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import of_type, run_fleet
+from tests.test_multinode import eks
+from tests.test_multinode import group as multinode_group
 from tooling.mockrun import MockRun, Registration
 
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
@@ -124,11 +126,19 @@ def test_the_leader_is_probed_as_one_node_is_and_workers_keep_the_cache_and_shm(
         assert {v["name"] for v in pod["volumes"]} == {"shm", "model-cache"}
 
 
-def test_every_pod_of_a_group_is_kept_in_the_zone_of_its_group(group: MockRun) -> None:
-    for pod in templates(group):
+def test_every_pod_of_a_group_is_kept_in_the_zone_of_its_group_where_the_cloud_labels_zones() -> None:
+    result = run_fleet(eks(multinode_group(memory="1000Gi")))
+    for pod in templates(result):
         [term] = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         assert term["topologyKey"] == "topology.kubernetes.io/zone"
         assert term["matchLabelKeys"] == ["leaderworkerset.sigs.k8s.io/group-key"]
+
+
+def test_a_group_on_an_existing_cluster_has_no_zone_affinity_its_nodes_may_not_satisfy(group: MockRun) -> None:
+    # Nothing labels an owner's nodes with a zone, and a required pod affinity term admits no node
+    # without its topology label: every pod of the group would stay pending.
+    for pod in templates(group):
+        assert "affinity" not in pod
 
 
 def test_the_service_selects_the_leader_of_each_group_only(group: MockRun) -> None:

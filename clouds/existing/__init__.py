@@ -21,6 +21,10 @@ CLOUD = Cloud(
         system_machine=None,
         # The owner's cluster has a default StorageClass or none; the program leaves it to it.
         cache_storage_class="",
+        # Nothing labels an owner's nodes with a zone unless a cloud's node controller runs there
+        # (a kubeadm or bare-metal node has no `topology.kubernetes.io/zone`), and an Existing pool
+        # is one zone (`unlisted_pool_zones`; a pool listing several is refused).
+        zone_labels=False,
     ),
     key="existing",
     cluster_block=ExistingCluster,
