@@ -4,9 +4,11 @@ KEDA's place in the catalog, scale-from-zero pools per cloud, and cost at both e
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.model_deployment import workload_ref
 from infra.config.issues import ConfigError
@@ -19,7 +21,9 @@ from tests.conftest import of_type, run_fleet
 from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
 from tests.test_serving_checks import FILE, deployment, raw_fleet
 from tooling.mockrun import MockRun
-from tooling.plan import plain
+from tooling.plan import plain, plan_stack
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SCALING = {"minReplicas": 1, "maxReplicas": 3, "metric": "RequestsWaiting", "target": 5}
 
@@ -212,3 +216,19 @@ def test_the_join_leaves_a_feature_row_out_until_a_deployment_uses_it() -> None:
     rows = [Component("base", "base", "r", "1.0.0", "ns"), Component("k", "k", "r", "1.0.0", "ns", features=("x",))]
     assert [c.key for c in join_components(rows, [])] == ["base"]
     assert [c.key for c in join_components(rows, [], features=["x"])] == ["base", "k"]
+
+
+def test_an_autoscaled_deployment_of_a_stack_file_plans_with_its_bounds(tmp_path: Path) -> None:
+    """The plan hands the program the keys as written: a `replicas` default beside `autoscaling`
+    would be refused by the program's own rule."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml").read_text())
+    [dep] = doc["config"]["modelplane:deployments"]
+    dep.pop("replicas")
+    dep["autoscaling"] = {"minReplicas": 1, "maxReplicas": 1, "metric": "RequestsWaiting", "target": 5}
+    path = tmp_path / "Pulumi.scaled.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    planned = plan_stack(path)
+    assert planned["ok"], (planned["errors"], planned["violations"])
+    [shown] = planned["deployments"]
+    assert shown["replicas"] is None  # left to the autoscaler
+    assert (shown["groups"]["count"], shown["groups"]["minCount"]) == (1, 1)

@@ -150,6 +150,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
             dep_node = deps_node.add(esc(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}"))
+            if d.get("groups"):
+                dep_node.add(esc(groups_text(d["groups"])))
             endpoint = d.get("endpoint")
             if endpoint:
                 dep_node.add(esc(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})"))
@@ -166,6 +168,30 @@ def render_changes(doc: dict[str, Any], console: Console) -> None:
     )
     for line in change_lines(doc["changes"]):
         console.print("  " + esc(line), soft_wrap=True)
+
+
+def groups_text(groups: Mapping[str, Any]) -> str:
+    """A deployment's replicas as the tree shows them: pods on one node each, or groups of nodes.
+
+    `replicas: 2 pods, each claiming 1 gpu.nvidia.com`, or for replicas of several nodes
+    `groups: 1 x 2 nodes, 2 pods each claiming 8 gpu.nvidia.com (16 gpu.nvidia.com per group); fabric ...`;
+    an autoscaled count is a range, `1..4`.
+    """
+    most, fewest = groups["count"], groups["minCount"]
+    count = f"{fewest}..{most}" if fewest != most else f"{most}"
+    claims = " + ".join(
+        f"{d['count']} {d['deviceClassName']}" + "".join(f" ({k} {v})" for k, v in (d.get("capacity") or {}).items())
+        for d in groups["devicesPerPod"]
+    )
+    if groups["nodes"] == 1:
+        pods = "pod" if most == 1 else "pods"
+        return f"replicas: {count} {pods}" + (f", each claiming {claims}" if claims else "")
+    per_group = ", ".join(f"{n} {cls}" for cls, n in groups["devicesPerGroup"].items())
+    return (
+        f"groups: {count} x {groups['nodes']} nodes, {groups['podsPerGroup']} pods"
+        + (f" each claiming {claims} ({per_group} per group)" if claims else "")
+        + f"; fabric {groups['fabric'] or 'none'}"
+    )
 
 
 def derived_text(derived: dict[str, Any]) -> str:
