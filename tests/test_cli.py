@@ -53,6 +53,7 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "nodeCount",
                 "minNodeCount",
                 "maxNodeCount",
+                "scaleFromZero",
                 "createdNodes",
                 "nodes",
                 "machineType",
@@ -69,6 +70,8 @@ def check_shape(doc: dict[str, Any]) -> None:
                 set(p["accelerator"]) == {"type", "count"} and isinstance(p["accelerator"]["count"], int)
             )
             assert isinstance(p["nodeCount"], int)
+            # GPU pools of a provisioned cloud say whether its autoscaler brings them back from zero.
+            assert p["scaleFromZero"] is None or (p["role"] == "GPU" and isinstance(p["scaleFromZero"], bool))
             # One count: what the cloud creates, and the most the pool can have.
             assert 0 <= p["createdNodes"] <= p["nodes"]
         for r in c["releases"]:

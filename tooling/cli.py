@@ -120,6 +120,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 if p["createdNodes"] != p["nodeCount"]:  # started per zone (`infra.profiles.pool_nodes`)
                     size += f" (nodeCount {p['nodeCount']} rounded up per zone)"
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
+                if p["scaleFromZero"] is not None:  # the cloud profile's `gpu_scale_from_zero`
+                    size += ", scales up from zero" if p["scaleFromZero"] else ", cannot scale up from zero"
             elif p["createdNodes"] != p["nodeCount"]:  # counted per zone (`infra.profiles.pool_nodes`)
                 size += f": {p['nodeCount']} in each of {p['createdNodes'] // max(p['nodeCount'], 1)} zones"
             machine = esc(f" on {p['machineType']}") if p.get("machineType") else ""
@@ -267,7 +269,8 @@ def usd(value: float | None) -> str:
 
 
 def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
-    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown: <why>` otherwise.
+    """` — $x/month` for a priced fixed pool, ` — $min..$max/month` for an autoscaled one (at
+    minNodeCount..maxNodeCount, and at nodeCount where that is neither), ` — price unknown: <why>` otherwise.
 
     The machine itself is on the pool's line already (`on <machine>`).
     """
@@ -278,9 +281,13 @@ def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
     if cost["monthly"] is None:
         reason = cost.get("unpricedReason")
         return f" — price unknown: {reason['text']}" if reason else " — price unknown"
-    at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
     own = " (the class's own price)" if cost.get("priceFrom") == PRICE_FROM_CLASS else ""
-    return f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthly'])}{at_max}/month"
+    if cost["monthlyAtMax"] is None:
+        return f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthly'])}/month"
+    text = f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthlyAtMin'])}..{usd(cost['monthlyAtMax'])}/month"
+    if cost["monthly"] not in (cost["monthlyAtMin"], cost["monthlyAtMax"]):
+        text += f" ({usd(cost['monthly'])} at nodeCount)"
+    return text
 
 
 def source_text(release: Mapping[str, Any]) -> str:
@@ -293,11 +300,14 @@ def source_text(release: Mapping[str, Any]) -> str:
 
 
 def cost_text(cost: dict[str, Any], label: str) -> str:
-    """A cluster's or a stack's cost line: monthly at nodeCount..maxNodeCount, and what is unpriced."""
-    text = f"[green]{label}[/]: {usd(cost['monthly'])}"
-    if cost["monthlyAtMax"] != cost["monthly"]:
+    """A cluster's or a stack's cost line: monthly with autoscaled pools at minNodeCount..maxNodeCount
+    (and at nodeCount), and what is unpriced."""
+    text = f"[green]{label}[/]: {usd(cost['monthlyAtMin'])}"
+    if cost["monthlyAtMax"] != cost["monthlyAtMin"]:
         text += f"..{usd(cost['monthlyAtMax'])}"
     text += f" {cost['currency']}/month"
+    if cost["monthly"] not in (cost["monthlyAtMin"], cost["monthlyAtMax"]):
+        text += f" ({usd(cost['monthly'])} at nodeCount)"
     if cost.get("regionPriced"):
         text += f" at {cost['regionPriced']} prices"
     text += f" (catalog {cost['catalogDate']})"
