@@ -124,7 +124,9 @@ def test_flex_cpu_pool_takes_its_ocpus_and_memory_and_okes_plain_image(plan: Moc
 def test_the_cloud_init_starts_okes_setup_with_the_taints() -> None:
     script = base64.b64decode(user_data(["a=b:NoSchedule", "c=d:NoExecute"])).decode()
     assert "oke_init_script" in script
-    assert 'bash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints=a=b:NoSchedule,c=d:NoExecute"' in script
+    assert (
+        'bash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints=a=b:NoSchedule,c=d:NoExecute"' in script
+    )
     assert registered_taints(user_data([])) == []
 
 

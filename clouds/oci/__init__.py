@@ -57,7 +57,10 @@ def _availability_domains(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def _node_pool_option(args: Mapping[str, Any]) -> dict[str, Any]:
     version = str(args.get("nodePoolK8sVersion", "v0.0.0")).removeprefix("v")
-    names = (f"Oracle-Linux-8.10-2026.11.01-0-OKE-{version}-1", f"Oracle-Linux-8.10-Gen2-GPU-2026.11.01-0-OKE-{version}-1")
+    names = (
+        f"Oracle-Linux-8.10-2026.11.01-0-OKE-{version}-1",
+        f"Oracle-Linux-8.10-Gen2-GPU-2026.11.01-0-OKE-{version}-1",
+    )
     return {
         "sources": [
             {"sourceType": "IMAGE", "sourceName": name, "imageId": f"ocid1.image.oc1..mock{i}"}

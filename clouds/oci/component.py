@@ -102,7 +102,7 @@ def node_image(sources: Sequence[Any], kubernetes_version: str, gpu: bool) -> st
     if not found:
         kind = "GPU " if gpu else ""
         raise ComponentError("node image", kubernetes_version, f"OKE lists no {kind}x86 image for it")
-    return found[-1][1]
+    return str(found[-1][1])
 
 
 def ad_names(domains: Sequence[Any], numbers: Sequence[str]) -> list[str]:
@@ -141,6 +141,20 @@ def mtu_out(destination: str) -> oci.core.SecurityListEgressSecurityRuleArgs:
     return oci.core.SecurityListEgressSecurityRuleArgs(protocol=ICMP, destination=destination, icmp_options=icmp)
 
 
+def region_provider(name: str, region: str) -> oci.Provider:
+    """The run's provider for one region, with the API key from stack config (`stack_credentials`)."""
+    key = stack_credentials(OCI)
+    return oci.Provider(
+        name,
+        region=region,
+        tenancy_ocid=key.get("tenancy_ocid"),
+        user_ocid=key.get("user_ocid"),
+        fingerprint=key.get("fingerprint"),
+        private_key=key.get("private_key"),
+        private_key_password=key.get("private_key_password"),
+    )
+
+
 class OkeCluster(ClusterComponent):
     CLOUD = OCI
 
@@ -151,7 +165,7 @@ class OkeCluster(ClusterComponent):
         self.kubernetes_version = block.kubernetes_version
         self.oci_provider = args.providers.shared(
             ("oci", block.region),
-            lambda shared: oci.Provider(shared, region=block.region, **stack_credentials(OCI)),
+            lambda shared: region_provider(shared, block.region),
         )
         self._network()
         self._cluster()
@@ -277,7 +291,9 @@ class OkeCluster(ClusterComponent):
             opts=self._on_oci("lb"),
         )
 
-        def subnet(suffix: str, cidr: str, routes: oci.core.RouteTable, rules: oci.core.SecurityList, public: bool):
+        def subnet(
+            suffix: str, cidr: str, routes: oci.core.RouteTable, rules: oci.core.SecurityList, public: bool
+        ) -> oci.core.Subnet:
             # Regional subnets (no `availability_domain`) span every AD of the region (PULUMI_OCI `Subnet`).
             return oci.core.Subnet(
                 f"{name}-{suffix}-subnet",
@@ -328,7 +344,9 @@ class OkeCluster(ClusterComponent):
             # remove its pods when this resource goes (`remove_addon_resources_on_delete`).
             override_existing=True,
             remove_addon_resources_on_delete=True,
-            configurations=[oci.containerengine.AddonConfigurationArgs(key="nodeSelectors", value=json.dumps(PARKED_LABEL))],
+            configurations=[
+                oci.containerengine.AddonConfigurationArgs(key="nodeSelectors", value=json.dumps(PARKED_LABEL))
+            ],
             opts=self._on_oci("nvidia-gpu-plugin"),
         )
 
@@ -351,8 +369,10 @@ class OkeCluster(ClusterComponent):
         block = pool_block(pool)
         gpu = pool.role == "GPU" and pool.vendor == NVIDIA
         version = self.kubernetes_version
-        image = block.image_id if block is not None and block.image_id else self.images.apply(
-            lambda sources: node_image(sources, version, gpu)
+        image = (
+            block.image_id
+            if block is not None and block.image_id
+            else self.images.apply(lambda sources: node_image(sources, version, gpu))
         )
         zones = tuple(pool.zones)
         domains = self.domains.apply(lambda found: ad_names(found, zones))
