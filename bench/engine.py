@@ -2,8 +2,8 @@
 
 For fleets of 10 and 50 clusters (`bench.fleets`, 8 pools each over the six clouds), time a first
 `pulumi preview` with the pack through the engine tier (tests/engine/harness.py: the real CLI,
-test providers) and `modelplane plan` of the same stack file, each with its peak memory (summed
-over its process tree, sampled every 0.1 s). For the engine, also: how many provider processes it
+test providers) and `modelplane plan` of the same stack file, each with its peak memory (the
+proportional set sizes of its process tree, summed, sampled every 0.1 s). For the engine, also: how many provider processes it
 started, how long one takes to boot, and how long the program itself ran; the rest is the
 engine's own work and its round trips to the providers and the pack.
 
@@ -42,10 +42,12 @@ from tests.engine.harness import ROOT, Engine, cli_root
 SIZES = (10, 50)
 
 
-def tree_rss(root: int) -> int:
-    """Resident memory of `root` and every process below it, in bytes (from /proc)."""
+def tree_memory(root: int) -> int:
+    """Memory of `root` and every process below it, in bytes: the sum of their proportional set
+    sizes (`Pss` of /proc/<pid>/smaps_rollup), which counts a page shared by n processes as 1/n in
+    each. A sum of resident sizes would count every test provider's pages again, since each is
+    forked from one process that loaded them (tests/engine/forkserver.py)."""
     parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -54,15 +56,24 @@ def tree_rss(root: int) -> int:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        parents[int(entry)] = int(fields[1])
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        total += proportional_size(pid)
         stack += [child for child, parent in parents.items() if parent == pid]
     return total
+
+
+def proportional_size(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 class PeakMemory:
@@ -74,7 +85,7 @@ class PeakMemory:
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(self.root))
+            self.peak = max(self.peak, tree_memory(self.root))
             self._stop.wait(0.1)
 
     def __enter__(self) -> PeakMemory:
@@ -150,15 +161,16 @@ def measure(clusters: int, cli: Path, trace: Path | None = None) -> dict[str, An
     stack = engine.stack(name, timed_program)
     stack.set_config("modelplane:kubeconfig", auto.ConfigValue(value="apiVersion: v1\nkind: Config\n", secret=True))
 
-    with PeakMemory(os.getpid()) as plan_memory:
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "tooling.cli", "plan", "--stack-file", str(engine.stack_file(name)), "--json"],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        plan_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    plan = subprocess.Popen(
+        [sys.executable, "-m", "tooling.cli", "plan", "--stack-file", str(engine.stack_file(name)), "--json"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with PeakMemory(plan.pid) as plan_memory:
+        assert plan.wait() == 0, "the plan failed"
+    plan_seconds = time.perf_counter() - start
 
     engine.reset_ops()
     events: list[auto.EngineEvent] = []

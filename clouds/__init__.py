@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clouds import aks, civo, digitalocean, eks, existing, gke, nebius, vultr
+from clouds import aks, civo, digitalocean, eks, existing, gke, nebius, oci, vultr
 from clouds.spec import Cloud, ResourceTypes
 from infra.machines import ControlPlaneFee, MachineType
 from infra.profiles import CloudProfile
@@ -25,6 +25,7 @@ CLOUDS: tuple[Cloud, ...] = (
     vultr.CLOUD,
     nebius.CLOUD,
     digitalocean.CLOUD,
+    oci.CLOUD,
     existing.CLOUD,
 )
 

@@ -35,9 +35,14 @@ class PoolSpelling:
     """
 
     labels: str = "labels"
+    # Labels as a list of `{key, value}` pairs (OKE `initialNodeLabels`) rather than a mapping.
+    labels_as_pairs: bool = False
     taints: str = "taints"
     # Taints as `key=value:Effect` strings (AKS) rather than `{key, value, effect}` mappings.
     taints_as_text: bool = False
+    # Where the property holds the taints in another form (OKE: a cloud-init script that starts the
+    # kubelet with them), what reads them out of it.
+    decode_taints: Callable[[Any], Any] | None = None
     # A list that holds the pool's accelerators (GKE `guestAccelerators`); None: the resource does not say.
     accelerators: str | None = None
     # Or: a property naming the node image, and words that mark an image with a GPU driver (EKS AMI types).

@@ -115,12 +115,15 @@ def engine_tolerations(cluster: ClusterFacts) -> list[Toleration]:
 
 
 def pod_placement(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> PodPlacement:
-    """Where the engine's pods may run: the pool's nodes, whatever they are tainted with."""
+    """Where the engine's pods may run: the pool's nodes, whatever they are tainted with; a replica
+    of several nodes as a gang of that many pods."""
     return PodPlacement(
         name=spec.name,
         pool=spec.pool,
         node_selector={POOL_LABEL: spec.pool},
         tolerations=tuple(engine_tolerations(cluster)),
+        group_nodes=spec.nodes,
+        groups=spec.peak_replicas,
     )
 
 

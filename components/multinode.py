@@ -8,9 +8,10 @@ is not a rule: what a group needs of its pool (parallelism over every node, whol
 zone) is refused earlier (`infra.config.rules.check_multinode`, `infra.schedulable`).
 
 Names and labels are LWS's at v0.8.0 (kubernetes-sigs/lws `api/leaderworkerset/v1/
-leaderworkerset_types.go`); the engine's launch is vLLM's multiprocessing multi-node launcher
-(docs.vllm.ai "Parallelism and Scaling", "Running vLLM with MultiProcessing":
-`--nnodes N --node-rank R --master-addr HEAD` on every node, `--headless` on all but the head).
+leaderworkerset_types.go`); the engine's launch is vLLM's multiprocessing multi-node launcher as
+v0.23.0, the image's version, documents it (vllm-project/vllm `docs/serving/parallelism_scaling.md`,
+"Running vLLM with MultiProcessing": `--nnodes N --node-rank R --master-addr HEAD` on every node,
+`--headless` on all but the head).
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ T = TypeVar("T")
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LEADER_INDEX = "0"
 # The label LWS gives every pod of one group, the same hash on the leader and its workers
-# (`GroupUniqueHashLabelKey`; set by its pod webhook on the leader, copied onto the workers' StatefulSet).
+# (`GroupUniqueHashLabelKey`; set on the leader by its pod webhook, pkg/webhooks/pod_webhook.go, and
+# copied onto the workers' StatefulSet, pkg/controllers/pod_controller.go, at v0.8.0).
 GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 # The environment LWS's pod webhook adds to every container (`AddLWSVariables`, pkg/utils/pod/
-# pod_utils.go at v0.8.0): the leader pod's DNS name, the group's size and the pod's index in it.
+# pod_utils.go at v0.8.0; the names are `LwsLeaderAddress`, `LwsGroupSize` and `LwsWorkerIndex` in
+# leaderworkerset_types.go): the leader pod's DNS name (`<lws>-<group>.<subdomain>.<namespace>`, which
+# the group's headless Service resolves before the pod is ready: `PublishNotReadyAddresses`,
+# pkg/utils/controller/controller_utils.go), the group's size and the pod's index in it.
 LEADER_ADDRESS_ENV = "LWS_LEADER_ADDRESS"
 GROUP_SIZE_ENV = "LWS_GROUP_SIZE"
 WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
@@ -58,9 +63,13 @@ WAIT_FOR = {"pulumi.com/waitFor": "condition=Available"}
 # topology.kubernetes.io/zone).
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
-# vLLM's multi-node launcher flags (docs.vllm.ai "Parallelism and Scaling", "Running vLLM with
-# MultiProcessing", and "Engine Arguments", ParallelConfig: `--nnodes`, `--node-rank`,
-# `--master-addr`, `--headless`). Kubernetes expands `$(VAR)` in args from the container's env,
+# vLLM's multi-node launcher flags at v0.23.0: `--nnodes`, `--node-rank` and `--master-addr` are
+# ParallelConfig's (`vllm/engine/arg_utils.py`, the parallel group; `vllm/config/parallel.py`: for
+# the `mp` backend, which a CUDA engine takes whenever nnodes > 1), `--headless` the server's
+# (`vllm/entrypoints/openai/cli_args.py`), which `vllm serve`, the image's ENTRYPOINT
+# (`docker/Dockerfile`), runs as a headless multiproc executor joining the head at
+# `--master-addr` (`vllm/entrypoints/cli/serve.py`, `run_headless`). `--master-port` is left at its
+# default, 29501, on every pod alike. Kubernetes expands `$(VAR)` in args from the container's env,
 # which LWS's webhook has filled in by the time the pod is created.
 NNODES_FLAG = "--nnodes"
 NODE_RANK_FLAG = "--node-rank"

@@ -8,9 +8,10 @@ known, and `complete` is false. A class may state the price its owner pays
 (`provisioning.<cloud>.hourlyPrice`): its pools are priced at that figure, whatever the catalog says,
 and the plan marks the figure as the class's own (`priceFrom: class`).
 
-Per pool the cost is the machine's hourly price x `nodeCount`, and x `maxNodeCount` when the pool
-autoscales (what it can grow to). Per cluster it adds the control plane fee where the cloud
-charges one. Existing clusters have no price: their hardware is the owner's.
+Per pool the cost is the machine's hourly price x `nodeCount`, and, when the pool autoscales,
+x `minNodeCount` (what it can shrink to) and x `maxNodeCount` (what it can grow to). Per cluster it
+adds the control plane fee where the cloud charges one; a cluster's and a fleet's range run from
+every autoscaled pool at its minimum to every one at its maximum. Existing clusters have no price: their hardware is the owner's.
 
 The offline plan (`cost_hook`) and the policy pack (`policies.stack_rules`, `cost-over-budget`)
 both compute cost with `cluster_cost`; the budget rule is stated once, in `over_budget`.
@@ -38,9 +39,11 @@ COST_OVER_BUDGET = "cost-over-budget"
 
 @dataclass(frozen=True)
 class PoolSize:
-    """What the cost of a pool needs: its machine, the nodes the cloud creates and the most it can have.
+    """What the cost of a pool needs: its machine, the nodes the cloud creates, the most it can have
+    and, when it autoscales, the fewest.
 
-    Both counts are the facts' (`infra.profiles.pool_nodes`): GKE counts a fixed pool's nodes per zone.
+    The counts are the facts' (`infra.profiles.pool_nodes`): GKE counts a fixed pool's nodes per zone.
+    An autoscaled pool's bounds are totals on every cloud here (GKE's `total_min_node_count`).
     """
 
     name: str
@@ -49,6 +52,12 @@ class PoolSize:
     max_nodes: int
     autoscaled: bool = False
     hourly_price: Decimal | None = None  # the class's own price per node-hour (`hourlyPrice`)
+    min_nodes: int | None = None  # `minNodeCount` when autoscaled
+
+    @property
+    def least_nodes(self) -> int:
+        """The fewest nodes the pool can have: `minNodeCount` when autoscaled, else the nodes created."""
+        return self.min_nodes if self.autoscaled and self.min_nodes is not None else self.nodes
 
     @classmethod
     def of(
@@ -60,10 +69,12 @@ class PoolSize:
         max_node_count: int | None,
         zones: Sequence[str],
         hourly_price: Decimal | None = None,
+        min_node_count: int | None = None,
     ) -> PoolSize:
-        """The size of a pool as written (`nodeCount`, `maxNodeCount` when autoscaled, `zones`) on `source`."""
+        """The size of a pool as written (`nodeCount`, `minNodeCount` and `maxNodeCount` when
+        autoscaled, `zones`) on `source`."""
         created, most = pool_nodes(node_count, max_node_count, zone_count(profile(source), zones))
-        return cls(name, machine, created, most, max_node_count is not None, hourly_price)
+        return cls(name, machine, created, most, max_node_count is not None, hourly_price, min_node_count)
 
 
 # Where a pool's price came from, and why a pool has none beyond the catalog's own reasons
@@ -95,6 +106,11 @@ class PoolCost:
     def hourly_at_max(self) -> Decimal | None:
         """With the most nodes the pool can have (`maxNodeCount` when autoscaled)."""
         return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.max_nodes
+
+    @property
+    def hourly_at_min(self) -> Decimal | None:
+        """With the fewest nodes the pool can have (`minNodeCount` when autoscaled)."""
+        return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.least_nodes
 
 
 @dataclass(frozen=True)
@@ -134,6 +150,11 @@ class ClusterCost:
     def hourly_at_max(self) -> Decimal:
         """The known part of the hourly cost with autoscaled pools at `maxNodeCount`."""
         return _sum([p.hourly_at_max for p in self.pools] + [self.control_plane_usd_hour])
+
+    @property
+    def hourly_at_min(self) -> Decimal:
+        """The known part of the hourly cost with autoscaled pools at `minNodeCount`."""
+        return _sum([p.hourly_at_min for p in self.pools] + [self.control_plane_usd_hour])
 
 
 def _sum(values: Iterable[Decimal | None]) -> Decimal:
@@ -175,7 +196,10 @@ def pool_cost(source: str, pool: PoolSize, lookup: MachineLookup = machine) -> P
 
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
     """The cost of a cluster from its derived facts (the system pool included)."""
-    sizes = [PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price) for p in facts.pools]
+    sizes = [
+        PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price, p.min_node_count)
+        for p in facts.pools
+    ]
     return cluster_cost(facts.name, facts.source, sizes, lookup)
 
 
@@ -213,6 +237,8 @@ def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
         "unitHourly": money(cost.unit_usd_hour, "0.0001"),
         "hourly": money(cost.hourly, "0.0001"),
         "monthly": money(monthly(cost.hourly)) if cost.hourly is not None else None,
+        "hourlyAtMin": money(cost.hourly_at_min, "0.0001") if autoscaled else None,
+        "monthlyAtMin": money(monthly(cost.hourly_at_min)) if autoscaled and cost.hourly_at_min is not None else None,
         "hourlyAtMax": money(cost.hourly_at_max, "0.0001") if autoscaled else None,
         "monthlyAtMax": money(monthly(cost.hourly_at_max)) if autoscaled and cost.hourly_at_max is not None else None,
         # "catalog" (the machine catalog's public price) or "class" (the class's own hourlyPrice)
@@ -235,6 +261,8 @@ def cluster_cost_json(cost: ClusterCost) -> dict[str, Any]:
         },
         "hourly": money(cost.hourly, "0.0001"),
         "monthly": money(monthly(cost.hourly)),
+        "hourlyAtMin": money(cost.hourly_at_min, "0.0001"),
+        "monthlyAtMin": money(monthly(cost.hourly_at_min)),
         "hourlyAtMax": money(cost.hourly_at_max, "0.0001"),
         "monthlyAtMax": money(monthly(cost.hourly_at_max)),
         "complete": cost.complete,
@@ -247,11 +275,14 @@ def total_json(costs: Sequence[ClusterCost], complete: bool = True) -> dict[str,
     """The sum over clusters (a stack, or every stack for `--all`)."""
     hourly = sum((c.hourly for c in costs), Decimal(0))
     hourly_max = sum((c.hourly_at_max for c in costs), Decimal(0))
+    hourly_min = sum((c.hourly_at_min for c in costs), Decimal(0))
     return {
         "currency": CURRENCY,
         "catalogDate": catalog_date(),
         "hourly": money(hourly, "0.0001"),
         "monthly": money(monthly(hourly)),
+        "hourlyAtMin": money(hourly_min, "0.0001"),
+        "monthlyAtMin": money(monthly(hourly_min)),
         "hourlyAtMax": money(hourly_max, "0.0001"),
         "monthlyAtMax": money(monthly(hourly_max)),
         "complete": complete and all(c.complete for c in costs),
@@ -270,6 +301,8 @@ def combine_totals(totals: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "catalogDate": catalog_date(),
         "hourly": add("hourly", "0.0001"),
         "monthly": add("monthly", "0.01"),
+        "hourlyAtMin": add("hourlyAtMin", "0.0001"),
+        "monthlyAtMin": add("monthlyAtMin", "0.01"),
         "hourlyAtMax": add("hourlyAtMax", "0.0001"),
         "monthlyAtMax": add("monthlyAtMax", "0.01"),
         "complete": all(t["complete"] for t in totals),

@@ -303,11 +303,15 @@ def zone_problem(source: str, region: str, zone: str, *, uncatalogued: bool = Fa
     """
     cloud = profile(source)
     if cloud.zone_names:
-        if zone in cloud.zone_names:
+        # Numbered zones: the region's own numbers where the catalog lists them (an OCI region has
+        # one availability domain or three), else the cloud's.
+        names = cloud.zones_by_region.get(region) or cloud.zone_names
+        if zone in names:
             return None
-        *first, last = cloud.zone_names
+        *first, last = names
         numbers = f"{', '.join(first)} or {last}" if first else last
-        return f"{source} zones are the location's zone numbers {numbers}, not '{zone}'"
+        where = f"{region}'s" if region in cloud.zones_by_region else "the location's"
+        return f"{source} zones are {where} zone numbers {numbers}, not '{zone}'"
     if cloud.zone_pattern is None:
         return f"{source} clusters have no zones inside a region, so zone '{zone}' cannot be honoured"
     match = cloud.zone_pattern.match(zone)

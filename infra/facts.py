@@ -87,6 +87,10 @@ class PoolFacts:
     zone_count: int = 1
     # What the pool's class left out and what supplied it (`infra.supply`); None when written in full.
     supplied: Supplied | None = None
+    # Whether the cloud's autoscaler can bring the pool up from zero nodes: a GPU pool's is the
+    # cloud profile's `gpu_scale_from_zero`; None where nothing here judges it (CPU and system
+    # pools, and every pool of a cluster the program does not build).
+    scale_from_zero: bool | None = None
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -133,6 +137,7 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "nodeCount": lambda p: p.node_count,
     "minNodeCount": lambda p: p.min_node_count,
     "maxNodeCount": lambda p: p.max_node_count,
+    "scaleFromZero": lambda p: p.scale_from_zero,
     "nodes": lambda p: p.nodes,
     "createdNodes": lambda p: p.created_nodes,
     "devices": lambda p: [d.model_dump(by_alias=True, exclude_defaults=False, mode="json") for d in p.devices],
@@ -151,6 +156,7 @@ PLAN_POOL_KEYS = (
     "nodeCount",
     "minNodeCount",
     "maxNodeCount",
+    "scaleFromZero",
     "createdNodes",
     "nodes",
     "machine",
@@ -364,6 +370,9 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 machine_block=own,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
                 supplied=cls.supplied,
+                scale_from_zero=(
+                    cloud.gpu_scale_from_zero.can if role == "GPU" and cloud.gpu_scale_from_zero is not None else None
+                ),
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

@@ -192,3 +192,7 @@ class PodPlacement:
     node_selector: Mapping[str, str]
     tolerations: tuple[Toleration, ...]
     affinity: Mapping[str, Any] | None = None
+    # A replica of several nodes is one gang: `group_nodes` pods, one per node, placed together or
+    # not at all (a LeaderWorkerSet group, `components.multinode`); `groups` is how many at most.
+    group_nodes: int = 1
+    groups: int = 1

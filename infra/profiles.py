@@ -49,6 +49,26 @@ class TagRules:
 
 
 @dataclass(frozen=True)
+class ScaleFromZero:
+    """Whether a cloud's autoscaler brings a DRA GPU pool up from zero nodes, and what it needs to.
+
+    A pod's DRA claim binds to the devices a node's ResourceSlices publish, and a pool at zero
+    nodes publishes none. An autoscaler copies a new node's shape from a live node of the pool;
+    at zero it must model the node itself, slices included, which the Kubernetes Cluster
+    Autoscaler leaves to each cloud provider (kubernetes/autoscaler#7799, open). `minNodeCount: 0`
+    on a GPU pool where `can` is false is refused (`infra.config.references`, `check_pool_bounds`).
+    """
+
+    can: bool
+    # What the cloud's autoscaler does with a DRA GPU pool at zero nodes, and the source; an
+    # error and the plan say it.
+    says: str
+    # Node labels the cloud's autoscaler needs on a GPU pool to scale it up from zero; the cloud
+    # puts them among its GPU pools' labels (`nvidia_pool_labels`).
+    pool_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -105,6 +125,9 @@ class CloudProfile:
     # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler
     # the cluster component installs).
     autoscaler: bool = True
+    # Whether that autoscaler scales a DRA GPU pool up from zero nodes; None: not ours to know
+    # (nothing here scales the pools of a cluster the program does not build).
+    gpu_scale_from_zero: ScaleFromZero | None = None
     # The StorageClass a PersistentVolumeClaim model cache uses unless `storageClassName` is set.
     # "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
     # program builds it has no CSI driver that provisions volumes, so a claim would never bind.

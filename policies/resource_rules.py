@@ -96,6 +96,11 @@ def at(props: Mapping[str, Any], path: str) -> Any:
 def pool_marking(spelling: PoolSpelling, pool: Mapping[str, Any]) -> PoolMarking:
     """Read labels, taints and accelerators from one pool, in its cloud's spelling (`Cloud.resources`)."""
     taints = at(pool, spelling.taints)
+    if spelling.decode_taints is not None:
+        taints = spelling.decode_taints(taints)
+    labels = at(pool, spelling.labels)
+    if spelling.labels_as_pairs:
+        labels = {str(p.get("key")): p.get("value") for p in mappings(labels)}
     accelerated: bool | None = None
     if spelling.accelerators is not None:
         accelerated = bool(mappings(at(pool, spelling.accelerators)))
@@ -103,7 +108,7 @@ def pool_marking(spelling: PoolSpelling, pool: Mapping[str, Any]) -> PoolMarking
         image = str(at(pool, spelling.image) or "")
         accelerated = any(word in image for word in spelling.accelerated_images)
     return PoolMarking(
-        strings(at(pool, spelling.labels)),
+        strings(labels),
         _taint_strings(taints) if spelling.taints_as_text else _taints(taints),
         accelerated,
     )

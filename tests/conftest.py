@@ -23,6 +23,7 @@ CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
     "Vultr": {"region": "ewr", "kubernetesVersion": "v1.36.1+3"},
     "Nebius": {"projectId": "project-e00test", "region": "eu-north1", "kubernetesVersion": "1.36"},
     "DigitalOcean": {"region": "nyc2", "kubernetesVersion": "1.36.1-do.0"},
+    "OCI": {"compartmentId": "ocid1.compartment.oc1..test", "region": "us-ashburn-1", "kubernetesVersion": "v1.36.1"},
 }
 GPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}},
@@ -36,6 +37,7 @@ GPU_BLOCKS: dict[str, dict[str, Any]] = {
         "accelerator": {"type": "nvidia-h100-80gb", "count": 1},
     },
     "DigitalOcean": {"size": "gpu-l40sx1-48gb", "accelerator": {"type": "nvidia-l40s", "count": 1}},
+    "OCI": {"shape": "BM.GPU.L40S.4", "accelerator": {"type": "nvidia-l40s", "count": 4}},
 }
 CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "GKE": {"machineType": "c3-standard-8"},
@@ -45,6 +47,7 @@ CPU_BLOCKS: dict[str, dict[str, Any]] = {
     "Vultr": {"plan": "vc2-8c-32gb"},
     "Nebius": {"platform": "cpu-d3", "preset": "8vcpu-32gb"},
     "DigitalOcean": {"size": "c-8"},
+    "OCI": {"shape": "VM.Standard.E5.Flex", "ocpus": 4, "memoryInGbs": 32},
 }
 
 

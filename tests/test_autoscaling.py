@@ -1,25 +1,31 @@
 """Autoscaled deployments: the config's bounds and rules, the ScaledObject and its scrape target,
-KEDA's place in the catalog, scale-from-zero pools per cloud, and cost at both ends."""
+KEDA's place in the catalog, and scale-from-zero GPU pools per cloud."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from clouds import profile
 from components.model_deployment import workload_ref
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
 from infra.config.rules import check_autoscaling, check_serving
 from infra.config.stackfile import parse_fleet
+from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from infra.serving.autoscaling import WorkloadRef, scaled_object_spec
 from infra.serving.catalog import Component, join_components
 from tests.conftest import of_type, run_fleet
 from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
 from tests.test_serving_checks import FILE, deployment, raw_fleet
 from tooling.mockrun import MockRun
-from tooling.plan import plain
+from tooling.plan import plain, plan_stack
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SCALING = {"minReplicas": 1, "maxReplicas": 3, "metric": "RequestsWaiting", "target": 5}
 
@@ -212,3 +218,110 @@ def test_the_join_leaves_a_feature_row_out_until_a_deployment_uses_it() -> None:
     rows = [Component("base", "base", "r", "1.0.0", "ns"), Component("k", "k", "r", "1.0.0", "ns", features=("x",))]
     assert [c.key for c in join_components(rows, [])] == ["base"]
     assert [c.key for c in join_components(rows, [], features=["x"])] == ["base", "k"]
+
+
+def test_an_autoscaled_deployment_of_a_stack_file_plans_with_its_bounds(tmp_path: Path) -> None:
+    """The plan hands the program the keys as written: a `replicas` default beside `autoscaling`
+    would be refused by the program's own rule."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml").read_text())
+    [dep] = doc["config"]["modelplane:deployments"]
+    dep.pop("replicas")
+    dep["autoscaling"] = {"minReplicas": 1, "maxReplicas": 1, "metric": "RequestsWaiting", "target": 5}
+    path = tmp_path / "Pulumi.scaled.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    planned = plan_stack(path)
+    assert planned["ok"], (planned["errors"], planned["violations"])
+    [shown] = planned["deployments"]
+    assert shown["replicas"] is None  # left to the autoscaler
+    assert (shown["groups"]["count"], shown["groups"]["minCount"]) == (1, 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Scale-from-zero GPU pools, per cloud (`infra.profiles.ScaleFromZero`)
+
+CANNOT = ("EKS", "AKS", "Nebius", "Vultr", "DigitalOcean")
+
+
+def bounded(source: str, pool: int, lo: int, node_count: int = 1) -> dict[str, Any]:
+    """The serving-checks cluster on `source`, with no deployments, and pool `pool` (0 GPU, 1 CPU)
+    autoscaled from `lo` to 3 (what a GKE pool over three zones starts with at nodeCount 1)."""
+    raw = raw_fleet(source)
+    raw["deployments"] = []
+    raw["clusters"][0]["nodePools"][pool].update(nodeCount=node_count, minNodeCount=lo, maxNodeCount=3)
+    return raw
+
+
+def pool_issues(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    try:
+        parse_fleet(copy.deepcopy(raw), FILE)
+    except ConfigError as err:
+        return [(i.path, i.message) for i in err.issues]
+    return []
+
+
+@pytest.mark.parametrize("source", CANNOT)
+def test_a_gpu_pool_at_min_zero_is_refused_where_the_autoscaler_cannot_bring_it_back(source: str) -> None:
+    [(path, message)] = pool_issues(bounded(source, 0, 0))
+    assert path == "clusters[0].nodePools[0].minNodeCount"
+    stated = profile(source).gpu_scale_from_zero
+    assert stated is not None and not stated.can
+    assert stated.says in message and "kubernetes/autoscaler#7799" in message
+    assert "set minNodeCount: 1" in message
+
+
+def test_the_eks_refusal_names_its_sources() -> None:
+    [(_, message)] = pool_issues(bounded("EKS", 0, 0))
+    assert "Cluster Autoscaler" in message and "modelplane #345" in message
+
+
+@pytest.mark.parametrize("source", CANNOT)
+def test_the_suggested_minimum_of_one_plans_clean(source: str) -> None:
+    assert pool_issues(bounded(source, 0, 1)) == []
+    assert run_fleet(bounded(source, 0, 1)).error is None
+
+
+def test_a_gpu_pool_of_no_nodes_is_told_to_start_one_too() -> None:
+    found = pool_issues(bounded("EKS", 0, 0, node_count=0))
+    assert "set minNodeCount: 1 and nodeCount: 1 (from one node the autoscaler copies the live node's devices)" in next(
+        m for p, m in found if p.endswith("minNodeCount")
+    )
+    assert pool_issues(bounded("EKS", 0, 1, node_count=1)) == []
+
+
+@pytest.mark.parametrize("source", CANNOT)
+def test_a_cpu_pool_at_min_zero_is_not_judged(source: str) -> None:
+    assert pool_issues(bounded(source, 1, 0)) == []
+
+
+def test_civo_says_its_pools_do_not_autoscale_at_all() -> None:
+    [(path, message)] = pool_issues(bounded("Civo", 0, 0))
+    assert path == "clusters[0].nodePools[0].minNodeCount"
+    assert "Civo pools do not autoscale" in message
+
+
+def test_existing_clusters_are_not_judged() -> None:
+    assert profile("Existing").gpu_scale_from_zero is None
+
+
+def test_a_gke_gpu_pool_at_min_zero_plans_clean_with_the_label_gkes_autoscaler_needs() -> None:
+    stated = profile("GKE").gpu_scale_from_zero
+    assert stated is not None and stated.can
+    assert stated.pool_labels == {"cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}
+    raw = bounded("GKE", 0, 0)
+    assert pool_issues(raw) == []
+    result = run_fleet(raw)
+    assert result.error is None
+    [gpu] = [r for r in of_type(result, "gcp:container/nodePool:NodePool") if plain(r.inputs["name"]) == "gpu"]
+    labels = plain(gpu.inputs["nodeConfig"])["labels"]
+    assert labels["cloud.google.com/gke-nvidia-gpu-dra-driver"] == "true"
+    assert plain(gpu.inputs["autoscaling"])["totalMinNodeCount"] == 0
+
+
+@pytest.mark.parametrize(("source", "expected"), [("GKE", True), ("EKS", False), ("Existing", None)])
+def test_the_plan_shows_each_pools_scale_from_zero_support(source: str, expected: bool | None) -> None:
+    facts = derive_fleet(Fleet.model_validate(raw_fleet(source)))[0]
+    assert {p.name: p.as_json(PLAN_POOL_KEYS)["scaleFromZero"] for p in facts.pools} == {
+        **({"system": None} if source != "Existing" else {}),
+        "gpu": expected,
+        "cpu": None,
+    }

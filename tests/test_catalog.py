@@ -30,6 +30,7 @@ EXPECTED_SUPPORTED = {
     "Vultr": ["dra.cpu", "gpu.nvidia.com"],
     "Nebius": ["dra.cpu", "gpu.nvidia.com"],
     "DigitalOcean": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
+    "OCI": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
     "EKS": ["dra.cpu", "dra.net", "gpu.nvidia.com"],
     "Existing": ["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"],
 }
@@ -126,7 +127,7 @@ COMMON_ROWS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 }
 NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
 # The clouds whose stack carries AMD's operator: the provisioned ones with AMD machines, and Existing.
-AMD_CLOUDS = {"DigitalOcean", "Existing"}
+AMD_CLOUDS = {"DigitalOcean", "OCI", "Existing"}
 
 
 @pytest.mark.parametrize("cloud", SOURCES)
@@ -374,7 +375,7 @@ def test_two_rows_with_one_release_name_fail_to_load() -> None:
 
 def test_unknown_cloud_has_no_catalog() -> None:
     with pytest.raises(
-        KeyError, match="unknown cloud 'Linode'; known: GKE, EKS, AKS, Civo, Vultr, Nebius, DigitalOcean, Existing"
+        KeyError, match="unknown cloud 'Linode'; known: GKE, EKS, AKS, Civo, Vultr, Nebius, DigitalOcean, OCI, Existing"
     ):
         catalog_for("Linode")
 
@@ -474,7 +475,7 @@ def test_a_catalog_serving_other_drivers_than_its_profile_fails_to_load() -> Non
 
 def test_loading_the_catalog_gives_every_cloud_its_rows() -> None:
     loaded = load_catalog()
-    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "Existing"]
+    assert list(loaded) == ["GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI", "Existing"]
     assert {cloud: [r.key for r in rows] for cloud, rows in loaded.items()} == {
         cloud: [r.key for r in catalog_for(cloud)] for cloud in SOURCES
     }

@@ -153,6 +153,7 @@ def test_each_clouds_machine_field_is_named_as_the_stack_file_spells_it() -> Non
         "Vultr": "plan",
         "Nebius": "preset",
         "DigitalOcean": "size",
+        "OCI": "shape",
     }
 
 

@@ -117,7 +117,7 @@ def test_the_vocabulary_imports_nothing_of_the_project() -> None:
 
 # Where a cloud's name may decide what code does: its profile row and its own cluster module.
 MAY_BRANCH_ON_CLOUD = {p.relative_to(ROOT) for p in (ROOT / "clouds").rglob("*.py")}
-CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "Existing"}
+CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI", "Existing"}
 CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "NEBIUS", "EXISTING"}
 
 
@@ -171,9 +171,10 @@ def civo_only_plan() -> None:
 
 
 def sdk_class(sdk: str, token: str) -> type:
-    """The SDK class a type token names (`gcp:container/nodePool:NodePool` -> `pulumi_gcp.container.NodePool`)."""
+    """The SDK class a type token names (`gcp:container/nodePool:NodePool` -> `pulumi_gcp.container.NodePool`;
+    pulumi-oci capitalizes its modules in tokens, `oci:ContainerEngine/...`, not in Python)."""
     _, module, name = token.split(":")
-    folder = module.split("/")[0]
+    folder = module.split("/")[0].lower()
     found: type = getattr(importlib.import_module(sdk if folder == "index" else f"{sdk}.{folder}"), name)
     return found
 

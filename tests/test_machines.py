@@ -23,6 +23,7 @@ from infra.cost import (
     combine_totals,
     facts_cost,
     over_budget,
+    total_json,
 )
 from infra.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
@@ -411,9 +412,11 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
     # zones x 0.20 (3..6), l4 nodeCount 1 starting 1 per zone x 3 zones x 1.00 (0..4), cpu 2 per zone
     # x 3 zones x 0.50, control plane 0.10:
     # at the start 0.60 + 3.00 + 3.00 + 0.10 = 6.70 /h, x 730 h = 4891.00 a month;
-    # at maxNodeCount 1.20 + 4.00 + 3.00 + 0.10 = 8.30 /h, x 730 h = 6059.00 a month.
+    # at maxNodeCount 1.20 + 4.00 + 3.00 + 0.10 = 8.30 /h, x 730 h = 6059.00 a month;
+    # at minNodeCount (system 3, l4 0) 0.60 + 0 + 3.00 + 0.10 = 3.70 /h, x 730 h = 2701.00 a month.
     doc = cluster_cost_json(cost)
     assert (doc["hourly"], doc["monthly"], doc["hourlyAtMax"], doc["monthlyAtMax"]) == (6.7, 4891.0, 8.3, 6059.0)
+    assert (doc["hourlyAtMin"], doc["monthlyAtMin"]) == (3.7, 2701.0)
     assert (doc["currency"], doc["regionPriced"], doc["complete"], doc["unpriced"]) == ("USD", "us-central1", True, [])
     pools = {p["name"]: p for p in doc["pools"]}
     assert pools["l4"] == {
@@ -422,13 +425,19 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
         "unitHourly": 1.0,
         "hourly": 3.0,
         "monthly": 2190.0,
+        "hourlyAtMin": 0.0,
+        "monthlyAtMin": 0.0,
         "hourlyAtMax": 4.0,
         "monthlyAtMax": 2920.0,
         "priceFrom": "catalog",
         "unpricedReason": None,
     }
-    assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None)  # 6 nodes, not autoscaled
-    assert (pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (438.0, 876.0)
+    assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMin"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None, None)
+    assert (pools["system"]["monthlyAtMin"], pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (
+        438.0,
+        438.0,
+        876.0,
+    )
 
 
 def test_a_machine_without_a_price_is_left_out_and_named_never_free() -> None:
@@ -458,7 +467,10 @@ def test_a_catalog_row_without_a_price_carries_its_reason_into_the_plan() -> Non
 def test_totals_of_every_stack_add_up() -> None:
     a = {"hourly": 2.3, "monthly": 1679.0, "hourlyAtMax": 5.5, "monthlyAtMax": 4015.0, "complete": True, "unpriced": []}
     b = {"hourly": 0.1, "monthly": 73.0, "hourlyAtMax": 0.1, "monthlyAtMax": 73.0, "complete": False, "unpriced": ["x"]}
+    a |= {"hourlyAtMin": 1.2, "monthlyAtMin": 876.0}
+    b |= {"hourlyAtMin": 0.1, "monthlyAtMin": 73.0}
     total = combine_totals([a, b])
+    assert (total["hourlyAtMin"], total["monthlyAtMin"]) == (1.3, 949.0)
     assert (total["hourly"], total["monthly"], total["monthlyAtMax"], total["complete"], total["unpriced"]) == (
         2.4,
         1752.0,
@@ -526,6 +538,17 @@ def test_fleet_over_its_budget_is_reported_with_file_key_and_fix() -> None:
 
 def test_fleet_within_its_budget_passes() -> None:
     assert run(cost_over_budget, stack_args(registered(two_clusters(), 5567), policy=cost_over_budget)) == []
+
+
+def test_a_budget_above_the_fleets_minimum_but_below_its_maximum_is_still_over() -> None:
+    # At minNodeCount, GKE: fee 0.10 + system 1 per zone x 3 zones x 0.13402 + l4 0 + cpu 6 x 0.40322 =
+    # 2.92138 /h; EKS: fee 0.10 + system 1 x 0.192 + cpu 0.4032 = 0.6952 /h; 3.61658 /h x 730 h =
+    # 2640.1034 a month. A budget of 3000 covers that, not the maximum (5566.34): over.
+    fleet = fleet_of(two_clusters())
+    costs = [facts_cost(derive_cluster(fleet, c)) for c in fleet.clusters]
+    assert total_json([c for c in costs if c is not None])["monthlyAtMin"] == 2640.1
+    [message] = run(cost_over_budget, stack_args(registered(two_clusters(), 3000), policy=cost_over_budget))
+    assert "3000.00 USD but the fleet costs 5566.34 USD" in message
 
 
 def h100_fleet(price: float | None) -> dict[str, Any]:
@@ -736,7 +759,7 @@ def test_the_unpriced_rows_are_exactly_the_known_ones_each_with_its_reason() -> 
             found.setdefault(m.unpriced.reason, set()).add((m.cloud, m.name))
     assert found == UNPRICED_ROWS
     assert "contract-only" not in found  # every machine of the catalog is sold on demand somewhere
-    assert sum(map(len, found.values())) == 18 and len(MACHINES) == 110
+    assert sum(map(len, found.values())) == 18 and len(MACHINES) == 124
 
 
 def test_aws_p4_and_p5_carry_the_on_demand_prices_after_the_june_2025_cut() -> None:
@@ -811,23 +834,31 @@ def plan_tree(stack: str) -> subprocess.CompletedProcess[str]:
 
 def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     out = plan_tree("gke-prod")
-    # g2-standard-8 at 0.85362 /h: nodeCount 1 starts one node in each of the pool's 2 zones, 1246.29
-    # a month, 2492.57 at 4; the cluster adds the system pool (1..2 in each of 3 zones, 293.50..587.01),
-    # the cpu pool (2 per zone x 3 zones x 0.40322 x 730 = 1,766.10) and the fee (73.00).
+    # g2-standard-8 at 0.85362 /h: 0 at minNodeCount 0, 2492.57 a month at 4, and nodeCount 1 starts
+    # one node in each of the pool's 2 zones, 1246.29; the system pool is 1..2 in each of 3 zones
+    # (3 x 0.13402 x 730 = 293.5038 .. 587.0076), the cpu pool fixed (2 per zone x 3 zones x 0.40322 x
+    # 730 = 1,766.1036), the fee 73.00. The cluster at its minimum: 293.5038 + 0 + 1,766.1036 + 73 =
+    # 2,132.6074; at nodeCount 3,378.89; at its maximum 4,918.68.
     assert (
-        "l4 GPU 1x nvidia-l4 on g2-standard-8 — 2 node(s) (nodeCount 1 rounded up per zone), 0..4 — $0.85/h, "
-        "$1,246.29..$2,492.57/month"
-    ) in out.stdout
-    assert "system System on e2-standard-4 — 3 node(s), 3..6 — $0.13/h, $293.50..$587.01/month" in out.stdout
+        "l4 GPU 1x nvidia-l4 on g2-standard-8 — 2 node(s) (nodeCount 1 rounded up per zone), 0..4, scales up from "
+        "zero — $0.85/h, $0.00..$2,492.57/month ($1,246.29 at nodeCount)"
+    ) in " ".join(out.stdout.replace("│", "").split())
+    assert "system System on e2-standard-4 — 3 node(s), 3..6 — $0.13/h, $293.50..$587.01/month\n" in out.stdout
     assert "cpu CPU on c3-standard-8 — 6 node(s): 2 in each of 3 zones — $0.40/h, $1,766.10/month" in out.stdout
-    assert "cost: $3,378.89..$4,918.68 USD/month at us-central1 prices (catalog 2026-12-03)" in out.stdout
-    assert "stack cost: $3,378.89..$4,918.68 USD/month (catalog 2026-12-03)\n" in out.stdout
+    assert (
+        "cost: $2,132.61..$4,918.68 USD/month ($3,378.89 at nodeCount) at us-central1 prices (catalog 2026-12-03)"
+        in out.stdout
+    )
+    assert "stack cost: $2,132.61..$4,918.68 USD/month ($3,378.89 at nodeCount) (catalog 2026-12-03)\n" in out.stdout
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:
     out = plan_tree("vultr-dev")
     # Vultr publishes monthly costs: vc2-6c-16gb 80 and vc2-8c-32gb 160 a month; the L40S plan has none.
-    assert "l40s GPU 1x nvidia-l40s on vcg-l40s-16c-180g-48vram — 1 node(s), 1..3 — price unknown" in out.stdout
+    assert (
+        "l40s GPU 1x nvidia-l40s on vcg-l40s-16c-180g-48vram — 1 node(s), 1..3, cannot scale up from zero — price "
+        "unknown" in " ".join(out.stdout.replace("│", "").split())
+    )
     assert "system System on vc2-6c-16gb — 1 node(s), 1..2 — $0.11/h, $80.00..$160.00/month" in out.stdout
     assert (
         "stack cost: $240.00..$320.00 USD/month (catalog 2026-12-03) + unpriced: Vultr control plane, "

@@ -420,7 +420,7 @@ def test_plan_reports_placement_json() -> None:
 
     doc = plan_stack(ROOT / "stacks" / "Pulumi.recipe-qwen-cpu-civo.yaml")
     assert doc["ok"] and [c["cluster"] for c in doc["placement"]] == ["civo-cpu"]
-    assert doc["placement"][0]["deployments"] == [{"name": "qwen", "pool": "cpu", "pools": ["cpu"]}]
+    assert doc["placement"][0]["deployments"] == [{"name": "qwen", "pool": "cpu", "pools": ["cpu"], "gangs": None}]
     # The recipe publishes its engine through the Gateway, so the Gateway's proxies are audited too.
     assert doc["placement"][0]["gateways"] == [{"name": "envoy-gateway-system/modelplane", "pools": ["system"]}]
 

@@ -29,6 +29,7 @@ CASES = [
     ("Vultr", "vultr", "apiKey", "apiKey"),
     ("Nebius", "nebius", "token", "token"),
     ("DigitalOcean", "digitalocean", "token", "token"),
+    ("OCI", "oci", "privateKey", "privateKey"),
 ]
 
 

@@ -23,7 +23,7 @@ from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fl
 from tooling.mockrun import MockRun, Registration, run_under_mocks
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean")
+PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI")
 
 
 # Releases per driver stack (neutral releases are every untagged row, so a new neutral row counts).

@@ -594,8 +594,8 @@ def test_the_valid_fleet_parses() -> None:
         (
             ("clusters", 0, "source"),
             "gke",
-            "clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean' or 'Existing' "
-            "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean' or 'Existing'",
+            "clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean', 'OCI' or 'Existing' "
+            "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean', 'OCI' or 'Existing'",
         ),
         ((*POOL, "className"), DELETE, "clusters[0].nodePools[1].className: field required. Fix: add 'className'"),
         (
@@ -701,8 +701,8 @@ def test_every_validation_error_of_a_fleet_is_reported_in_order() -> None:
     assert fleet_issues(*edits) == [
         "F.yaml: classes[0].zzz: unknown key 'zzz'. "
         "Fix: remove or rename it (known keys: name, description, devices, provisioning, accelerator, uncataloguedAccelerator, minGpuMemoryGib)",
-        "F.yaml: clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean' or 'Existing' "
-        "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean' or 'Existing'",
+        "F.yaml: clusters[0].source: input should be 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean', 'OCI' or 'Existing' "
+        "(got 'gke'). Fix: use one of 'GKE', 'EKS', 'AKS', 'Civo', 'Vultr', 'Nebius', 'DigitalOcean', 'OCI' or 'Existing'",
         "F.yaml: clusters[0].nodePools[1].nodeCount: input should be greater than or equal to 0 (got -1). "
         "Fix: raise the value to the minimum",
     ]

@@ -120,6 +120,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 if p["createdNodes"] != p["nodeCount"]:  # started per zone (`infra.profiles.pool_nodes`)
                     size += f" (nodeCount {p['nodeCount']} rounded up per zone)"
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
+                if p["scaleFromZero"] is not None:  # the cloud profile's `gpu_scale_from_zero`
+                    size += ", scales up from zero" if p["scaleFromZero"] else ", cannot scale up from zero"
             elif p["createdNodes"] != p["nodeCount"]:  # counted per zone (`infra.profiles.pool_nodes`)
                 size += f": {p['nodeCount']} in each of {p['createdNodes'] // max(p['nodeCount'], 1)} zones"
             machine = esc(f" on {p['machineType']}") if p.get("machineType") else ""
@@ -150,6 +152,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
         deps_node = root.add("deployments")
         for d in doc["deployments"]:
             dep_node = deps_node.add(esc(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}"))
+            if d.get("groups"):
+                dep_node.add(esc(groups_text(d["groups"])))
             endpoint = d.get("endpoint")
             if endpoint:
                 dep_node.add(esc(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})"))
@@ -166,6 +170,30 @@ def render_changes(doc: dict[str, Any], console: Console) -> None:
     )
     for line in change_lines(doc["changes"]):
         console.print("  " + esc(line), soft_wrap=True)
+
+
+def groups_text(groups: Mapping[str, Any]) -> str:
+    """A deployment's replicas as the tree shows them: pods on one node each, or groups of nodes.
+
+    `replicas: 2 pods, each claiming 1 gpu.nvidia.com`, or for replicas of several nodes
+    `groups: 1 x 2 nodes, 2 pods each claiming 8 gpu.nvidia.com (16 gpu.nvidia.com per group); fabric ...`;
+    an autoscaled count is a range, `1..4`.
+    """
+    most, fewest = groups["count"], groups["minCount"]
+    count = f"{fewest}..{most}" if fewest != most else f"{most}"
+    claims = " + ".join(
+        f"{d['count']} {d['deviceClassName']}" + "".join(f" ({k} {v})" for k, v in (d.get("capacity") or {}).items())
+        for d in groups["devicesPerPod"]
+    )
+    if groups["nodes"] == 1:
+        pods = "pod" if most == 1 else "pods"
+        return f"replicas: {count} {pods}" + (f", each claiming {claims}" if claims else "")
+    per_group = ", ".join(f"{n} {cls}" for cls, n in groups["devicesPerGroup"].items())
+    return (
+        f"groups: {count} x {groups['nodes']} nodes, {groups['podsPerGroup']} pods"
+        + (f" each claiming {claims} ({per_group} per group)" if claims else "")
+        + f"; fabric {groups['fabric'] or 'none'}"
+    )
 
 
 def derived_text(derived: dict[str, Any]) -> str:
@@ -241,7 +269,8 @@ def usd(value: float | None) -> str:
 
 
 def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
-    """` — $x/month` for a priced pool (`..$y` at maxNodeCount), ` — price unknown: <why>` otherwise.
+    """` — $x/month` for a priced fixed pool, ` — $min..$max/month` for an autoscaled one (at
+    minNodeCount..maxNodeCount, and at nodeCount where that is neither), ` — price unknown: <why>` otherwise.
 
     The machine itself is on the pool's line already (`on <machine>`).
     """
@@ -252,9 +281,13 @@ def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:
     if cost["monthly"] is None:
         reason = cost.get("unpricedReason")
         return f" — price unknown: {reason['text']}" if reason else " — price unknown"
-    at_max = f"..{usd(cost['monthlyAtMax'])}" if cost["monthlyAtMax"] is not None else ""
     own = " (the class's own price)" if cost.get("priceFrom") == PRICE_FROM_CLASS else ""
-    return f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthly'])}{at_max}/month"
+    if cost["monthlyAtMax"] is None:
+        return f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthly'])}/month"
+    text = f" — {usd(cost['unitHourly'])}/h{own}, {usd(cost['monthlyAtMin'])}..{usd(cost['monthlyAtMax'])}/month"
+    if cost["monthly"] not in (cost["monthlyAtMin"], cost["monthlyAtMax"]):
+        text += f" ({usd(cost['monthly'])} at nodeCount)"
+    return text
 
 
 def source_text(release: Mapping[str, Any]) -> str:
@@ -267,11 +300,14 @@ def source_text(release: Mapping[str, Any]) -> str:
 
 
 def cost_text(cost: dict[str, Any], label: str) -> str:
-    """A cluster's or a stack's cost line: monthly at nodeCount..maxNodeCount, and what is unpriced."""
-    text = f"[green]{label}[/]: {usd(cost['monthly'])}"
-    if cost["monthlyAtMax"] != cost["monthly"]:
+    """A cluster's or a stack's cost line: monthly with autoscaled pools at minNodeCount..maxNodeCount
+    (and at nodeCount), and what is unpriced."""
+    text = f"[green]{label}[/]: {usd(cost['monthlyAtMin'])}"
+    if cost["monthlyAtMax"] != cost["monthlyAtMin"]:
         text += f"..{usd(cost['monthlyAtMax'])}"
     text += f" {cost['currency']}/month"
+    if cost["monthly"] not in (cost["monthlyAtMin"], cost["monthlyAtMax"]):
+        text += f" ({usd(cost['monthly'])} at nodeCount)"
     if cost.get("regionPriced"):
         text += f" at {cost['regionPriced']} prices"
     text += f" (catalog {cost['catalogDate']})"

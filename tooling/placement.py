@@ -10,7 +10,9 @@ placement of every node agent the serving stack installs from the Helm values th
 - `driver-on-system-pool`: no GPU or CPU driver lands on the system pool (or, on an Existing
   cluster, on the owner's nodes outside the declared pools);
 - `wildcard-toleration`: nothing outside `WILDCARD_ALLOWLIST` tolerates every taint;
-- `deployment-placement`: each model deployment can land only on its own pool;
+- `deployment-placement`: each model deployment can land only on its own pool; a replica of several
+  nodes counts as one gang of that many whole nodes, all or nothing, so it lands only on a pool
+  that admits its pods and has that many nodes (a provisioned pool at its largest);
 - `gateway-placement`: the proxies of a cluster's Gateway (when it publishes services) land on
   system nodes only, never on a GPU or CPU pool, and on at least one node.
 
@@ -298,11 +300,22 @@ class PlacementReport:
                 }
                 for p, pools in self.workloads
             ],
-            "deployments": [{"name": d.name, "pool": d.pool, "pools": list(pools)} for d, pools in self.deployments],
+            "deployments": [
+                {"name": d.name, "pool": d.pool, "pools": list(pools), "gangs": gangs_json(d)}
+                for d, pools in self.deployments
+            ],
             # Only on a cluster that publishes services.
             **(gateways if self.gateways else {}),
             "violations": [v.as_json() for v in self.violations],
         }
+
+
+def gangs_json(dep: PodPlacement) -> dict[str, int] | None:
+    """A multi-node deployment's gangs as the audit counts them: how many at most, the pods (one per
+    node) of each, and the whole nodes they take together; None for pods of one node each."""
+    if dep.group_nodes == 1:
+        return None
+    return {"count": dep.groups, "nodes": dep.group_nodes, "wholeNodes": dep.groups * dep.group_nodes}
 
 
 def _targets(serves: str, nodes: Sequence[Node]) -> set[str]:
@@ -334,10 +347,12 @@ def audit(
         violations += _wildcard_violations(placed)
         violations += _agent_pool_violations(placed, lands, nodes)
     placed_deployments: list[tuple[PodPlacement, tuple[str, ...]]] = []
+    sizes = pool_sizes(cluster)
     for dep in deployments:
-        lands = _pod_lands(dep, nodes)
+        admitting = _pod_lands(dep, nodes)
+        lands = tuple(p for p in admitting if holds_gang(dep, sizes.get(p)))
         placed_deployments.append((dep, lands))
-        violations += _deployment_violations(dep, lands)
+        violations += _deployment_violations(dep, lands, admitting, sizes)
     placed_gateways: list[tuple[PodPlacement, tuple[str, ...]]] = []
     for gw in gateways:
         lands = _pod_lands(gw, nodes)
@@ -351,6 +366,21 @@ def audit(
         tuple(violations),
         tuple(placed_gateways),
     )
+
+
+def pool_sizes(cluster: ClusterFacts) -> dict[str, int]:
+    """The most nodes each pool of a provisioned cluster has; none for an Existing cluster, whose
+    `nodeCount` does not say how many nodes its owner runs."""
+    return {p.name: p.nodes for p in cluster.pools} if cluster.profile.provisioned else {}
+
+
+def holds_gang(dep: PodPlacement, size: int | None) -> bool:
+    """Whether a pool of at most `size` nodes (None: unknown) can take one whole gang of `dep`.
+
+    A gang's pods start together or not at all, one per node: a pool with fewer nodes than a gang
+    runs none of its pods, though each pod alone would fit a node.
+    """
+    return size is None or size >= dep.group_nodes
 
 
 def _pod_lands(pod: PodPlacement, nodes: Sequence[Node]) -> tuple[str, ...]:
@@ -405,16 +435,26 @@ def _agent_pool_violations(
     return violations
 
 
-def _deployment_violations(dep: PodPlacement, lands: tuple[str, ...]) -> list[PlacementViolation]:
-    """`deployment-placement`: a deployment that can land anywhere but its own pool."""
+def _deployment_violations(
+    dep: PodPlacement, lands: tuple[str, ...], admitting: tuple[str, ...], sizes: Mapping[str, int]
+) -> list[PlacementViolation]:
+    """`deployment-placement`: a deployment that can land anywhere but its own pool, or a gang that
+    can land on no pool whole."""
     if lands == (dep.pool,):
         return []
     where = ", ".join(f"'{p}'" for p in lands) or "no pool"
+    short = [p for p in admitting if p not in lands]
+    gangs = (
+        f"; a replica is a gang of {dep.group_nodes} pods on {dep.group_nodes} nodes, placed together or not at "
+        "all, and " + ", ".join(f"pool '{p}' has at most {sizes[p]} node{'s' if sizes[p] != 1 else ''}" for p in short)
+        if short
+        else ""
+    )
     return [
         PlacementViolation(
             "deployment-placement",
             f"deployment/{dep.name}",
-            f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}",
+            f"deployment '{dep.name}' targets pool '{dep.pool}' but can land on {where}{gangs}",
         )
     ]
 

@@ -108,7 +108,7 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
 
 
 def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
-    """Each ModelDeployment as registered: its target, claim requests and the pod it asks for."""
+    """Each ModelDeployment as registered: its target, claim requests, the pod it asks for and its groups."""
     out = []
     # A published deployment's endpoint, as its ModelService registered it.
     endpoints = {
@@ -119,23 +119,75 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
     for comp in (r for r in registered if r.type == tokens.MODEL_DEPLOYMENT):
         children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in registered if r.parent == comp.name}
         claim = children.get("ResourceClaimTemplate", {})
-        deployment = children.get("Deployment", {})
-        pod = (deployment.get("spec") or {}).get("template", {}).get("spec", {})
+        requests = plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", []))
+        # The workload that runs the replicas: a Deployment, or a LeaderWorkerSet of one group per
+        # replica, whose pods (leader and workers alike) are the leader template's but for the launch.
+        workload = children.get("Deployment") or children.get("LeaderWorkerSet") or {}
+        spec = workload.get("spec") or {}
+        group = spec.get("leaderWorkerTemplate") or {}
+        pod = (group.get("leaderTemplate") or spec.get("template") or {}).get("spec", {})
         containers = pod.get("containers") or [{}]
         service = children.get("Service", {})
         out.append(
             {
                 **plain(dict(comp.inputs)),
-                "replicas": plain((deployment.get("spec") or {}).get("replicas")),
-                "claims": plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", [])),
+                "replicas": plain(spec.get("replicas")),
+                "claims": requests,
                 "resources": plain(containers[0].get("resources", {})),
                 "nodeSelector": plain(pod.get("nodeSelector", {})),
                 "tolerations": plain(pod.get("tolerations", [])),
                 "service": (service.get("metadata") or {}).get("name"),
                 "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
+                "groups": groups_json(
+                    spec.get("replicas"), children.get("ScaledObject"), group.get("size"), requests, comp.inputs
+                ),
             }
         )
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
+
+
+def groups_json(
+    replicas: Any,
+    scaled: Mapping[str, Any] | None,
+    size: Any,
+    requests: Sequence[Mapping[str, Any]],
+    inputs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A deployment's replicas as the groups of nodes they run on, as registered.
+
+    `count` is the groups at most: the workload's `replicas`, or an autoscaled one's
+    `maxReplicaCount` (the ScaledObject's), which is what the pool must hold; `minCount` the fewest.
+    A group is one node of one pod for a Deployment, `size` nodes of one pod each for a
+    LeaderWorkerSet; every pod claims the claim template's requests (`devicesPerPod`), so a group
+    claims `nodes` times as many (`devicesPerGroup`, by device class).
+    """
+    bounds = (scaled or {}).get("spec") or {}
+    most = plain(bounds.get("maxReplicaCount", replicas))
+    fewest = plain(bounds.get("minReplicaCount", replicas))
+    nodes = int(plain(size)) if size is not None else 1
+    per_pod = [
+        {
+            "name": r.get("name"),
+            "deviceClassName": (r.get("exactly") or {}).get("deviceClassName"),
+            # An omitted count is the API's default, one device (`ExactDeviceRequest.count`).
+            "count": int((r.get("exactly") or {}).get("count") or 1),
+            **({"capacity": c} if (c := (r.get("exactly") or {}).get("capacity", {}).get("requests")) else {}),
+        }
+        for r in requests
+    ]
+    per_group: dict[str, int] = {}
+    for d in per_pod:
+        per_group[d["deviceClassName"]] = per_group.get(d["deviceClassName"], 0) + d["count"] * nodes
+    return {
+        "count": most,
+        "minCount": fewest,
+        "nodes": nodes,
+        # One pod per node: the leader and `nodes - 1` workers (`components.multinode`).
+        "podsPerGroup": nodes,
+        "devicesPerPod": per_pod,
+        "devicesPerGroup": per_group,
+        "fabric": inputs.get("fabric"),
+    }
 
 
 SECRET, UNKNOWN = "[secret]", "[unknown]"

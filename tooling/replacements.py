@@ -3,7 +3,7 @@
 `modelplane plan --against` (`tooling.changes`) calls a changed resource a replace when a changed
 input path is, or lies under, one of its type's forcing paths here; otherwise an update. What
 decides it is each provider's own diff at its locked version (`uv.lock`):
-- bridged providers (gcp, aws, civo, vultr, nebius, digitalocean): the Terraform provider's schema, a field with
+- bridged providers (gcp, aws, civo, vultr, nebius, digitalocean, oci): the Terraform provider's schema, a field with
   `ForceNew: true` (SDKv2) or a `RequiresReplace()` plan modifier (plugin framework), which the
   bridge turns into a replace;
 - azure-native: its generator's `forceNewMap` (pulumi/pulumi-azure-native
@@ -45,6 +45,10 @@ CIVO = "civo/terraform-provider-civo civo/"
 VULTR = "vultr/terraform-provider-vultr vultr/"
 NEBIUS = "nebius/terraform-provider-nebius generated/nebius/"
 DIGITALOCEAN = "digitalocean/terraform-provider-digitalocean v2.99.1 digitalocean/"
+# Oracle's provider marks every argument an update can change "(Updatable)" and says "Any change to a
+# property that does not support update will force the destruction and recreation of the resource";
+# the generated SDK carries those argument docs, so the unmarked top-level arguments are read there.
+OCI = "pulumi-oci 5.5.0 SDK argument docs (oracle/terraform-provider-oci): the arguments not marked (Updatable), in "
 AZURE = "pulumi/pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap) and the ARM ID's path parameters"
 COMPONENT = "a component resource has no provider: the engine diffs its inputs and never replaces it"
 PROVIDER = (
@@ -306,6 +310,45 @@ _TABLE: dict[str, Forcing] = {
         DIGITALOCEAN + "kubernetes/resource_kubernetes_cluster.go, kubernetes.go (nodePoolSchema)",
     ),
     "digitalocean:index/vpc:Vpc": Forcing(("region", "ipRange"), DIGITALOCEAN + "vpc/resource_vpc.go"),
+    # ---------------------------------------------------------------- OCI (pulumi-oci 5.5.0)
+    "oci:ContainerEngine/cluster:Cluster": Forcing(
+        ("compartmentId", "vcnId", "clusterPodNetworkOptions", "endpointConfig", "kmsKeyId"),
+        OCI + "pulumi_oci/containerengine/cluster.py",
+    ),
+    "oci:ContainerEngine/nodePool:NodePool": Forcing(
+        ("clusterId", "compartmentId", "nodeImageId", "nodeImageName"), OCI + "pulumi_oci/containerengine/node_pool.py"
+    ),
+    "oci:ContainerEngine/addon:Addon": Forcing(
+        ("addonName", "clusterId", "removeAddonResourcesOnDelete", "overrideExisting"),
+        OCI + "pulumi_oci/containerengine/addon.py",
+    ),
+    "oci:Core/vcn:Vcn": Forcing(
+        (
+            "byoipv6cidrDetails",
+            "cidrBlock",
+            "dnsLabel",
+            "ipv6privateCidrBlocks",
+            "isIpv6Enabled",
+            "isOracleGuaAllocationEnabled",
+        ),
+        OCI + "pulumi_oci/core/vcn.py",
+    ),
+    "oci:Core/subnet:Subnet": Forcing(
+        (
+            "vcnId",
+            "availabilityDomain",
+            "dnsLabel",
+            "ipv4cidrBlocks",
+            "prohibitInternetIngress",
+            "prohibitPublicIpOnVnic",
+        ),
+        OCI + "pulumi_oci/core/subnet.py",
+    ),
+    "oci:Core/internetGateway:InternetGateway": Forcing(("vcnId",), OCI + "pulumi_oci/core/internet_gateway.py"),
+    "oci:Core/natGateway:NatGateway": Forcing(("vcnId", "publicIpId"), OCI + "pulumi_oci/core/nat_gateway.py"),
+    "oci:Core/serviceGateway:ServiceGateway": Forcing(("vcnId",), OCI + "pulumi_oci/core/service_gateway.py"),
+    "oci:Core/routeTable:RouteTable": Forcing(("vcnId",), OCI + "pulumi_oci/core/route_table.py"),
+    "oci:Core/securityList:SecurityList": Forcing(("vcnId",), OCI + "pulumi_oci/core/security_list.py"),
 }
 
 # Kubernetes (pulumi-kubernetes 4.34.2). Every object: its name and namespace; then the kinds the

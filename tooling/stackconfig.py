@@ -6,6 +6,7 @@ hand the same keys to the mock runtime through this function. Secure values stay
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -56,7 +57,9 @@ def runtime_config(
 
 
 def config_of(stack: StackConfig) -> tuple[dict[str, str], list[str]]:
-    fleet = stack.fleet.model_dump(by_alias=True, mode="json", exclude_none=True)
+    # The keys as written, as the engine hands them over: a dump of the parsed fleet would add the
+    # defaults, and a default is not always harmless (`replicas` beside `autoscaling` is refused).
+    fleet = copy.deepcopy(dict(stack.written))
     config, secret_keys = runtime_config(fleet, stack.secrets, stack.plain)
     if any(isinstance(v, SecureValue) for d in stack.fleet.deployments for v in d.env.values()):
         # The engine hands a key holding a nested `secure:` value to the program as a secret key,

@@ -18,7 +18,7 @@ from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, PoolNaming, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, ScaleFromZero
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation, machine_memory
 
 SOURCE = "AKS"
@@ -73,6 +73,20 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
+        # AKS scales a pool with its managed Cluster Autoscaler, whose Azure provider models an empty
+        # pool's node from the VM size; neither its docs ("Use the cluster autoscaler in AKS",
+        # https://learn.microsoft.com/azure/aks/cluster-autoscaler; "Scale node pools",
+        # https://learn.microsoft.com/azure/aks/scale-node-pools) nor the autoscaler's DRA tracking
+        # issue (kubernetes/autoscaler#7799, open) says it models the ResourceSlices a DRA claim
+        # needs. Unverified, so treated as cannot.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=(
+                "AKS's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes (unverified: "
+                "neither the AKS cluster autoscaler docs nor kubernetes/autoscaler#7799 say its Azure provider "
+                "models an empty pool's ResourceSlices)"
+            ),
+        ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="Standard_D4s_v5",
         fabric_claim=(

@@ -14,7 +14,7 @@ from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import DRA_KUBELET_PLUGIN_LABEL, OPERATOR_DRIVER_ROOT, CloudProfile
+from infra.profiles import DRA_KUBELET_PLUGIN_LABEL, OPERATOR_DRIVER_ROOT, CloudProfile, ScaleFromZero
 
 SOURCE = "Civo"
 
@@ -27,6 +27,11 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
+        # Nothing scales a Civo pool (`autoscaler` below), from zero or otherwise.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=("Civo pools have a fixed node count; the program installs no autoscaler on Civo"),
+        ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="g4p.kube.small",
         # Civo's GPU image has the toolkit but no driver; Civo's guide installs the driver

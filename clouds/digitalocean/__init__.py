@@ -22,7 +22,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, ScaleFromZero
 
 SOURCE = "DigitalOcean"
 CLUSTER = "digitalocean:index/kubernetesCluster:KubernetesCluster"
@@ -42,6 +42,19 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
+        # DOKS's Cluster Autoscaler takes a minimum of 0 ("How to Enable Cluster Autoscaler for a
+        # DigitalOcean Kubernetes Cluster", https://docs.digitalocean.com/products/kubernetes/how-to/autoscale/,
+        # "Scaling to Zero"), but says nothing of DRA; the autoscaler's DRA support leaves an empty
+        # pool's ResourceSlices to each cloud provider (kubernetes/autoscaler#7799, open).
+        # Unverified, so treated as cannot.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=(
+                "DOKS's cluster autoscaler takes minNodeCount 0 but is not documented to scale a DRA GPU pool up from "
+                "zero nodes (unverified: docs.digitalocean.com/products/kubernetes/how-to/autoscale says nothing of "
+                "DRA, and kubernetes/autoscaler#7799 leaves an empty pool's ResourceSlices to each provider)"
+            ),
+        ),
         # DOKS sells GPU node pools of both vendors (clouds/digitalocean/machines.py).
         gpu_vendors=(vocab.NVIDIA, vocab.AMD),
         system_machine="s-4vcpu-8gb",

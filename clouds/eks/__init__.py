@@ -17,7 +17,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile, TagRules
+from infra.profiles import CloudProfile, ScaleFromZero, TagRules
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation
 
 SOURCE = "EKS"
@@ -100,6 +100,20 @@ CLOUD = Cloud(
         # with DRA": https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia.html).
         # Managed node groups scale only through an autoscaler: the EKS component installs the
         # Kubernetes Cluster Autoscaler (clouds/eks/component.py).
+        # That autoscaler models a node of an empty group from the group's instance type and tags,
+        # with no ResourceSlices, so a DRA GPU claim never scales a group up from zero: the AWS
+        # provider's TemplateNodeInfo returns none (kubernetes/autoscaler#7799, open;
+        # modelplaneai/modelplane #345, open). Karpenter's DRA support (kubernetes-sigs/karpenter
+        # #3082, #3113) is behind `ignoreDRARequests: false` and not GA, and this program does
+        # not install Karpenter.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=(
+                "the Cluster Autoscaler the EKS cluster runs cannot scale a DRA GPU node group up from zero "
+                "nodes: its AWS provider models an empty group's node without the ResourceSlices a DRA claim "
+                "needs (kubernetes/autoscaler#7799; modelplane #345)"
+            ),
+        ),
         # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
         # add-on a new cluster does not have, and the EKS component does not install it.
         cache_storage_class=None,

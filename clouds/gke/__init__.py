@@ -16,7 +16,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, NameRule
+from infra.profiles import CloudProfile, NameRule, ScaleFromZero
 from infra.reservations import Reservation, tiered_reservation
 
 SOURCE = "GKE"
@@ -33,6 +33,22 @@ def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 def _service_account_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"email": f"{name}@project.iam.gserviceaccount.com"}
+
+
+# GKE's cluster autoscaler scales a DRA GPU pool up from zero when the pool carries this label: it
+# tells the autoscaler that a new node of the pool would publish NVIDIA DRA devices, so a pending
+# DRA GPU claim can be met there; without it a pool at zero never scales up (Google's "Prepare GKE
+# infrastructure for DRA workloads", https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra;
+# modelplaneai/modelplane issue #306, fixed by PR #332 in functions/compose-gke-cluster/function/fn.py).
+SCALE_FROM_ZERO = ScaleFromZero(
+    can=True,
+    says=(
+        "GKE's cluster autoscaler scales a DRA GPU pool up from zero nodes when the pool carries the label "
+        "cloud.google.com/gke-nvidia-gpu-dra-driver=true, which GKE NVIDIA pools here do "
+        "(https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra; modelplane #306, #332)"
+    ),
+    pool_labels={"cloud.google.com/gke-nvidia-gpu-dra-driver": "true"},
+)
 
 
 CLOUD = Cloud(
@@ -56,15 +72,13 @@ CLOUD = Cloud(
             # GKE's own device plugin stays off: the DRA driver owns the GPUs (set-up-dra).
             "gke-no-default-nvidia-gpu-device-plugin": "true",
             "nvidia.com/gpu.present": "true",
-            # Lets GKE's cluster autoscaler see that a new node of the pool would satisfy a
-            # DRA GPU claim; without it a pool at zero never scales up (set-up-dra;
-            # modelplaneai/modelplane functions/compose-gke-cluster/function/fn.py).
-            "cloud.google.com/gke-nvidia-gpu-dra-driver": "true",
+            **SCALE_FROM_ZERO.pool_labels,
         },
         # GKE admits system-node-critical and system-cluster-critical pods outside
         # kube-system only where a ResourceQuota for those classes exists
         # (https://cloud.google.com/kubernetes-engine/quotas#limitations_and_consumption).
         critical_pods_quota=True,
+        gpu_scale_from_zero=SCALE_FROM_ZERO,
         # On a regional cluster `node_count` (and the non-total autoscaling limits) count
         # nodes per zone, and a pool without node locations spans three zones of the region
         # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).

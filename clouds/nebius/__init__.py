@@ -25,7 +25,7 @@ from clouds.nebius.config import KEYS, NebiusCluster, NebiusMachine, machine_nam
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, ScaleFromZero
 
 SOURCE = "Nebius"
 CLUSTER = "nebius:index/mk8sV1Cluster:Mk8sV1Cluster"
@@ -52,6 +52,18 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
+        # mk8s's cluster autoscaler ("Autoscaling in Managed Service for Kubernetes",
+        # https://docs.nebius.com/kubernetes/node-groups/autoscaling) says nothing of DRA, and the
+        # Cluster Autoscaler's DRA support leaves an empty group's ResourceSlices to each cloud
+        # provider (kubernetes/autoscaler#7799, open). Unverified, so treated as cannot.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=(
+                "Nebius mk8s's cluster autoscaler is not documented to scale a DRA GPU node group up from zero "
+                "nodes (unverified: docs.nebius.com/kubernetes/node-groups/autoscaling says nothing of DRA, and "
+                "kubernetes/autoscaler#7799 leaves an empty group's ResourceSlices to each provider)"
+            ),
+        ),
         gpu_vendors=(vocab.NVIDIA,),
         fabric_claim=(
             "join the pool's nodes to an InfiniBand fabric: set provisioning.nebius.infinibandFabric (such as "

@@ -15,7 +15,7 @@ from clouds.vultr import machines
 from clouds.vultr.config import KEYS, VultrCluster, VultrMachine
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, ScaleFromZero
 
 SOURCE = "Vultr"
 
@@ -31,6 +31,17 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
+        # VKE's autoscaler is the Cluster Autoscaler; no Vultr document read says it scales a DRA
+        # GPU pool up from zero, and its DRA support leaves an empty pool's ResourceSlices to each
+        # cloud provider (kubernetes/autoscaler#7799, open). Unverified, so treated as cannot.
+        gpu_scale_from_zero=ScaleFromZero(
+            can=False,
+            says=(
+                "VKE's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes (unverified: "
+                "no Vultr document says so, and kubernetes/autoscaler#7799 leaves an empty pool's ResourceSlices "
+                "to each provider)"
+            ),
+        ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="vc2-6c-16gb",
         # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself

@@ -1,10 +1,12 @@
 //go:build tools
 
-// Keeps sigs.k8s.io/gateway-api and sigs.k8s.io/lws in this module's build list so that `go mod tidy`
-// records their hashes; tests/engine/kube.py reads their CRDs with `go mod download -json MODULE`.
+// Keeps the modules whose CRDs tests/engine/kube.py reads in this module's build list, so that
+// `go mod tidy` records their hashes; kube.py reads the CRDs with `go mod download -json MODULE`.
 package tools
 
 import (
+	_ "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	_ "github.com/prometheus-operator/prometheus-operator/pkg/alertmanager/validation"
 	_ "sigs.k8s.io/gateway-api/apis/v1"
 	_ "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )

@@ -16,7 +16,7 @@ from infra.config.model import (
     NodePool,
 )
 from infra.config.names import NAMESPACE
-from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
+from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, role_of
 from infra.config.rules import check_capacity_claims, check_cloud_names, check_owner_version, check_version
 from infra.profiles import nodes_per_zone_at_start, pool_nodes, zone_count
 
@@ -200,8 +200,34 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
                     "remove minNodeCount and maxNodeCount and set nodeCount to the nodes the pool needs",
                 )
             )
+        elif lo == 0 and pool.class_name in class_names:
+            issues += check_gpu_scale_from_zero(file, ppath, cluster.source, pool, fleet.class_named(pool.class_name))
 
     return issues
+
+
+def check_gpu_scale_from_zero(
+    file: str, ppath: str, source: str, pool: NodePool, cls: InferenceClass
+) -> list[ConfigIssue]:
+    """`minNodeCount: 0` on a GPU pool only where the cloud's autoscaler can bring it back up.
+
+    Whether it can, and the source, is the cloud profile's `gpu_scale_from_zero`
+    (`infra.profiles.ScaleFromZero`); None (Existing) leaves it to the cluster's owner. CPU pools
+    are not judged here. From one node up every autoscaler copies a live node, ResourceSlices
+    included, so one node is the least that scales.
+    """
+    stated = profile(source).gpu_scale_from_zero
+    if stated is None or stated.can or role_of(claimed_drivers(cls)) != "GPU":
+        return []
+    start = "" if pool.node_count >= 1 else " and nodeCount: 1"
+    return [
+        ConfigIssue(
+            file,
+            f"{ppath}.minNodeCount",
+            f"GPU pool '{pool.name}' could not scale up again from minNodeCount 0: {stated.says}",
+            f"set minNodeCount: 1{start} (from one node the autoscaler copies the live node's devices)",
+        )
+    ]
 
 
 def check_pool_start(file: str, ppath: str, source: str, pool: NodePool) -> list[ConfigIssue]:

@@ -31,6 +31,7 @@ from pulumi import automation as auto
 
 from infra.config.stackfile import load_stack_file
 from program.main import run as program
+from tests.engine.forkserver import socket_path
 from tests.engine.kube import ServerPool
 from tests.engine.schema import SDK_PACKAGES
 from tests.tools import tool
@@ -71,6 +72,7 @@ def sdk_plugin(package: str) -> tuple[str, str]:
     return name, metadata.version(dist)
 
 
+LAUNCH = Path(__file__).with_name("launch.py")
 # The real provider, where a tier runs it (`Engine.real`): the build of `engine/build.sh`.
 REAL_KUBERNETES = "pulumi-resource-kubernetes"
 
@@ -83,7 +85,11 @@ def install_plugins(home: Path, real: bool = False) -> None:
     pulumi-resource-kubernetes`, v4.25.0), installed under the version the locked SDK names
     (4.34.2): the engine then logs that the plugin reports an older version, and runs it.
     tests/engine/test_real_provider_schema.py holds every input the program sets to its schema.
+
+    A test provider is forked from this process's fork server (`forkserver.py`), which has
+    imported it already; where none answers, the launcher runs it as a process of its own.
     """
+    server = socket_path()
     for name, version in sorted({sdk_plugin(package) for package in SDK_PACKAGES}):
         folder = home / "plugins" / f"resource-{name}-v{version}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -93,7 +99,7 @@ def install_plugins(home: Path, real: bool = False) -> None:
             launcher.symlink_to(tool(REAL_KUBERNETES))
             continue
         launcher.write_text(
-            f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m tests.engine.provider {name} {version} "$@"\n'
+            f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -S -E "{LAUNCH}" "{server}" {name} {version} "$@"\n'
         )
         launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         # The engine trusts a plugin folder only once its install has finished (`.lock` gone,

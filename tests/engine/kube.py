@@ -275,8 +275,9 @@ class ApiServer:
 
     def install_crds(self, crds: list[dict[str, Any]] | None = None) -> None:
         """Install `crds` and wait until they are served; by default the CRDs the serving stack's
-        charts install (engine/crds): Envoy Gateway's Gateway API CRDs and the LeaderWorkerSet chart's."""
-        crds = gateway_api_crds() + lws_crds() if crds is None else crds
+        charts install (engine/crds): Envoy Gateway's Gateway API CRDs, the LeaderWorkerSet chart's,
+        KEDA's ScaledObject and kube-prometheus-stack's PodMonitor."""
+        crds = gateway_api_crds() + lws_crds() + keda_crds() + pod_monitor_crds() if crds is None else crds
         for crd in crds:
             self.apply(crd)
         deadline = time.monotonic() + 60
@@ -371,20 +372,41 @@ def gateway_api_crds() -> list[dict[str, Any]]:
     return crds
 
 
-@functools.cache
-def lws_crds() -> list[dict[str, Any]]:
-    """The LeaderWorkerSet CRD of the lws release engine/crds pins (config/crd/bases), the kind
-    multi-node deployments create (components/multinode.py)."""
+def module_crds(module: str, path: str) -> list[dict[str, Any]]:
+    """The CRDs of one YAML file of a Go module at the version engine/crds pins."""
     out = subprocess.run(
-        ["go", "mod", "download", "-json", "sigs.k8s.io/lws"],
+        ["go", "mod", "download", "-json", module],
         cwd=ROOT / "engine" / "crds",
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    path = Path(json.loads(out)["Dir"]) / "config" / "crd" / "bases" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
-    docs = yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader)
+    docs = yaml.load_all((Path(json.loads(out)["Dir"]) / path).read_text(), Loader=yaml.CSafeLoader)
     return [doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"]
+
+
+@functools.cache
+def lws_crds() -> list[dict[str, Any]]:
+    """The LeaderWorkerSet CRD of the lws release engine/crds pins (config/crd/bases), the kind
+    multi-node deployments create (components/multinode.py)."""
+    return module_crds("sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+
+
+@functools.cache
+def keda_crds() -> list[dict[str, Any]]:
+    """The ScaledObject CRD of the KEDA release engine/crds pins (config/crd/bases), the kind an
+    autoscaled deployment creates (components/model_deployment.py)."""
+    return module_crds("github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml")
+
+
+@functools.cache
+def pod_monitor_crds() -> list[dict[str, Any]]:
+    """The PodMonitor CRD of the prometheus-operator release engine/crds pins, the copy
+    kube-prometheus-stack's crds subchart carries; an autoscaled deployment creates one."""
+    return module_crds(
+        "github.com/prometheus-operator/prometheus-operator",
+        "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ values.yaml at its pinned tag, with the chart's defaults where the values leave 
 - the DeviceClass its real chart creates, with that chart's CEL selector;
 - a controller Deployment (every chart has one or more), on whatever node admits it;
 - for cert-manager, a post-install hook Job as its `startupapicheck` is; for gateway-helm, the
-  Gateway API CRDs in `crds/` (the Gateway API release engine/crds pins, as its chart carries them).
+  Gateway API CRDs in `crds/` (the Gateway API release engine/crds pins, as its chart carries them),
+  and likewise lws's LeaderWorkerSet, KEDA's ScaledObject and kube-prometheus-stack's PodMonitor CRDs.
 
 So the tier proves the real provider's Helm installs, awaits and hooks, the program's own objects,
 the scheduler's placement of every agent from our values, and DRA allocation; it does not prove
@@ -34,7 +35,7 @@ import yaml
 
 from infra.serving.catalog import CATALOG, Component
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
-from tests.engine.kube import gateway_api_crds, lws_crds
+from tests.engine.kube import gateway_api_crds, keda_crds, lws_crds, pod_monitor_crds
 from tooling.placement import AGENT_WORKLOADS, AgentWorkload
 
 # What every stand-in pod runs; KWOK runs no container, so it is never pulled.
@@ -59,6 +60,10 @@ HOOKED = {"mp-cert-manager"}
 WITH_GATEWAY_CRDS = {"mp-gateway-helm"}
 # The lws chart carries its CRD in crds/ (charts/lws/crds at v0.8.0), so its stand-in does too.
 WITH_LWS_CRDS = {"mp-lws"}
+# KEDA's chart installs its ScaledObject CRD (templates/crds, `crds.install: true` at 2.20.2), and
+# kube-prometheus-stack's crds subchart its PodMonitor CRD (charts/crds/crds at 84.4.0).
+WITH_KEDA_CRDS = {"mp-keda"}
+WITH_POD_MONITOR_CRDS = {"mp-kube-prometheus-stack"}
 
 
 def _lookup(var: str, path: Sequence[str]) -> str:
@@ -201,6 +206,10 @@ def files_of(component: Component) -> dict[str, str]:
         files["crds/gateway-api.yaml"] = yaml.safe_dump_all(gateway_api_crds(), sort_keys=False)
     if component.release in WITH_LWS_CRDS:
         files["crds/leaderworkerset.yaml"] = yaml.safe_dump_all(lws_crds(), sort_keys=False)
+    if component.release in WITH_KEDA_CRDS:
+        files["crds/keda.yaml"] = yaml.safe_dump_all(keda_crds(), sort_keys=False)
+    if component.release in WITH_POD_MONITOR_CRDS:
+        files["crds/podmonitors.yaml"] = yaml.safe_dump_all(pod_monitor_crds(), sort_keys=False)
     return files
 
 

@@ -16,6 +16,7 @@ import pytest
 from pulumi import automation as auto
 
 from clouds.mock import fake_kubeconfig
+from infra.config.model import ScalingMetric
 from infra.config.stackfile import load_stack_file
 from program.main import run
 from tests.engine.harness import Engine
@@ -23,7 +24,7 @@ from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool
 from tests.test_analyzer import BYO
 from tests.test_k8s_schema import ROOT, manifest
 from tooling.mockrun import run_under_mocks
-from tooling.stackconfig import config_of
+from tooling.stackconfig import config_of, runtime_config
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}
 
@@ -146,3 +147,73 @@ def test_the_real_server_accepts_a_multi_node_stacks_leader_worker_set(server: A
     bad["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Sometimes"
     with pytest.raises(ApiError):
         server.apply(bad, dry_run=True)
+
+
+# Stacks whose every deployment the next test autoscales: a multi-node one (its ScaledObject drives
+# a LeaderWorkerSet), and one-node ones on a cloud cluster and an Existing one.
+AUTOSCALED_STACKS = ("nebius-671b", "digitalocean-atl1", "byo-mixed")
+TARGETS = {ScalingMetric.REQUESTS_WAITING: 5, ScalingMetric.REQUESTS_RUNNING: 8, ScalingMetric.KV_CACHE_USAGE: 0.75}
+
+
+def autoscaled_objects(stack_name: str) -> list[dict[str, Any]]:
+    """The ScaledObjects and PodMonitors of a committed stack with each of its deployments
+    autoscaled between 1 and its replicas, the metrics taken in turn."""
+    loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack_name}.yaml")
+    raw = loaded.fleet.model_dump(by_alias=True, mode="json", exclude_none=True)
+    metrics = list(TARGETS)
+    for i, dep in enumerate(raw["deployments"]):
+        metric = metrics[i % len(metrics)]
+        peak = dep.pop("replicas", 1)
+        dep["autoscaling"] = {"minReplicas": 1, "maxReplicas": peak, "metric": str(metric), "target": TARGETS[metric]}
+    config, secret_keys = runtime_config(raw, loaded.secrets, loaded.plain)
+    result = run_under_mocks(run, loaded.stack, config, secret_keys)
+    assert result.error is None, result.error
+    kinds = (":ScaledObject", ":PodMonitor")
+    return [manifest(r) for r in result.resources if r.type.endswith(kinds)]
+
+
+@pytest.mark.parametrize("stack_name", AUTOSCALED_STACKS)
+def test_the_real_server_accepts_every_autoscaled_deployments_scaled_object_and_pod_monitor(
+    server: ApiServer, stack_name: str
+) -> None:
+    """The real kube-apiserver, serving the ScaledObject CRD of the pinned KEDA release and the
+    PodMonitor CRD of kube-prometheus-stack's operator, stores both as the program writes them,
+    with the bounds and the metric each deployment was given; a wrong one is refused."""
+    objects = autoscaled_objects(stack_name)
+    scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+    monitors = [o for o in objects if o["kind"] == "PodMonitor"]
+    assert scaled and len(scaled) == len(monitors)
+    for namespace in {o["metadata"]["namespace"] for o in objects}:
+        server.apply({**NAMESPACE, "metadata": {"name": namespace}})
+    for obj in objects:
+        stored = server.apply(obj)
+        assert stored["spec"] == obj["spec"], f"the server changed {obj['kind']} {obj['metadata']['name']}"
+    for obj in scaled:
+        stored = server.get(obj)
+        assert stored is not None
+        spec = stored["spec"]
+        assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (
+            obj["spec"]["minReplicaCount"],
+            obj["spec"]["maxReplicaCount"],
+        )
+        assert spec["triggers"][0]["metadata"]["query"].count("vllm:") == 1
+    if stack_name == "nebius-671b":
+        assert scaled[0]["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet"
+
+    # Server-side apply refuses what the schema does not type, naming the field (as a 500: the patch
+    # cannot be made a typed object) or, for a value its validation refuses, with a 422.
+    text_bound = copy.deepcopy(scaled[0])
+    text_bound["spec"]["minReplicaCount"] = "1"
+    unknown_trigger_field = copy.deepcopy(scaled[0])
+    unknown_trigger_field["spec"]["triggers"][0]["threshold"] = "5"
+    text_labels = copy.deepcopy(monitors[0])
+    text_labels["spec"]["podTargetLabels"] = "modelplane.ai/deployment"
+    wrong = [
+        (text_bound, ".spec.minReplicaCount"),
+        (unknown_trigger_field, ".spec.triggers[0].threshold"),
+        (text_labels, ".spec.podTargetLabels"),
+    ]
+    for obj, field in wrong:
+        with pytest.raises(ApiError) as refused:
+            server.apply(obj, dry_run=True)
+        assert field in str(refused.value), refused.value
