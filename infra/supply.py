@@ -26,9 +26,11 @@ Not here: the rules themselves (`infra.devices`) and the rows (`clouds/<cloud>/m
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from clouds import cloud, machine, profile
 from infra.config.base import Accelerator
-from infra.config.issues import ConfigIssue
+from infra.config.issues import ConfigIssue, issues_from_validation
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
 from infra.config.roles import CPU_CLAIM_CAPACITY
 from infra.devices import claimable_cpus, reserved_cpus
@@ -190,7 +192,22 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
     if not devices:
         devices = gpu_devices(row.gpu.vendor, row.gpu.count)
         keys.append("devices")
-    provisioning = prov.model_copy(update={key: block_type.for_machine(row.name, accelerator)})
+    try:
+        block = block_type.for_machine(row.name, accelerator)
+    except ValidationError as refused:
+        # The machine's block needs a setting only its owner can give (an OKE AMD shape, the image
+        # with its driver): its validator's problem and fix (`issues_from_validation`), at the block.
+        return cls, [
+            ConfigIssue(
+                file,
+                f"{at}.provisioning.{key}",
+                f"the cheapest priced {prov.provider} machine that carries {need} is {row.name}, which the plan "
+                f"cannot write for you: {issue.problem}",
+                f"write {at}.provisioning.{key} with {block_type.machine_key()}: {row.name} and {issue.fix}",
+            )
+            for issue in issues_from_validation(file, refused)
+        ]
+    provisioning = prov.model_copy(update={key: block})
     supplied = Supplied(tuple(keys), row=row, chosen_from=tuple(fits))
     # The need is met by the block now; a class-level accelerator describes only an owner's nodes.
     update = {"devices": devices, "provisioning": provisioning, "accelerator": None, "min_gpu_memory_gib": None}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 import clouds
 from clouds import PROVISIONED, machine
@@ -56,8 +57,9 @@ def long_fleet(source: str) -> dict[str, Any]:
     raw = short_fleet(source)
     row = machine(source, fleet_of(raw).classes[0].provisioning.machine_name)  # type: ignore[union-attr]
     assert row is not None and row.gpu is not None
-    block = {**machine_only(GPU_BLOCKS[source]), "accelerator": {"type": row.accelerator_types[0], "count": 1}}
-    raw["classes"] = [gpu_class("gpu", source, block), cpu_class("cpu", source, CPU_BLOCKS[source], cpus="6")]
+    count = row.gpu.count
+    block = {**machine_only(GPU_BLOCKS[source]), "accelerator": {"type": row.accelerator_types[0], "count": count}}
+    raw["classes"] = [gpu_class("gpu", source, block, count=count), cpu_class("cpu", source, CPU_BLOCKS[source])]
     return raw
 
 
@@ -67,15 +69,18 @@ def dumped(raw: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_a_class_that_names_only_its_machine_gets_the_devices_and_accelerator_the_catalog_says(source: str) -> None:
-    # Each cloud's example GPU machine carries one NVIDIA GPU and its CPU machine 8 vCPUs, 2 of which
-    # dra-driver-cpu reserves: the short form is the long form, value for value.
+    # Each cloud's example GPU machine carries NVIDIA GPUs (one, or four on OCI, which offers no
+    # smaller NVIDIA shape in the catalog) and its CPU machine 8 vCPUs, 2 of which dra-driver-cpu
+    # reserves: the short form is the long form, value for value.
+    count = GPU_BLOCKS[source]["accelerator"]["count"]
     fleet = fleet_of(short_fleet(source))
     gpu, cpu = fleet.classes
     assert [d.model_dump(by_alias=True, mode="json", exclude_defaults=True) for d in gpu.devices] == [
         {"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}
+        | ({"count": count} if count > 1 else {})
     ]
     assert gpu.provisioning is not None and gpu.provisioning.accelerator is not None
-    assert gpu.provisioning.accelerator.count == 1
+    assert gpu.provisioning.accelerator.count == count
     assert [d.model_dump(by_alias=True, mode="json", exclude_defaults=True) for d in cpu.devices] == [
         {"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu", "capacity": {"dra.cpu/cpu": {"value": "6"}}}
     ]
@@ -421,7 +426,24 @@ def test_a_minimum_gpu_memory_on_a_class_that_names_its_machine_is_refused() -> 
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_catalogued_gpu_machine_can_be_written_into_its_clouds_block(source: str) -> None:
+    # Except a machine whose block needs a setting only its owner can give (an OKE AMD shape needs
+    # the OCID of an image with the amdgpu driver): the plan refuses to choose it, as the next test shows.
     block = clouds.cloud(source).machine_block
     assert block is not None
     for row in clouds.cloud(source).machines:
+        if (source, row.gpu and row.gpu.vendor) == ("OCI", "amd"):
+            with pytest.raises(ValidationError, match="set imageId"):
+                block.for_machine(row.name, None)
+            continue
         assert block.for_machine(row.name, None).machine_name == row.name
+
+
+def test_a_chosen_machine_whose_block_needs_the_owners_setting_is_refused_naming_it() -> None:
+    raw = needing("OCI", accelerator={"type": "amd-mi300x", "count": 8})
+    assert issues_of(raw) == [
+        f"{FILE}: classes[0].provisioning.oci: the cheapest priced OCI machine that carries 8x amd-mi300x is "
+        "BM.GPU.MI300X.8, which the plan cannot write for you: OKE's node images carry no AMD GPU driver, so "
+        "BM.GPU.MI300X.8 nodes need an image that does. Fix: write classes[0].provisioning.oci with shape: "
+        "BM.GPU.MI300X.8 and set imageId to the OCID of an image with the amdgpu driver (ROCm) for the "
+        "cluster's Kubernetes version"
+    ]

@@ -351,6 +351,7 @@ NVIDIA_TOLERATION_BY_CLOUD = {
     "Vultr": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Nebius": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "DigitalOcean": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    "OCI": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     "Existing": {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
 }
 

@@ -444,8 +444,24 @@ class TestProvider(p.Provider):
         return p.ConstructResponse(urn=urn or "", state={"resources": PropertyValue([])}, state_dependencies={})
 
 
+class _NoPackages(dict[str, Any]):
+    """A resource-package registry that keeps nothing (see `serve`)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        pass
+
+
 def serve(package: str, version: str, args: list[str]) -> None:
     record("start", f"{package}@{version}")
+    # The SDK's provider server turns each provider reference of a Construct request into a live
+    # provider resource through a `pulumi:pulumi:getResource` invoke when the provider's SDK package
+    # has registered itself (`register_resource_package`, done on import; pulumi/provider/
+    # experimental/server.py, `_create_provider_resource`), and that invoke puts the engine's
+    # `pulumi` default provider in the stack's state. The real providers make no such invoke, and
+    # this one imports the SDKs only to read their argument types (`schema.args_class`), in an
+    # order that depends on which request comes first, or before it starts (`forkserver.warm`);
+    # so it keeps no registrations, and Construct sees the references as the engine sent them.
+    pulumi.runtime.rpc._RESOURCE_PACKAGES = _NoPackages()
     sys.argv = [sys.argv[0], *args]  # the SDK's `main` reads the engine address from sys.argv
     main(args, version, TestProvider(package))
 
