@@ -48,10 +48,11 @@ pytest: sync
 # The outside tools the tests run: the Pulumi CLI, and the kube-apiserver and etcd the engine
 # tier's kubernetes test provider sends objects to (tests/engine/), an OpenTelemetry collector
 # that validates the telemetry config (tests/test_telemetry.py), and for the cluster tier
-# (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK and the
-# real pulumi-kubernetes provider. Built from the Go module proxy into a cache outside the
-# repository, once per version per machine (engine/build.sh says where; docs/benchmarks.md how
-# long: about 45 minutes for all eight the first time on two cores, nothing once built).
+# (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK, the
+# LeaderWorkerSet controller and the real pulumi-kubernetes provider. Built from the Go module
+# proxy into a cache outside the repository, once per version per machine (engine/build.sh says
+# where; docs/benchmarks.md how long: about 47 minutes for all nine the first time on two cores,
+# nothing once built).
 ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes
 
 engine:
