@@ -44,8 +44,9 @@ class VllmMetric:
 
 
 # vLLM's gauges at the pinned image (vllm/vllm-openai:v0.23.0): vllm/v1/metrics/loggers.py,
-# PrometheusStatLogger, and docs.vllm.ai "Production Metrics". `vllm:kv_cache_usage_perc` is the
-# KV-cache gauge of the v1 engine (0 to 1); the older `vllm:gpu_cache_usage_perc` is gone from it.
+# PrometheusStatLogger (lines 452, 462 and 520 of PyPI's vllm-0.23.0 sdist), and docs.vllm.ai
+# "Production Metrics". `vllm:kv_cache_usage_perc` is the KV-cache gauge of the v1 engine (0 to 1);
+# the older `vllm:gpu_cache_usage_perc` appears nowhere in that release's source.
 VLLM_METRICS: dict[ScalingMetric, VllmMetric] = {
     ScalingMetric.REQUESTS_WAITING: VllmMetric(
         "vllm:num_requests_waiting", "sum", "AverageValue", "requests waiting per replica"
