@@ -194,3 +194,31 @@ def test_the_tokens_spelled_for_the_policies_are_the_ones_the_sdks_register() ->
             cls = sdk_class(c.sdk, token)
             # ediri-vultr registers no token on its classes; its constructors pass the token as text.
             assert pulumi.get_type_token(cls) == token or f"'{token}'" in inspect.getsource(cls), token
+
+
+def sdk_imports(path: Path) -> set[str]:
+    """The top-level packages `path` imports (`import pulumi_oci as oci` -> `pulumi_oci`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_each_cloud_sdk_is_imported_only_from_its_own_clouds_package() -> None:
+    # A cloud is one package (docs/adding-a-cloud.md): its SDK stays inside it, so no other module
+    # pays its import or depends on its types.
+    owner = {c.sdk: f"clouds/{c.key}/" for c in CLOUDS if c.sdk is not None}
+    assert {"pulumi_oci", "pulumi_digitalocean"} <= set(owner)
+    strays = [
+        (str(path.relative_to(ROOT)), sdk)
+        for path in product_files()
+        for sdk in sdk_imports(path) & set(owner)
+        if not str(path.relative_to(ROOT)).startswith(owner[sdk])
+    ]
+    assert strays == []
+    assert all(any(sdk in sdk_imports(p) for p in (ROOT / folder).rglob("*.py")) for sdk, folder in owner.items()), (
+        "a cloud package that imports no SDK would make this test pass on nothing"
+    )
