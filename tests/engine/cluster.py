@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from tests.engine.kube import ApiError, ApiServer, free_port, lws_crds, stop
+from tests.engine.kube import ApiError, ApiServer, free_port, lws_crds, module_dir, stop
 from tests.tools import tool
 
 # Driver kubelet plugins and node agents run privileged, which a cluster's API server admits only
@@ -106,14 +106,7 @@ def kubeconfig(server: ApiServer, name: str = "local") -> str:
 
 def stage_files() -> list[Path]:
     """The YAML files of `KWOK_STAGES` in the kwok module the build pinned (engine/kwok)."""
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", "sigs.k8s.io/kwok"],
-        cwd=Path(__file__).resolve().parents[2] / "engine" / "kwok",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    root = Path(json.loads(out)["Dir"]) / "kustomize" / "stage"
+    root = module_dir("sigs.k8s.io/kwok", "kwok") / "kustomize" / "stage"
     return sorted(f for stage in KWOK_STAGES for f in (root / stage).glob("*.yaml") if f.name != "kustomization.yaml")
 
 
@@ -288,14 +281,7 @@ class Lws:
 
     def webhook_configurations(self) -> list[dict[str, Any]]:
         """The chart's two webhook configurations, each webhook calling this process at its path."""
-        out = subprocess.run(
-            ["go", "mod", "download", "-json", "sigs.k8s.io/lws"],
-            cwd=Path(__file__).resolve().parents[2] / "engine" / "lws",
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        text = (Path(json.loads(out)["Dir"]) / LWS_WEBHOOKS).read_text()
+        text = (module_dir("sigs.k8s.io/lws", "lws") / LWS_WEBHOOKS).read_text()
         text = text.replace("{{ .Release.Namespace }}", LWS_NAMESPACE)
         assert "{{" not in text, "the chart's webhook configurations template only the namespace"
         ca = base64.b64encode(self.cert.read_bytes()).decode()

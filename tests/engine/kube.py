@@ -350,18 +350,24 @@ class ApiServer:
 GATEWAY_API_KINDS = ("gatewayclasses", "gateways", "httproutes")
 
 
-@functools.cache
-def gateway_api_crds() -> list[dict[str, Any]]:
-    """The CRDs of `GATEWAY_API_KINDS` from the Gateway API release engine/crds pins, experimental
-    channel, as Envoy Gateway's chart carries them."""
+def module_dir(module: str, pins: str) -> Path:
+    """The folder of Go module `module` at the version engine/<pins>/go.mod pins, from Go's module
+    cache (`go mod download`, which fetches it if the build has not)."""
     out = subprocess.run(
-        ["go", "mod", "download", "-json", "sigs.k8s.io/gateway-api"],
-        cwd=ROOT / "engine" / "crds",
+        ["go", "mod", "download", "-json", module],
+        cwd=ROOT / "engine" / pins,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    folder = Path(json.loads(out)["Dir"]) / "config" / "crd" / "experimental"
+    return Path(json.loads(out)["Dir"])
+
+
+@functools.cache
+def gateway_api_crds() -> list[dict[str, Any]]:
+    """The CRDs of `GATEWAY_API_KINDS` from the Gateway API release engine/crds pins, experimental
+    channel, as Envoy Gateway's chart carries them."""
+    folder = module_dir("sigs.k8s.io/gateway-api", "crds") / "config" / "crd" / "experimental"
     crds = []
     for kind in GATEWAY_API_KINDS:
         for doc in yaml.load_all(
@@ -374,14 +380,7 @@ def gateway_api_crds() -> list[dict[str, Any]]:
 
 def module_crds(module: str, path: str) -> list[dict[str, Any]]:
     """The CRDs of one YAML file of a Go module at the version engine/crds pins."""
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", module],
-        cwd=ROOT / "engine" / "crds",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    docs = yaml.load_all((Path(json.loads(out)["Dir"]) / path).read_text(), Loader=yaml.CSafeLoader)
+    docs = yaml.load_all((module_dir(module, "crds") / path).read_text(), Loader=yaml.CSafeLoader)
     return [doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"]
 
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi_kubernetes as k8s
 
 from tests.engine.harness import ROOT
+from tests.engine.kube import module_dir
 
 GOLDEN = ROOT / "tests" / "golden"
 PROVIDER = "pulumi:providers:kubernetes"
@@ -50,14 +49,11 @@ NEWER_THAN_PROVIDER = {
 
 @functools.cache
 def schema() -> dict[str, Any]:
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", "github.com/pulumi/pulumi-kubernetes/provider/v4"],
-        cwd=ROOT / "engine" / "kubernetes",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    folder = Path(json.loads(out)["Dir"]) / "cmd" / "pulumi-resource-kubernetes"
+    folder = (
+        module_dir("github.com/pulumi/pulumi-kubernetes/provider/v4", "kubernetes")
+        / "cmd"
+        / "pulumi-resource-kubernetes"
+    )
     return dict(json.loads((folder / "schema.json").read_text()))
 
 
