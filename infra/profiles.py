@@ -56,7 +56,7 @@ class ScaleFromZero:
     nodes publishes none. An autoscaler copies a new node's shape from a live node of the pool;
     at zero it must model the node itself, slices included, which the Kubernetes Cluster
     Autoscaler leaves to each cloud provider (kubernetes/autoscaler#7799, open). `minNodeCount: 0`
-    on a GPU pool where `can` is false is refused (`infra.config.references`, `check_pool_bounds`).
+    on a GPU pool where `can` is false is refused (`infra.config.references`, `check_gpu_scale_from_zero`).
     """
 
     can: bool

@@ -165,16 +165,19 @@ def groups_json(
     most = plain(bounds.get("maxReplicaCount", replicas))
     fewest = plain(bounds.get("minReplicaCount", replicas))
     nodes = int(plain(size)) if size is not None else 1
-    per_pod = [
-        {
-            "name": r.get("name"),
-            "deviceClassName": (r.get("exactly") or {}).get("deviceClassName"),
-            # An omitted count is the API's default, one device (`ExactDeviceRequest.count`).
-            "count": int((r.get("exactly") or {}).get("count") or 1),
-            **({"capacity": c} if (c := (r.get("exactly") or {}).get("capacity", {}).get("requests")) else {}),
-        }
-        for r in requests
-    ]
+    per_pod = []
+    for r in requests:
+        exactly = r.get("exactly") or {}
+        capacity = exactly.get("capacity", {}).get("requests")
+        per_pod.append(
+            {
+                "name": r.get("name"),
+                "deviceClassName": exactly.get("deviceClassName"),
+                # An omitted count is the API's default, one device (`ExactDeviceRequest.count`).
+                "count": int(exactly.get("count") or 1),
+                **({"capacity": capacity} if capacity else {}),
+            }
+        )
     per_group: dict[str, int] = {}
     for d in per_pod:
         per_group[d["deviceClassName"]] = per_group.get(d["deviceClassName"], 0) + d["count"] * nodes
