@@ -203,7 +203,9 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
                 f"{at}.provisioning.{key}",
                 f"the cheapest priced {prov.provider} machine that carries {need} is {row.name}, which the plan "
                 f"cannot write for you: {issue.problem}",
-                f"write {at}.provisioning.{key} with {block_type.machine_key()}: {row.name} and {issue.fix}",
+                f"write {at}.provisioning.{key} with {block_type.machine_key()}: {row.name} and {issue.fix}, "
+                f"in place of {at}.{'accelerator' if cls.accelerator is not None else 'minGpuMemoryGib'} "
+                "(the machine supplies its GPUs)",
             )
             for issue in issues_from_validation(file, refused)
         ]

@@ -445,5 +445,10 @@ def test_a_chosen_machine_whose_block_needs_the_owners_setting_is_refused_naming
         "BM.GPU.MI300X.8, which the plan cannot write for you: OKE's node images carry no AMD GPU driver, so "
         "BM.GPU.MI300X.8 nodes need an image that does. Fix: write classes[0].provisioning.oci with shape: "
         "BM.GPU.MI300X.8 and set imageId to the OCID of an image with the amdgpu driver (ROCm) for the "
-        "cluster's Kubernetes version"
+        "cluster's Kubernetes version, in place of classes[0].accelerator (the machine supplies its GPUs)"
     ]
+    # The fix, applied, plans clean, with the machine's eight MI300X supplied as before.
+    raw["classes"][0]["provisioning"]["oci"] = {"shape": "BM.GPU.MI300X.8", "imageId": "ocid1.image.oc1..amdgpu"}
+    del raw["classes"][0]["accelerator"]
+    fixed = fleet_of(raw).classes[0]
+    assert [(d.driver, d.count) for d in fixed.devices] == [("gpu.amd.com", 8)]
