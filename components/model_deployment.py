@@ -1,11 +1,13 @@
 """ModelDeployment: one inference engine on one pool of one cluster, claimed through DRA.
 
-It turns a validated `modelplane:deployments[]` entry into a `resource.k8s.io/v1`
-ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service.
+It turns a validated `modelplane:deployments[]` entry into its workload, a `resource.k8s.io/v1`
+ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service, and
+composes the serving features the deployment uses (`components.features`: the model cache,
+multi-node replicas, autoscaling), each decorating or adding to what the workload built.
 It is not a scheduler: the config names the cluster and pool, and `infra.config.references.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
-and CPU claims without a CPU count. The pod placement built here (`pod_placement`) is the same one
-the placement audit (`tooling.placement`) checks.
+and CPU claims without a CPU count. The pods' placement (`infra.serving.pods.pod_placement`) is the
+same one the placement audit (`tooling.placement`) checks.
 """
 
 from __future__ import annotations
@@ -18,26 +20,18 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clouds import profile
-from components import multinode
 from components.base import ComponentError
+from components.features import DeploymentContext, autoscaling, cache, multinode
 from infra import tokens
-from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSpec, SecureValue
+from infra.config.model import ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
 from infra.config.rules import PORT_FLAG, port_args
-from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
+from infra.facts import ClusterFacts, PoolFacts
 from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
-from infra.serving.autoscaling import (
-    KEDA_API,
-    PROMETHEUS_OPERATOR_API,
-    WorkloadRef,
-    pod_monitor_spec,
-    scaled_object_spec,
-)
+from infra.serving.pods import pod_placement
+from infra.vocabulary import DEPLOYMENT_LABEL
 
-# The telemetry collector's engine job scrapes pods by this label (port `http`).
-DEPLOYMENT_LABEL = "modelplane.ai/deployment"
 # The name under which the pod and its container refer to the claim built from the template.
 CLAIM_NAME = "devices"
 CONTAINER_NAME = "engine"
@@ -50,16 +44,6 @@ HEALTH_PATH = "/health"
 # weights; after that the readiness probe alone decides. Kubernetes docs, "Protect slow starting
 # containers with startup probes": failureThreshold x periodSeconds covers the worst-case start.
 STARTUP_PERIOD_SECONDS = 10
-# vLLM downloads weights into the Hugging Face cache, ~/.cache/huggingface of the image's root user
-# (https://docs.vllm.ai/en/latest/deployment/docker.html mounts the host cache at this path).
-ENGINE_CACHE_PATH = "/root/.cache/huggingface"
-CACHE_VOLUME = "model-cache"
-# NodeLocal caches live under this host directory, one subdirectory per namespace and deployment.
-NODE_CACHE_ROOT = "/var/lib/modelplane/model-cache"
-
-# Every driver's node taint, tolerated by every engine (harmless where a taint is absent): the pool
-# nodeSelector, not the tolerations, is what places the pod.
-DRIVER_TAINT_KEYS: tuple[str, ...] = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
 
 
 @dataclass(frozen=True)
@@ -105,26 +89,6 @@ def device_claims(spec: ModelDeploymentSpec, pool: PoolFacts) -> list[DeviceClai
 def claimed_cpu_total(claims: list[DeviceClaim]) -> int | None:
     cpus = [c.cpus for c in claims if c.cpus is not None]
     return sum(cpus) if cpus else None
-
-
-def engine_tolerations(cluster: ClusterFacts) -> list[Toleration]:
-    """The per-driver toleration list, then one exact toleration per cluster taint."""
-    out = [Toleration(key=k, operator="Exists", effect="NoSchedule") for k in DRIVER_TAINT_KEYS]
-    out += [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in cluster.taints]
-    return out
-
-
-def pod_placement(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> PodPlacement:
-    """Where the engine's pods may run: the pool's nodes, whatever they are tainted with; a replica
-    of several nodes as a gang of that many pods."""
-    return PodPlacement(
-        name=spec.name,
-        pool=spec.pool,
-        node_selector={POOL_LABEL: spec.pool},
-        tolerations=tuple(engine_tolerations(cluster)),
-        group_nodes=spec.nodes,
-        groups=spec.peak_replicas,
-    )
 
 
 def claim_requests(claims: list[DeviceClaim]) -> list[k8s.resource.v1.DeviceRequestArgs]:
@@ -188,18 +152,6 @@ def engine_args(spec: ModelDeploymentSpec) -> list[str]:
     if port_args(spec.args):
         return list(spec.args)  # the same port as `port` (infra.config.rules.check_serving)
     return [*spec.args, PORT_FLAG, str(spec.port)]
-
-
-def cache_storage_class(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> str | None:
-    """The StorageClass of a PersistentVolumeClaim cache; None leaves the cluster's default."""
-    assert spec.cache is not None
-    chosen = spec.cache.storage_class_name or profile(cluster.source).cache_storage_class
-    assert chosen is not None, "a cloud without a StorageClass needs storageClassName (validated)"
-    return chosen or None
-
-
-def node_cache_path(spec: ModelDeploymentSpec) -> str:
-    return f"{NODE_CACHE_ROOT}/{spec.namespace}/{spec.name}"
 
 
 def component_inputs(
@@ -274,16 +226,19 @@ def pod_template(
     )
 
 
-def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
-    """The object that runs the deployment's replicas, whose scale subresource an autoscaler drives:
-    its Deployment, or its LeaderWorkerSet of one group per replica (`components.multinode`)."""
-    if spec.nodes > 1:
-        return WorkloadRef(multinode.API_VERSION, multinode.KIND, spec.name)
-    return WorkloadRef("apps/v1", "Deployment", spec.name)
+def shared_memory(spec: ModelDeploymentSpec) -> tuple[list[k8s.core.v1.VolumeArgs], list[k8s.core.v1.VolumeMountArgs]]:
+    """The pod's shared memory volume and the engine's mount of it."""
+    volume = k8s.core.v1.VolumeArgs(
+        name="shm",
+        # Engines exchange tensors through shared memory; the container runtime's 64Mi
+        # default is too small. It is RAM, so it is capped (and counts against `memory`).
+        empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=spec.shm_size),
+    )
+    return [volume], [k8s.core.v1.VolumeMountArgs(name="shm", mount_path="/dev/shm")]
 
 
 class ModelDeployment(pulumi.ComponentResource):
-    """The claim template, Deployment and Service of one model deployment on one pool."""
+    """The workload of one model deployment on one pool, and the serving features it uses."""
 
     service_name: pulumi.Output[str]
 
@@ -295,25 +250,24 @@ class ModelDeployment(pulumi.ComponentResource):
                 "deployment", spec.name, f"targets {spec.cluster}/{spec.pool}, not {cluster.name}/{pool.name}"
             )
         claims = device_claims(spec, pool)
-        placement = pod_placement(spec, cluster)
         super().__init__(tokens.MODEL_DEPLOYMENT, name, component_inputs(spec, cluster, pool, claims), opts)
         labels = {DEPLOYMENT_LABEL: spec.name}
         meta = k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=spec.namespace, labels=labels)
+        deployment = DeploymentContext(self, name, spec, cluster, meta, labels)
         self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
         # The steps run in the order the children register in, which the plans and the state show:
-        # claim template, cache claim, env Secret, Deployment, Service.
+        # claim template, cache claim, env Secret, workload, Service, then the autoscaler's objects.
+        # The engine's pod: its claim template, its volumes (with the model cache's), its env.
         template = self._claim_template(name, spec, labels, claims)
-        volumes, mounts = self._volumes(name, spec, cluster, meta)
+        volumes, mounts = cache.apply(deployment, *shared_memory(spec))
         container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
-        pod = pod_template(labels, placement, template, container, volumes)
-        # A Deployment, or for replicas of several nodes a LeaderWorkerSet.
-        self.deployment: pulumi.CustomResource
-        if spec.nodes > 1:
-            self.deployment = self._leader_worker_set(name, spec, cluster, meta, pod, container, template)
-        else:
-            self.deployment = self._deployment(name, spec, meta, labels, pod, template)
-        self.service = self._service(name, spec, meta, labels)
-        self.scaling = self._autoscaling(name, spec, meta, workload_ref(spec))
+        pod = pod_template(labels, pod_placement(spec, cluster), template, container, volumes)
+        # What runs the pods (a Deployment, or for multi-node replicas a LeaderWorkerSet) and the
+        # Service in front of the pods that serve.
+        self.deployment = self._workload(deployment, pod, container, template)
+        self.service = self._service(name, spec, meta, multinode.service_selector(spec, labels))
+        # The features added to what the workload built.
+        self.scaling = autoscaling.apply(deployment, self.deployment, ENGINE_PORT_NAME)
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
 
@@ -340,42 +294,28 @@ class ModelDeployment(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _volumes(
-        self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs
-    ) -> tuple[list[k8s.core.v1.VolumeArgs], list[k8s.core.v1.VolumeMountArgs]]:
-        """The pod's volumes and the engine's mounts of them: shared memory, and the model cache if any."""
-        volumes = [
-            k8s.core.v1.VolumeArgs(
-                name="shm",
-                # Engines exchange tensors through shared memory; the container runtime's 64Mi
-                # default is too small. It is RAM, so it is capped (and counts against `memory`).
-                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=spec.shm_size),
-            )
-        ]
-        mounts = [k8s.core.v1.VolumeMountArgs(name="shm", mount_path="/dev/shm")]
-        if spec.cache is not None:
-            volumes.append(self._cache_volume(name, spec, cluster, meta))
-            mounts.append(k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=ENGINE_CACHE_PATH))
-        return volumes, mounts
-
-    def _deployment(
+    def _workload(
         self,
-        name: str,
-        spec: ModelDeploymentSpec,
-        meta: k8s.meta.v1.ObjectMetaArgs,
-        labels: dict[str, str],
+        deployment: DeploymentContext,
         pod: k8s.core.v1.PodTemplateSpecArgs,
+        container: k8s.core.v1.ContainerArgs,
         template: k8s.resource.v1.ResourceClaimTemplate,
-    ) -> k8s.apps.v1.Deployment:
-        """The Deployment of the engine's pods, placed on the pool, after its claim template and Secret."""
+    ) -> pulumi.CustomResource:
+        """What runs the replicas: a Deployment, or for replicas of several nodes a LeaderWorkerSet
+        (`components.features.multinode`); an autoscaled one leaves its count to the autoscaler."""
+        spec = deployment.spec
+        replicas = autoscaling.fixed_replicas(spec)
+        # The engine's pods wait for their claim template and the env Secret.
+        secret = [self.env_secret] if self.env_secret is not None else []
+        opts = pulumi.ResourceOptions(parent=self, depends_on=[template, *secret])
+        if spec.nodes > 1:
+            return multinode.apply(deployment, replicas, pod, container, engine_args(spec), opts)
         return k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=meta,
+            f"{deployment.name}-deployment",
+            metadata=deployment.meta,
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                # An autoscaled Deployment leaves its count to KEDA's HPA: a count here would be
-                # applied again by every `pulumi up`, undoing the autoscaler's.
-                replicas=spec.replicas if spec.autoscaling is None else None,
-                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                replicas=replicas,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=deployment.labels),
                 # A new pod needs devices of its own; with no spare device on the pool a surge pod
                 # would wait forever, so replace one pod at a time instead.
                 strategy=k8s.apps.v1.DeploymentStrategyArgs(
@@ -384,48 +324,18 @@ class ModelDeployment(pulumi.ComponentResource):
                 ),
                 template=pod,
             ),
-            opts=self._workload_options(template),
+            opts=opts,
         )
-
-    def _leader_worker_set(
-        self,
-        name: str,
-        spec: ModelDeploymentSpec,
-        cluster: ClusterFacts,
-        meta: k8s.meta.v1.ObjectMetaArgs,
-        pod: k8s.core.v1.PodTemplateSpecArgs,
-        container: k8s.core.v1.ContainerArgs,
-        template: k8s.resource.v1.ResourceClaimTemplate,
-    ) -> k8s.apiextensions.CustomResource:
-        """A replica of several nodes: one LeaderWorkerSet group of `nodes` pods per replica
-        (`components.multinode`), each pod with the one-node pod's claim, volumes and placement."""
-        return multinode.leader_worker_set(
-            f"{name}-group",
-            meta,
-            spec.replicas if spec.autoscaling is None else None,
-            spec.nodes,
-            pod,
-            container,
-            engine_args(spec),
-            profile(cluster.source).zone_labels,
-            self._workload_options(template),
-        )
-
-    def _workload_options(self, template: k8s.resource.v1.ResourceClaimTemplate) -> pulumi.ResourceOptions:
-        """The engine's pods wait for their claim template and the env Secret."""
-        secret = [self.env_secret] if self.env_secret is not None else []
-        return pulumi.ResourceOptions(parent=self, depends_on=[template, *secret])
 
     def _service(
-        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, labels: dict[str, str]
+        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, selector: dict[str, str]
     ) -> k8s.core.v1.Service:
-        """The Service in front of the engine's pods, on the deployment's port."""
+        """The Service in front of the engine's pods that `selector` picks, on the deployment's port."""
         return k8s.core.v1.Service(
             f"{name}-service",
             metadata=meta,
             spec=k8s.core.v1.ServiceSpecArgs(
-                # A group's leader alone serves requests (`components.multinode`).
-                selector=multinode.leader_selector(labels) if spec.nodes > 1 else labels,
+                selector=selector,
                 ports=[
                     k8s.core.v1.ServicePortArgs(
                         name=ENGINE_PORT_NAME, port=spec.port, target_port=ENGINE_PORT_NAME, protocol="TCP"
@@ -433,63 +343,6 @@ class ModelDeployment(pulumi.ComponentResource):
                 ],
             ),
             opts=pulumi.ResourceOptions(parent=self),
-        )
-
-    def _autoscaling(
-        self, name: str, spec: ModelDeploymentSpec, meta: k8s.meta.v1.ObjectMetaArgs, workload: WorkloadRef
-    ) -> list[k8s.apiextensions.CustomResource]:
-        """For an autoscaled deployment, the PodMonitor that has Prometheus scrape the engine and the
-        ScaledObject that sets the workload's replicas from what it scrapes; nothing otherwise."""
-        if spec.autoscaling is None:
-            return []
-        monitor = k8s.apiextensions.CustomResource(
-            f"{name}-podmonitor",
-            api_version=PROMETHEUS_OPERATOR_API,
-            kind="PodMonitor",
-            metadata=meta,
-            spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, ENGINE_PORT_NAME),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        scaled = k8s.apiextensions.CustomResource(
-            f"{name}-scaledobject",
-            api_version=KEDA_API,
-            kind="ScaledObject",
-            metadata=meta,
-            spec=scaled_object_spec(spec, spec.autoscaling, workload),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.deployment, monitor]),
-        )
-        return [monitor, scaled]
-
-    def _cache_volume(
-        self, name: str, spec: ModelDeploymentSpec, cluster: ClusterFacts, meta: k8s.meta.v1.ObjectMetaArgs
-    ) -> k8s.core.v1.VolumeArgs:
-        """The model cache: a claim of the cloud's StorageClass, or a directory on the node."""
-        cache = spec.cache
-        assert cache is not None
-        if cache.volume is CacheVolume.NODE_LOCAL:
-            return k8s.core.v1.VolumeArgs(
-                name=CACHE_VOLUME,
-                host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=node_cache_path(spec), type="DirectoryOrCreate"),
-            )
-        assert cache.size is not None, "a claim has a size (validated)"
-        claim_name = f"{spec.name}-cache"
-        k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-cache",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=claim_name, namespace=spec.namespace, labels=meta.labels),
-            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                # One node mounts it at a time: a single replica (infra.config.rules.check_serving).
-                access_modes=["ReadWriteOnce"],
-                storage_class_name=cache_storage_class(spec, cluster),
-                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cache.size}),
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        # The pod names the claim, not its output: a WaitForFirstConsumer claim binds only once a
-        # pod uses it, so a Deployment that waited for the claim would wait forever
-        # (pulumi/pulumi-kubernetes#895).
-        return k8s.core.v1.VolumeArgs(
-            name=CACHE_VOLUME,
-            persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(claim_name=claim_name),
         )
 
     def _env(self, name: str, spec: ModelDeploymentSpec, labels: dict[str, str]) -> list[k8s.core.v1.EnvVarArgs]:

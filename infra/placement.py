@@ -2,7 +2,7 @@
 
 It answers "can this pod be placed on a node of that pool": the nodes each pool yields (labels and
 taints from `infra.facts`, plus the labels node discovery puts on the hardware) and the matching
-rules of the Kubernetes scheduler. `components.model_deployment` builds its pods' placement with
+rules of the Kubernetes scheduler. `infra.serving.pods` builds the engine pods' placement with
 these types; the offline plan's placement audit (`tooling.placement`) applies the same rules
 to every node agent the serving stack installs. It models taints, node selectors and required
 node affinity, not resources, pod affinity or topology spread: it answers "can this pod be placed
@@ -185,7 +185,7 @@ def pod_admits(
 
 @dataclass(frozen=True)
 class PodPlacement:
-    """The placement a model deployment's pods get (built by `components.model_deployment`)."""
+    """The placement a model deployment's pods get (built by `infra.serving.pods.pod_placement`)."""
 
     name: str
     pool: str
@@ -193,6 +193,6 @@ class PodPlacement:
     tolerations: tuple[Toleration, ...]
     affinity: Mapping[str, Any] | None = None
     # A replica of several nodes is one gang: `group_nodes` pods, one per node, placed together or
-    # not at all (a LeaderWorkerSet group, `components.multinode`); `groups` is how many at most.
+    # not at all (a LeaderWorkerSet group, `components.features.multinode`); `groups` is how many at most.
     group_nodes: int = 1
     groups: int = 1

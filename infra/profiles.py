@@ -118,7 +118,7 @@ class CloudProfile:
     unlisted_pool_zones: int = 1
     # Whether the cloud labels every node with its zone (`topology.kubernetes.io/zone`, set by the
     # cloud's node controller); a group's pods keep to one zone by that label
-    # (`components.multinode.group_zone_affinity`), and a node without it admits none of them.
+    # (`components.features.multinode.group_zone_affinity`), and a node without it admits none of them.
     zone_labels: bool = True
     fabric_placement_group: bool = False
     fabric_claim: str | None = None

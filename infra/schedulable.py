@@ -376,7 +376,7 @@ def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
     The pods of one group run one engine whose collectives cross the network between them every
     step; between zones that is slower and billed, and a cloud's placement group (EKS's cluster
     placement group for EFA pools) lives in one zone. The LeaderWorkerSet keeps a group's pods in
-    one zone (`components.multinode`), but a pool whose nodes are spread over zones can leave no
+    one zone (`components.features.multinode`), but a pool whose nodes are spread over zones can leave no
     zone with enough of them, so a multi-node deployment needs a pool of one zone: its one declared
     zone, or where a pool without zones spans several (GKE's regional pools, EKS's node groups over
     the VPC's three subnets, unless an EFA pool's placement group keeps it in one), a pool that

@@ -62,6 +62,10 @@ POOL_LABEL = "modelplane.ai/pool"
 GPU_LABEL = "modelplane.ai/gpu"
 CPU_LABEL = "modelplane.ai/cpu"
 SYSTEM_POOL = "system"
+# The label every object of a model deployment carries, valued with the deployment's name: its
+# Service, PodMonitor and workload select its pods by it, and the telemetry collector's engine job
+# scrapes the pods that carry it.
+DEPLOYMENT_LABEL = "modelplane.ai/deployment"
 
 # The taint each GPU vendor's pools carry; DRA workloads and that vendor's stack tolerate it.
 VENDOR_TAINT_KEY: Mapping[str, str] = {NVIDIA: "nvidia.com/gpu", AMD: "amd.com/gpu"}

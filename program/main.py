@@ -17,19 +17,12 @@ from pulumi.runtime import config as runtime_config
 
 from clouds import cloud
 from components.base import CloudProviders, ClusterArgs, ClusterComponent
+from components.features.routing import ClusterGateway, ClusterGatewayArgs, ModelService, ModelServiceArgs
 from components.model_deployment import (
     ModelDeployment,
     ModelDeploymentArgs,
     namespace_resource,
     namespaces_of,
-)
-from components.model_service import (
-    ClusterGateway,
-    ClusterGatewayArgs,
-    ModelService,
-    ModelServiceArgs,
-    gateway_namespace,
-    service_routes,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.config.issues import ConfigError, ConfigIssue
@@ -39,6 +32,7 @@ from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, name
 from infra.cost import Budget
 from infra.facts import ClusterFacts
 from infra.guard import guard, guard_report
+from infra.serving.routes import gateway_namespace, service_routes
 
 
 def stack_file() -> str:

@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from clouds import profile
-from components.model_deployment import workload_ref
+from components.features.autoscaling import workload_ref
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
 from infra.config.rules import check_autoscaling, check_serving
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
-from infra.serving.autoscaling import WorkloadRef, scaled_object_spec
+from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
 from infra.serving.catalog import Component, join_components
 from tests.conftest import of_type, run_fleet
 from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
@@ -189,7 +189,7 @@ def test_request_metrics_are_summed_and_divided_over_the_replicas(metric: str, q
     fleet = Fleet.model_validate(raw_fleet("GKE", scaled(autoscaling={**SCALING, "metric": metric})))
     dep = fleet.deployments[0]
     assert dep.autoscaling is not None
-    [trigger] = scaled_object_spec(dep, dep.autoscaling, workload_ref(dep))["triggers"]
+    [trigger] = scaled_object_spec(dep, dep.autoscaling, workload_ref(dep), prometheus_address("GKE"))["triggers"]
     assert trigger["metadata"]["query"].startswith(query)
     assert trigger["metricType"] == metric_type
     assert trigger["metadata"]["threshold"] == "5"
@@ -200,7 +200,7 @@ def test_the_scale_target_follows_the_workload_it_is_given() -> None:
     dep = fleet.deployments[0]
     assert dep.autoscaling is not None
     lws = WorkloadRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", dep.name)
-    target = scaled_object_spec(dep, dep.autoscaling, lws)["scaleTargetRef"]
+    target = scaled_object_spec(dep, dep.autoscaling, lws, prometheus_address("GKE"))["scaleTargetRef"]
     assert target == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "qwen"}
 
 

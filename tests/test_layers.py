@@ -96,6 +96,27 @@ def test_no_rule_module_imports_a_component_the_program_or_the_tooling() -> None
     assert offenders == []
 
 
+def component_imports(paths: list[Path]) -> list[str]:
+    """Each import of a component module (`components/`, or a cloud's `component.py`) by `paths`."""
+    return [
+        f"{path.relative_to(ROOT)}: {target}"
+        for path in paths
+        for target in sorted(project_imports(path))
+        if target.split("/")[0] == "components" or target.endswith("/component.py")
+    ]
+
+
+def test_no_tooling_module_imports_a_component() -> None:
+    # The plan and its placement audit read what the components build from facts below them
+    # (`infra.serving.pods`, `infra.serving.routes`); only the program, which they run, builds components.
+    assert component_imports(sorted((ROOT / "tooling").rglob("*.py"))) == []
+
+
+def test_the_tooling_test_sees_an_import_of_a_component() -> None:
+    # The program imports components, so the test above would name a tooling module that did.
+    assert "program/main.py: components/model_deployment.py" in component_imports([ROOT / "program" / "main.py"])
+
+
 def test_the_kernel_imports_nothing_but_the_kernel() -> None:
     offenders = [
         f"{rel}: {target}" for rel in sorted(KERNEL) for target in project_imports(ROOT / rel) if target not in KERNEL

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.model_deployment import pod_placement
 from infra.facts import derive_cluster
+from infra.serving.pods import pod_placement
 from tests.conftest import fleet_of
 from tooling.cli import groups_text
 from tooling.placement import audit

@@ -1,4 +1,4 @@
-"""A deployment of several nodes per replica is a LeaderWorkerSet (`components.multinode`)."""
+"""A deployment of several nodes per replica is a LeaderWorkerSet (`components.features.multinode`)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from components.model_deployment import pod_placement
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import DISCOVERED_LABELS, UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
 from infra.serving.catalog import release_values
+from infra.serving.pods import pod_placement
 from infra.serving.values import node_feature_discovery
 from tests.conftest import CLUSTER_BLOCKS, cpu_class, fleet_of
 from tests.conftest import cloud_fleet as two_pools
@@ -345,7 +345,7 @@ def test_deployment_tolerations_alone_never_place_it() -> None:
 
 @pytest.mark.parametrize("source", ["Vultr", "Existing"])
 def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
-    from components.model_service import gateway_proxy_placement
+    from infra.serving.pods import gateway_proxy_placement
 
     facts, deployments = facts_of(cloud_fleet("Vultr") if source == "Vultr" else existing_fleet(amd=True))
     report = audit(facts, release_values(facts), deployments, [gateway_proxy_placement(facts)])
@@ -355,7 +355,7 @@ def test_gateway_proxies_land_on_system_nodes_only(source: str) -> None:
 
 
 def test_audit_report_json_lists_gateways_only_when_there_are_some() -> None:
-    from components.model_service import gateway_proxy_placement
+    from infra.serving.pods import gateway_proxy_placement
 
     facts, deployments = facts_of(cloud_fleet("Vultr"))
     with_gateway = audit(facts, release_values(facts), deployments, [gateway_proxy_placement(facts)]).as_json()

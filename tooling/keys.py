@@ -110,7 +110,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("Fleet", "services"): Key(
         "Publish a deployment through its cluster's Envoy Gateway: a Gateway per cluster with a service, "
         "an HTTPRoute per service, the endpoint as the stack output `endpoints` (docs/serving.md).",
-        "`ModelService` and `ClusterGateway` (`components/model_service.py`); `infra.config.rules.check_serving`",
+        "`ModelService` and `ClusterGateway` (`components/features/routing.py`); `infra.config.rules.check_serving`",
         "modelplane:services: [{name: qwen, deployment: qwen, path: /qwen}]",
     ),
     ("Fleet", "budget"): Key(

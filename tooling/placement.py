@@ -25,8 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.model_deployment import pod_placement
-from components.model_service import gateway_proxy_placement, service_routes
 from infra.facts import ClusterFacts
 from infra.placement import (
     OS_LABEL,
@@ -39,6 +37,8 @@ from infra.placement import (
     selector_matches,
     untolerated,
 )
+from infra.serving.pods import gateway_proxy_placement, pod_placement
+from infra.serving.routes import service_routes
 from tooling.hooks import PlanContext
 
 # --------------------------------------------------------------------------------------------

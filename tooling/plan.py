@@ -185,7 +185,7 @@ def groups_json(
         "count": most,
         "minCount": fewest,
         "nodes": nodes,
-        # One pod per node: the leader and `nodes - 1` workers (`components.multinode`).
+        # One pod per node: the leader and `nodes - 1` workers (`components.features.multinode`).
         "podsPerGroup": nodes,
         "devicesPerPod": per_pod,
         "devicesPerGroup": per_group,

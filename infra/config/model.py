@@ -437,7 +437,7 @@ class ModelDeploymentSpec(Model):
         return self.autoscaling.min_replicas if self.autoscaling is not None else self.replicas
 
     # Multi-node replicas: how many nodes one replica spans, one pod on each. Above 1 the
-    # deployment is a LeaderWorkerSet of groups of this size (`components.multinode`); the rules
+    # deployment is a LeaderWorkerSet of groups of this size (`components.features.multinode`); the rules
     # across keys are `infra.config.rules.check_multinode`.
     nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] = 1
 

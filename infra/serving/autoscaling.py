@@ -1,7 +1,7 @@
 """Autoscaling a model deployment: the KEDA ScaledObject that sets its replicas from one of vLLM's
 own metrics, and the PodMonitor that has the stack's Prometheus scrape them.
 
-Data only (the objects' specs); `components.model_deployment` registers them. It is not the
+Data only (the objects' specs); `components.features.autoscaling` registers them. It is not the
 config's rules (`infra.config.rules.check_autoscaling`) nor KEDA's install (the catalog's `keda`
 row, joined only on a cluster with an autoscaled deployment: `infra.vocabulary.AUTOSCALING_FEATURE`).
 """
@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config.model import Autoscaling, ModelDeploymentSpec, ScalingMetric
+from infra.serving.catalog import CATALOG
 
 KEDA_API = "keda.sh/v1alpha1"
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
 
-# The Prometheus of the stack's kube-prometheus-stack release (`mp-kube-prometheus-stack`, namespace
-# `monitoring`, infra/serving/catalog.py). Its Service is `<fullname>-prometheus` on port 9090, and the
-# fullname is the release name when that contains the chart's name
-# (charts/kube-prometheus-stack/templates/_helpers.tpl `kube-prometheus-stack.fullname`,
-# templates/prometheus/service.yaml and values.yaml `prometheus.service.port` @ 84.4.0).
-PROMETHEUS_ADDRESS = "http://mp-kube-prometheus-stack-prometheus.monitoring.svc:9090"
+# The catalog row of the stack's Prometheus (kube-prometheus-stack), whose address KEDA asks.
+PROMETHEUS_COMPONENT = "kube-prometheus-stack"
+# Its Service's port (values.yaml `prometheus.service.port` @ 84.4.0).
+PROMETHEUS_PORT = 9090
 
 # The pod label the PodMonitor copies onto every series (`podTargetLabels`); the Prometheus
 # operator turns its name into a label name by replacing what a label name cannot hold with `_`.
@@ -70,6 +69,18 @@ class WorkloadRef:
         return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
 
 
+def prometheus_address(source: str) -> str:
+    """The in-cluster address of the Prometheus of a `source` cluster's serving stack.
+
+    Its Service is `<fullname>-prometheus` in the row's namespace, and the fullname is the release
+    name when that contains the chart's name, as the catalog's `mp-<chart>` always does
+    (charts/kube-prometheus-stack/templates/_helpers.tpl `kube-prometheus-stack.fullname` and
+    templates/prometheus/service.yaml @ 84.4.0).
+    """
+    row = next(c for c in CATALOG[source] if c.key == PROMETHEUS_COMPONENT)
+    return f"http://{row.release}-prometheus.{row.namespace}.svc:{PROMETHEUS_PORT}"
+
+
 def scaling_query(spec: ModelDeploymentSpec, metric: ScalingMetric) -> str:
     """The PromQL KEDA asks the stack's Prometheus: the deployment's series of the metric, aggregated."""
     m = VLLM_METRICS[metric]
@@ -77,8 +88,10 @@ def scaling_query(spec: ModelDeploymentSpec, metric: ScalingMetric) -> str:
     return f"{m.aggregation}({m.name}{{{selector}}})"
 
 
-def scaled_object_spec(spec: ModelDeploymentSpec, scaling: Autoscaling, workload: WorkloadRef) -> dict[str, Any]:
-    """The ScaledObject's spec: the workload, the bounds and one Prometheus trigger
+def scaled_object_spec(
+    spec: ModelDeploymentSpec, scaling: Autoscaling, workload: WorkloadRef, prometheus: str
+) -> dict[str, Any]:
+    """The ScaledObject's spec: the workload, the bounds and one trigger on the `prometheus` address
     (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`, `query`, `threshold` as text)."""
     m = VLLM_METRICS[scaling.metric]
     return {
@@ -90,7 +103,7 @@ def scaled_object_spec(spec: ModelDeploymentSpec, scaling: Autoscaling, workload
                 "type": "prometheus",
                 "metricType": m.metric_type,
                 "metadata": {
-                    "serverAddress": PROMETHEUS_ADDRESS,
+                    "serverAddress": prometheus,
                     "query": scaling_query(spec, scaling.metric),
                     "threshold": f"{scaling.target:g}",
                 },

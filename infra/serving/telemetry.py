@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from infra.vocabulary import DEPLOYMENT_LABEL
+
 Values = dict[str, Any]
 
 CHART = "opentelemetry-collector"
@@ -34,7 +36,6 @@ COMMAND = "otelcol-contrib"
 
 PROMETHEUS_EXPORTER_PORT = 8889
 
-DEPLOYMENT_LABEL = "modelplane.ai/deployment"
 ENGINE_PORT = "http"
 # dcgm-exporter pods: the GPU operator labels them `app: nvidia-dcgm-exporter`, the standalone
 # chart `app.kubernetes.io/name: dcgm-exporter`.

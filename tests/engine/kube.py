@@ -346,7 +346,7 @@ class ApiServer:
         return dict(self._request("GET", "/version"))
 
 
-# The Gateway API kinds the program creates (components/model_service.py); their CRDs are installed.
+# The Gateway API kinds the program creates (components/features/routing.py); their CRDs are installed.
 GATEWAY_API_KINDS = ("gatewayclasses", "gateways", "httproutes")
 
 
@@ -387,7 +387,7 @@ def module_crds(module: str, path: str) -> list[dict[str, Any]]:
 @functools.cache
 def lws_crds() -> list[dict[str, Any]]:
     """The LeaderWorkerSet CRD of the lws release engine/crds pins (config/crd/bases), the kind
-    multi-node deployments create (components/multinode.py)."""
+    multi-node deployments create (components/features/multinode.py)."""
     return module_crds("sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
 
 

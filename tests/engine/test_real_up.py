@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from components import multinode
+from components.features import multinode
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
 from tests.engine import charts as mirror
 from tests.engine.cluster import condition
@@ -77,7 +77,7 @@ def claiming_nodes(run: Run, driver: str) -> set[str]:
 
 def workload(dep: dict[str, Any]) -> str:
     """The workload a deployment's pods belong to: its Deployment, or for replicas of several
-    nodes its LeaderWorkerSet (components/multinode.py)."""
+    nodes its LeaderWorkerSet (components/features/multinode.py)."""
     return f"{'LeaderWorkerSet' if dep.get('nodes', 1) > 1 else 'Deployment'}/{dep['name']}"
 
 

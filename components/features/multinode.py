@@ -1,7 +1,8 @@
 """Multi-node replicas: a deployment with `nodes > 1` as a LeaderWorkerSet of one group per replica.
 
 It turns a deployment's facts (the engine container and pod template `components.model_deployment`
-builds for one node) into the `leaderworkerset.x-k8s.io/v1` object the `lws` chart (v0.8.0, in
+builds for one node) into the workload in place of a Deployment: the `leaderworkerset.x-k8s.io/v1`
+object the `lws` chart (v0.8.0, in
 every serving stack) runs: `replicas` groups of `nodes` pods, a leader and `nodes - 1` workers,
 each pod on its own node with a claim of its own from the deployment's ResourceClaimTemplate. It
 is not a rule: what a group needs of its pool (parallelism over every node, whole nodes, one
@@ -21,6 +22,10 @@ from typing import Any, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from clouds import profile
+from components.features import DeploymentContext
+from infra.config.model import ModelDeploymentSpec
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
@@ -97,6 +102,12 @@ def launch_args(args: Sequence[str], leader: bool) -> list[str]:
 def leader_selector(labels: dict[str, str]) -> dict[str, str]:
     """The labels that select the leader of every group of a deployment, and no worker."""
     return {**labels, WORKER_INDEX_LABEL: LEADER_INDEX}
+
+
+def service_selector(spec: ModelDeploymentSpec, labels: dict[str, str]) -> dict[str, str]:
+    """The pods the deployment's Service sends requests to: every pod, or of a group its leader
+    alone, which serves the group's requests."""
+    return leader_selector(labels) if spec.nodes > 1 else labels
 
 
 def group_zone_affinity() -> k8s.core.v1.AffinityArgs:
@@ -210,4 +221,27 @@ def leader_worker_set(
             },
         },
         opts=opts,
+    )
+
+
+def apply(
+    deployment: DeploymentContext,
+    replicas: int | None,
+    pod: k8s.core.v1.PodTemplateSpecArgs,
+    container: k8s.core.v1.ContainerArgs,
+    args: Sequence[str],
+    opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """The workload of a replica of several nodes: one LeaderWorkerSet group of `nodes` pods per
+    replica, each pod with the one-node pod's claim, volumes and placement."""
+    return leader_worker_set(
+        f"{deployment.name}-group",
+        deployment.meta,
+        replicas,
+        deployment.spec.nodes,
+        pod,
+        container,
+        args,
+        profile(deployment.cluster.source).zone_labels,
+        opts,
     )

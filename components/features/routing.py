@@ -1,12 +1,14 @@
-"""ModelService: publish a model deployment through its cluster's Envoy Gateway.
+"""Routing: publish a model deployment through its cluster's Envoy Gateway.
 
 modelplane pairs each ModelDeployment with a ModelService that gives it an address through a
 Gateway API HTTPRoute; here a `modelplane:services[]` entry does the same on the deployment's own
 cluster. `ClusterGateway` is the cluster's entry point (a GatewayClass for Envoy Gateway, which the
 serving stack installs on every cluster, and one Gateway, with a TLS listener and a cert-manager
 Certificate per TLS host); `ModelService` is one HTTPRoute to the deployment's Service. Both exist
-only on a cluster with at least one service. `infra.config.rules.check_serving` has already resolved each
-service to exactly one deployment and rejected clashing routes and TLS without a host.
+only on a cluster with at least one service, built from the services resolved against their
+deployments (`infra.serving.routes`, which the placement audit reads too).
+`infra.config.rules.check_serving` has already resolved each service to exactly one deployment and
+rejected clashing routes and TLS without a host.
 
 Not here: the address. Envoy Gateway writes it to the Gateway's `status.addresses` once the cloud
 gives its LoadBalancer Service one; the stack output names the Gateway and the route.
@@ -22,10 +24,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import tokens
-from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec
 from infra.facts import ClusterFacts
-from infra.placement import PodPlacement
-from infra.serving.catalog import CATALOG
+from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, ServiceRoute, gateway_namespace
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -33,85 +33,12 @@ CERT_MANAGER_API = "cert-manager.io/v1"
 # The controller Envoy Gateway reconciles GatewayClasses for
 # (https://github.com/envoyproxy/gateway/blob/v1.8.3/examples/kubernetes/quickstart.yaml).
 ENVOY_GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
-# Our own class and Gateway: a name of ours never adopts a Gateway the cluster's owner runs.
+# Our own class, as our own Gateway (`infra.serving.routes.GATEWAY_NAME`): a name of ours never
+# adopts a class the cluster's owner runs.
 GATEWAY_CLASS_NAME = "modelplane"
-GATEWAY_NAME = "modelplane"
-# The serving stack's Envoy Gateway row (infra.serving.catalog); the Gateway lives in its namespace.
-ENVOY_GATEWAY_COMPONENT = "envoy-gateway"
-HTTP_LISTENER = "http"
 HTTP_PORT = 80
 HTTPS_PORT = 443
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-@dataclass(frozen=True)
-class ServiceRoute:
-    """A service resolved against its deployment: what its HTTPRoute and listener need."""
-
-    spec: ModelServiceSpec
-    deployment: ModelDeploymentSpec
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def namespace(self) -> str:
-        return self.deployment.namespace
-
-    @property
-    def listener(self) -> str:
-        return f"https-{self.spec.name}" if self.spec.tls is not None else HTTP_LISTENER
-
-    @property
-    def tls_secret(self) -> str:
-        return f"{self.spec.name}-tls"
-
-    @property
-    def scheme(self) -> str:
-        return "https" if self.spec.tls is not None else "http"
-
-    def endpoint(self, gateway_namespace: str) -> dict[str, Any]:
-        """The endpoint as the stack output and the plan show it (the address is the Gateway's)."""
-        path = self.spec.route_path
-        base = path.rstrip("/")
-        return {
-            "service": self.name,
-            "cluster": self.deployment.cluster,
-            "deployment": self.deployment.name,
-            "gateway": f"{gateway_namespace}/{GATEWAY_NAME}",
-            "scheme": self.scheme,
-            "host": self.spec.host,
-            "path": path,
-            # The OpenAI-compatible base URL; without a host, {address} is the Gateway's address.
-            "url": f"{self.scheme}://{self.spec.host or '{address}'}{base}/v1",
-        }
-
-
-def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
-    """The services published on one cluster, each with its deployment (resolved by check_serving)."""
-    out = []
-    for svc in fleet.services:
-        [dep] = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
-        if dep.cluster == cluster:
-            out.append(ServiceRoute(svc, dep))
-    return out
-
-
-def gateway_namespace(facts: ClusterFacts) -> str:
-    # The catalog row's namespace, installed or not: a cluster that runs its own Envoy Gateway
-    # (`existing.preinstalled`) runs it there too (docs/existing-clusters.md).
-    return next(c.namespace for c in CATALOG[facts.source] if c.key == ENVOY_GATEWAY_COMPONENT)
-
-
-def gateway_proxy_placement(facts: ClusterFacts) -> PodPlacement:
-    """Where Envoy Gateway runs the Gateway's proxy pods: no nodeSelector, no tolerations.
-
-    Envoy Gateway's default proxy pod spec is empty (`DefaultKubernetesPod` in
-    api/v1alpha1/kubernetes_helpers.go at v1.8.3) and this program sets no EnvoyProxy, so the
-    proxies go to untainted nodes: the system pool, never a tainted GPU or CPU pool.
-    """
-    return PodPlacement(name=f"{gateway_namespace(facts)}/{GATEWAY_NAME}", pool="", node_selector={}, tolerations=())
 
 
 # --------------------------------------------------------------------------------------------

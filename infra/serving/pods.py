@@ -1,0 +1,48 @@
+"""Where the serving layer's pods run: a model deployment's engine pods and the Gateway's proxies.
+
+The program places its pods with these (`components.model_deployment`), and the placement audit
+(`tooling.placement`) checks the same placements against every pool's nodes, so they are facts of
+the deployment and the cluster, built below the components. They register nothing; the scheduling
+rules that judge them are `infra.placement`'s.
+"""
+
+from __future__ import annotations
+
+from infra.config.model import ModelDeploymentSpec
+from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts
+from infra.placement import PodPlacement, Toleration
+from infra.serving.routes import GATEWAY_NAME, gateway_namespace
+
+# Every driver's node taint, tolerated by every engine (harmless where a taint is absent): the pool
+# nodeSelector, not the tolerations, is what places the pod.
+DRIVER_TAINT_KEYS: tuple[str, ...] = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
+
+
+def engine_tolerations(cluster: ClusterFacts) -> list[Toleration]:
+    """The per-driver toleration list, then one exact toleration per cluster taint."""
+    out = [Toleration(key=k, operator="Exists", effect="NoSchedule") for k in DRIVER_TAINT_KEYS]
+    out += [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in cluster.taints]
+    return out
+
+
+def pod_placement(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> PodPlacement:
+    """Where the engine's pods may run: the pool's nodes, whatever they are tainted with; a replica
+    of several nodes as a gang of that many pods."""
+    return PodPlacement(
+        name=spec.name,
+        pool=spec.pool,
+        node_selector={POOL_LABEL: spec.pool},
+        tolerations=tuple(engine_tolerations(cluster)),
+        group_nodes=spec.nodes,
+        groups=spec.peak_replicas,
+    )
+
+
+def gateway_proxy_placement(facts: ClusterFacts) -> PodPlacement:
+    """Where Envoy Gateway runs the Gateway's proxy pods: no nodeSelector, no tolerations.
+
+    Envoy Gateway's default proxy pod spec is empty (`DefaultKubernetesPod` in
+    api/v1alpha1/kubernetes_helpers.go at v1.8.3) and this program sets no EnvoyProxy, so the
+    proxies go to untainted nodes: the system pool, never a tainted GPU or CPU pool.
+    """
+    return PodPlacement(name=f"{gateway_namespace(facts)}/{GATEWAY_NAME}", pool="", node_selector={}, tolerations=())
