@@ -41,9 +41,10 @@ from infra.serving.catalog import (
     install_order,
     needed_by_others,
 )
+from infra.vocabulary import AMD_GPU_DRIVER, DEVICE_CLASS
 
-# The component whose DRA driver serves `gpu.amd.com`; its DeviceClass is created here.
-AMD_DEVICE_CLASS = "gpu.amd.com"
+# The DeviceClass of the AMD operator's DRA driver, created here rather than by its chart.
+AMD_DEVICE_CLASS = DEVICE_CLASS[AMD_GPU_DRIVER]
 
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 # The quota exists to admit these priority classes, not to cap them: its limit is never reached.
@@ -163,9 +164,7 @@ class ServingStack(pulumi.ComponentResource):
                 spec=k8s.resource.v1.DeviceClassSpecArgs(
                     selectors=[
                         k8s.resource.v1.DeviceSelectorArgs(
-                            cel=k8s.resource.v1.CELDeviceSelectorArgs(
-                                expression=f"device.driver == '{AMD_DEVICE_CLASS}'"
-                            )
+                            cel=k8s.resource.v1.CELDeviceSelectorArgs(expression=f"device.driver == '{AMD_GPU_DRIVER}'")
                         )
                     ]
                 ),
