@@ -407,7 +407,7 @@ class ModelDeployment(pulumi.ComponentResource):
             pod,
             container,
             engine_args(spec),
-            profile(cluster.source).zone_labels,
+            profile(cluster.source).zones.labelled,
             self._workload_options(template),
         )
 

@@ -174,7 +174,7 @@ def test_gpu_operator_installs_driver_and_toolkit_only_where_the_node_lacks_them
     values = row(cloud, "gpu-operator").values
     assert values["driver"]["enabled"] is driver
     assert values["toolkit"]["enabled"] is toolkit
-    assert v.nvidia_driver_owned_by_stack(cloud) is driver
+    assert profile(cloud).nvidia.driver_by_operator is driver
 
 
 def test_civo_operator_installs_the_pinned_open_driver() -> None:
