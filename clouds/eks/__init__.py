@@ -21,7 +21,7 @@ from infra.profiles import CloudProfile, Fabric, ScaleFromZero, Scaling, TagRule
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation
 
 SOURCE = "EKS"
-# The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.component`),
+# The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.network`),
 # for at most this many zones.
 MAX_ZONES = 6
 # EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators
