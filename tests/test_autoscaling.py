@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clouds import profile
+from clouds import CLOUDS, profile
 from components.model_deployment import workload_ref
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
@@ -239,7 +239,14 @@ def test_an_autoscaled_deployment_of_a_stack_file_plans_with_its_bounds(tmp_path
 # --------------------------------------------------------------------------------------------
 # Scale-from-zero GPU pools, per cloud (`infra.profiles.ScaleFromZero`)
 
-CANNOT = ("EKS", "AKS", "Nebius", "Vultr", "DigitalOcean")
+# Clouds whose pools autoscale but whose autoscaler cannot bring a DRA GPU pool up from zero.
+CANNOT = tuple(
+    c.source
+    for c in CLOUDS
+    if c.profile.scaling.autoscaler
+    and c.profile.scaling.gpu_from_zero is not None
+    and not c.profile.scaling.gpu_from_zero.can
+)
 
 
 def bounded(source: str, pool: int, lo: int, node_count: int = 1) -> dict[str, Any]:

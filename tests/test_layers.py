@@ -138,7 +138,7 @@ def test_the_vocabulary_imports_nothing_of_the_project() -> None:
 
 # Where a cloud's name may decide what code does: its profile row and its own cluster module.
 MAY_BRANCH_ON_CLOUD = {p.relative_to(ROOT) for p in (ROOT / "clouds").rglob("*.py")}
-CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI", "Existing"}
+CLOUD_NAMES = {c.source for c in CLOUDS}
 CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "NEBIUS", "EXISTING"}
 
 
