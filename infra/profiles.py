@@ -11,12 +11,13 @@ the high-speed fabric (`Fabric`), scaling (`Scaling`), names (`Naming`), the Kub
 form (`VersionForm`) and label tags (`TagRules`); what is about the cloud as a whole (its vendors,
 system machine, storage class, memory reservation) sits on the profile itself.
 
-The profile is one part of a cloud's package record (`clouds.spec.Cloud.profile`); the rest of that
-record is how the program loads and wires the package (its config blocks, component, machine rows
-and prices, resource types, provider credentials, mock answers and reference text), which the
-registry, the config model and the tooling read, and the checks, values and facts never do.
-This module is in the kernel a cloud's package builds on: it imports only the vocabulary and the
-memory reservation's rule (`infra.reservations`).
+The profile is one part of a cloud's package record (`clouds.spec.Cloud.profile`). The rest of that
+record is how the program loads the package: its config blocks, component, machine rows and prices,
+resource types, provider credentials, mock answers and reference text, which the registry turns
+into the tables other modules read (`clouds.MACHINES`, `clouds.POOL_TYPES`). Both records could
+live in the kernel, but they answer different questions, what is true of the cloud and how the
+program loads it, so each is its own record. This module is in the kernel a cloud's package builds
+on: it imports only the vocabulary and the memory reservation's rule (`infra.reservations`).
 """
 
 from __future__ import annotations
