@@ -1,8 +1,9 @@
 """What a cloud package declares: one `Cloud` record, which the registry (`clouds/__init__.py`) lists.
 
-A package under `clouds/` holds everything that is one cloud's: its config blocks, profile, machine
-rows and prices, its name and zone rules (as profile data), its cluster component, how the policies
-read its pool resources, and what the offline plan's mock runtime answers for its resources. The
+A package under `clouds/` holds everything that is one cloud's: its profile (the facts the shared
+code decides by, grouped by meaning: `infra.profiles`), its config blocks, machine rows and prices,
+its cluster component, how the policies read its pool resources, and what the offline plan's mock
+runtime answers for its resources. The
 shared code reads these records and never names a cloud. This module imports only the part of
 `infra` below the fleet model (names, the config base, profiles and machine rows), so a cloud's
 package can be imported by the fleet model without a cycle; a cloud's component is named by its
@@ -19,7 +20,6 @@ from typing import Any
 from infra.config.base import KeyDoc, MachineBlock, Model
 from infra.machines import ControlPlaneFee, MachineType
 from infra.profiles import CloudProfile
-from infra.reservations import Reservation
 
 # A mock answer: (resource name, its inputs) -> the outputs the provider would compute.
 MockOutputs = Callable[[str, Mapping[str, Any]], dict[str, Any]]
@@ -62,18 +62,10 @@ class ResourceTypes:
 
 
 @dataclass(frozen=True)
-class PoolNaming:
-    """A cloud that renames pools it does not accept: what it calls the name, its rule, and the renaming."""
-
-    kind: str  # "AKS agent pool name"
-    rule: str  # as the fix states it
-    rename: Callable[[str], str]
-
-
-@dataclass(frozen=True)
 class Cloud:
-    """One cloud (a cluster `source`): everything the shared code needs to know of it."""
+    """One cloud (a cluster `source`): its profile, and how the program loads and wires its package."""
 
+    # The facts the checks, values and derived facts decide by, grouped by meaning (`infra.profiles`).
     profile: CloudProfile
     # The key of its blocks in the stack file: `clusters[].<key>`, `classes[].provisioning.<key>`.
     key: str
@@ -89,12 +81,6 @@ class Cloud:
     price_region: str | None = None
     control_plane_fee: ControlPlaneFee | None = None
     resources: ResourceTypes | None = None
-    # The most distinct zones the cluster's pools may name (its network plan); None: any.
-    zone_limit: int | None = None
-    # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
-    # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
-    memory_reservation: Reservation | None = None
-    pool_naming: PoolNaming | None = None
     # The Pulumi package of the cloud's provider, and the stack config keys it documents for
     # credentials (config key -> provider argument), which `components.base.stack_credentials`
     # passes to the explicit provider as secrets.

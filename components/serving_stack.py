@@ -148,7 +148,7 @@ class ServingStack(pulumi.ComponentResource):
             if component.namespace in quotas:
                 prerequisites.setdefault(component.key, []).append(quotas[component.namespace])
 
-        if facts.profile.google_driver_installer and NVIDIA_OPERATOR_KEY in joined:
+        if facts.profile.nvidia.google_driver_installer and NVIDIA_OPERATOR_KEY in joined:
             installer = k8s.yaml.v2.ConfigFile(
                 f"{name}-gke-nvidia-driver-installer",
                 file=GKE_DRIVER_INSTALLER,

@@ -295,31 +295,31 @@ def class_cpu_claim(cls: InferenceClass) -> int:
 def zone_problem(source: str, region: str, zone: str, *, uncatalogued: bool = False) -> str | None:
     """Why `zone` is not a zone of `region` on this cloud, or None when it is.
 
-    A zone has the cloud's form (`CloudProfile.zone_names` or `zone_pattern`) and, where the zone
-    catalog lists the region (`CloudProfile.zones_by_region`, each cloud's `zones.py` with its
+    A zone has the cloud's form (`Zones.names` or `Zones.pattern` of its profile) and, where the zone
+    catalog lists the region (`Zones.by_region`, each cloud's `zones.py` with its
     source), is one of its zones: a letter the region does not have (`us-central1-e`, a seventh
     zone of us-east-1) would fail only when the cloud creates the pool. A pool that takes zones
     the catalog does not list yet says so (`uncatalogued`).
     """
     cloud = profile(source)
-    if cloud.zone_names:
+    if cloud.zones.names:
         # Numbered zones: the region's own numbers where the catalog lists them (an OCI region has
         # one availability domain or three), else the cloud's.
-        names = cloud.zones_by_region.get(region) or cloud.zone_names
+        names = cloud.zones.by_region.get(region) or cloud.zones.names
         if zone in names:
             return None
         *first, last = names
         numbers = f"{', '.join(first)} or {last}" if first else last
-        where = f"{region}'s" if region in cloud.zones_by_region else "the location's"
+        where = f"{region}'s" if region in cloud.zones.by_region else "the location's"
         return f"{source} zones are {where} zone numbers {numbers}, not '{zone}'"
-    if cloud.zone_pattern is None:
+    if cloud.zones.pattern is None:
         return f"{source} clusters have no zones inside a region, so zone '{zone}' cannot be honoured"
-    match = cloud.zone_pattern.match(zone)
+    match = cloud.zones.pattern.match(zone)
     if match is None:
         return f"'{zone}' is not a {source} zone name"
     if match.group("region") != region:
         return f"zone '{zone}' is in region {match.group('region')}, not in the cluster's region {region}"
-    known = cloud.zones_by_region.get(region)
+    known = cloud.zones.by_region.get(region)
     if known and zone not in known and not uncatalogued:
         return f"zone '{zone}' is not a zone of {region} in the zone catalog"
     return None
@@ -329,10 +329,10 @@ def zone_fix(source: str, region: str, zone: str, pool_at: str) -> str:
     """The fix for a zone `zone_problem` refuses: the region's zones, where the catalog lists them, and
     for a zone of the region's form that the catalog does not list, how to take it anyway."""
     cloud = profile(source)
-    known = cloud.zones_by_region.get(region)
+    known = cloud.zones.by_region.get(region)
     listed = f" ({', '.join(known)})" if known else ""
     fix = f"list only zones of {region}{listed} in the pool's zones, or drop zones to let the cloud choose"
-    match = cloud.zone_pattern.match(zone) if cloud.zone_pattern else None
+    match = cloud.zones.pattern.match(zone) if cloud.zones.pattern else None
     if known and match is not None and match.group("region") == region:
         fix += f"; if the zone exists and the catalog does not list it yet, set {pool_at}.uncataloguedZones: true"
     return fix

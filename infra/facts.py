@@ -88,7 +88,7 @@ class PoolFacts:
     # What the pool's class left out and what supplied it (`infra.supply`); None when written in full.
     supplied: Supplied | None = None
     # Whether the cloud's autoscaler can bring the pool up from zero nodes: a GPU pool's is the
-    # cloud profile's `gpu_scale_from_zero`; None where nothing here judges it (CPU and system
+    # cloud profile's `scaling.gpu_from_zero`; None where nothing here judges it (CPU and system
     # pools, and every pool of a cluster the program does not build).
     scale_from_zero: bool | None = None
 
@@ -288,7 +288,7 @@ def declared_accelerator(cls: InferenceClass, provisioned: bool) -> Accelerator 
 
 def gpu_taint(source: str, vendor: str) -> Taint:
     """The vendor's GPU taint, with the value the cloud's NVIDIA pools carry."""
-    value = profile(source).gpu_taint_value if vendor == NVIDIA else "true"
+    value = profile(source).nvidia.taint_value if vendor == NVIDIA else "true"
     return Taint(VENDOR_TAINT_KEY[vendor], value)
 
 
@@ -308,9 +308,9 @@ def system_pool(cloud: CloudProfile) -> PoolFacts:
         taints=(),
         accelerator=None,
         vendor=None,
-        node_count=SYSTEM_NODES * zones if cloud.autoscaler else SYSTEM_NODES,
-        min_node_count=SYSTEM_NODES * zones if cloud.autoscaler else None,
-        max_node_count=SYSTEM_MAX_NODES * zones if cloud.autoscaler else None,
+        node_count=SYSTEM_NODES * zones if cloud.scaling.autoscaler else SYSTEM_NODES,
+        min_node_count=SYSTEM_NODES * zones if cloud.scaling.autoscaler else None,
+        max_node_count=SYSTEM_MAX_NODES * zones if cloud.scaling.autoscaler else None,
         machine=cloud.system_machine,
         zone_count=zones,
     )
@@ -345,7 +345,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
             if vendor is not None:
                 taints.append(gpu_taint(source, vendor))
                 if vendor == NVIDIA:
-                    labels.update(cloud.nvidia_pool_labels)
+                    labels.update(cloud.nvidia.pool_labels)
         else:
             labels[CPU_LABEL] = "true"
             taints.append(Taint(CPU_TAINT_KEY, "true"))
@@ -371,7 +371,9 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 zone_count=zone_count(cloud, tuple(pool.zones)),
                 supplied=cls.supplied,
                 scale_from_zero=(
-                    cloud.gpu_scale_from_zero.can if role == "GPU" and cloud.gpu_scale_from_zero is not None else None
+                    cloud.scaling.gpu_from_zero.can
+                    if role == "GPU" and cloud.scaling.gpu_from_zero is not None
+                    else None
                 ),
             )
         )

@@ -66,7 +66,7 @@ def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
 def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
     """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
 
-    The cloud's record holds the values (`Cloud.zone_limit`, `Cloud.pool_naming`); the rule is stated
+    The cloud's record holds the values (`Zones.limit`, `Naming.pools` of its profile); the rule is stated
     here so it runs before the first registration of the whole program, never inside a component
     after other clusters registered.
     """
@@ -75,7 +75,7 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
         base = f"clusters[{ki}]"
         pool_index = {p.name: pi for pi, p in enumerate(cluster.node_pools)}
         owner = cloud(cluster.source)
-        limit = owner.zone_limit
+        limit = owner.profile.zones.limit
         zones = declared_zones(cf.pools)
         if limit is not None and len(zones) > limit:
             over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
@@ -88,7 +88,7 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
                     f"name at most {limit} distinct zones across the cluster's pools",
                 )
             )
-        naming = owner.pool_naming
+        naming = owner.profile.naming.pools
         if naming is not None:
             seen: dict[str, str] = {}
             for pool in cf.pools:

@@ -35,15 +35,15 @@ def pool_zones(source: str, pool: PoolFacts) -> int:
     """How many zones the nodes of a pool of a `source` cluster may land in.
 
     The zones the pool lists; else the cloud's placement of a pool without zones
-    (`CloudProfile.unlisted_pool_zones`), except that a fabric pool on a cloud that puts one in a
-    placement group (`fabric_placement_group`, EKS EFA) is in one zone.
+    (`Zones.unlisted_pool_count` of its profile), except that a fabric pool on a cloud that puts one in a
+    placement group (`Fabric.placement_group`, EKS EFA) is in one zone.
     """
     if pool.zones:
         return len(set(pool.zones))
     prof = profile(source)
-    if prof.fabric_placement_group and pool_fabric(pool) is not None:
+    if prof.fabric.placement_group and pool_fabric(pool) is not None:
         return 1
-    return prof.unlisted_pool_zones
+    return prof.zones.unlisted_pool_count
 
 
 def fabric_advisory(source: str, deployment: str, nodes: int, fabric: str | None) -> str | None:
@@ -52,11 +52,11 @@ def fabric_advisory(source: str, deployment: str, nodes: int, fabric: str | None
     Every step of a group's engine exchanges activations (pipeline parallel) or all-reduces
     (tensor parallel) between its nodes; over the nodes' ordinary network that runs at a fraction
     of the speed of EFA or InfiniBand, so the group serves, but slowly. The message says how to
-    claim the cloud's fabric (`CloudProfile.fabric_claim`), or that the cloud offers none here.
+    claim the cloud's fabric (`Fabric.claim` of its profile), or that the cloud offers none here.
     """
     if nodes <= 1 or fabric is not None:
         return None
-    claim = profile(source).fabric_claim
+    claim = profile(source).fabric.claim
     how = f"Fix: {claim}" if claim else f"{source} offers no high-speed fabric this program sets up"
     return (
         f"deployment '{deployment}' spans {nodes} nodes per replica on a pool that claims no high-speed fabric: "

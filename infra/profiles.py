@@ -1,20 +1,33 @@
-"""A cloud's profile: the facts about a cloud that modules outside its own package need.
+"""A cloud's profile: the facts about a cloud that modules outside its own package decide by.
 
-The chart values, the serving stack, the catalog and the derived facts read these fields; none of
-them asks for a cloud by name. Each cloud's package fills in its profile (`clouds/<cloud>/`), and
-`clouds.profile(source)` looks one up. A field's comment says why it has the value it has on each
-cloud, in that package, with where that is documented.
+The chart values, the serving stack, the catalog, the checks and the derived facts read these
+fields; none of them asks for a cloud by name. Each cloud's package fills in its profile
+(`clouds/<cloud>/`), and `clouds.profile(source)` looks one up. A field's comment says what it
+means; why it has the value it has on each cloud is said in that package, with where that is
+documented.
 
-This module imports only the vocabulary, so the cloud packages can build on it.
+The facts are grouped by what they are about: the NVIDIA stack (`NvidiaStack`), zones (`Zones`),
+the high-speed fabric (`Fabric`), scaling (`Scaling`), names (`Naming`), the Kubernetes version's
+form (`VersionForm`) and label tags (`TagRules`); what is about the cloud as a whole (its vendors,
+system machine, storage class, memory reservation) sits on the profile itself.
+
+The profile is one part of a cloud's package record (`clouds.spec.Cloud.profile`). The rest of that
+record is how the program loads the package: its config blocks, component, machine rows and prices,
+resource types, provider credentials, mock answers and reference text, which the registry turns
+into the tables other modules read (`clouds.MACHINES`, `clouds.POOL_TYPES`). Both records could
+live in the kernel, but they answer different questions, what is true of the cloud and how the
+program loads it, so each is its own record. This module is in the kernel a cloud's package builds
+on: it imports only the vocabulary and the memory reservation's rule (`infra.reservations`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from infra import vocabulary as vocab
+from infra.reservations import Reservation
 
 # NVIDIA's workaround for driver upgrades that leave the DRA kubelet plugin holding the driver:
 # the driver manager evicts pods on a node by flipping this label, and the DRA driver's kubelet
@@ -28,24 +41,77 @@ OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 @dataclass(frozen=True)
-class NameRule:
-    """A form the cloud's API holds cluster and node pool names to, beyond a DNS label."""
+class NvidiaStack:
+    """How NVIDIA GPUs come up on the cloud's nodes: who brings driver and toolkit, and the pools' taint and labels."""
 
-    pattern: re.Pattern[str]
-    # What the form is, as an error states it: "<cloud> cluster names <says>, not 'x'".
-    says: str
-    fix: str
+    # Where the NVIDIA driver lives on a node's host filesystem: the DRA driver's `nvidiaDriverRoot`.
+    driver_root: str = "/"
+    # The driver version the serving stack's GPU Operator installs (`driver.version`, built as the
+    # open kernel modules: a version pinned here must be one for those); None: the node image or
+    # the cloud's pool setting brings the driver, and the operator installs none.
+    driver_version: str | None = None
+    # The serving stack applies Google's COS driver installer (GKE pools disable GKE's own).
+    google_driver_installer: bool = False
+    # The GPU Operator installs the container toolkit into this host directory; None where the
+    # node image already carries the toolkit.
+    toolkit_dir: str | None = None
+    # The RuntimeClass the GPU Operator's operands run with, when the chart's default (`nvidia`,
+    # the class the operator's own toolkit creates) is not the node's handler name.
+    runtime_class: str | None = None
+    # The cloud runs its own NVIDIA GPU Operator and NFD; the stack installs only what it lacks.
+    managed_operator: bool = False
+    # The node label the driver manager flips to evict the DRA kubelet plugin during driver
+    # upgrades; only where the stack's operator manages the driver.
+    driver_eviction_label: str | None = None
+    # The value of the NVIDIA GPU taint on this cloud's GPU pools.
+    taint_value: str = "true"
+    # The NVIDIA toleration matches this value (`Equal`); None tolerates any value (`Exists`).
+    toleration_value: str | None = None
+    # Labels NVIDIA GPU pools need so that nothing but the DRA driver advertises their GPUs.
+    pool_labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def driver_by_operator(self) -> bool:
+        """The serving stack's GPU Operator installs the NVIDIA driver (so the cloud's pools must not)."""
+        return self.driver_version is not None
 
 
 @dataclass(frozen=True)
-class TagRules:
-    """The limits of the cloud tags a cluster's labels become."""
+class Zones:
+    """The zones a cloud's pools name, and how it counts and labels a pool's nodes across them."""
 
-    # Who sets the limits, as an error names them ("an AWS tag key ...").
-    owner: str
-    reserved_prefix: str
-    key_max: int
-    value_max: int
+    # A cloud names its zones either from a fixed set (`names`), or as its region plus a suffix
+    # (`pattern`, whose `region` group is the region); neither: the cloud has no zones inside a
+    # region to pick.
+    names: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    # The zones of each region the catalog knows (`pattern` clouds); a region missing here is
+    # checked against the zone form only.
+    by_region: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The most distinct zones the cluster's pools may name (its network plan); None: any.
+    limit: int | None = None
+    # A pool's `node_count` counts nodes per zone of the pool (regional clusters), and a pool
+    # without zones spans `default_count` zones.
+    nodes_per_zone: bool = False
+    default_count: int = 1
+    # Multi-node replicas (`check_multinode`, infra/config/rules.py): the zones the nodes of a pool
+    # that lists none may land in.
+    unlisted_pool_count: int = 1
+    # Whether the cloud labels every node with its zone (`topology.kubernetes.io/zone`, set by the
+    # cloud's node controller); a group's pods keep to one zone by that label
+    # (`components.features.multinode.group_zone_affinity`), and a node without it admits none of them.
+    labelled: bool = True
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """The cloud's high-speed fabric between the nodes of a multi-node replica (`check_multinode`)."""
+
+    # Whether a pool that claims a fabric device is one placement group, so in one zone.
+    placement_group: bool = False
+    # How a pool claims the cloud's high-speed fabric, as a fix says it; None: the cloud offers
+    # none this program sets up.
+    claim: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,8 +130,72 @@ class ScaleFromZero:
     # error and the plan say it.
     says: str
     # Node labels the cloud's autoscaler needs on a GPU pool to scale it up from zero; the cloud
-    # puts them among its GPU pools' labels (`nvidia_pool_labels`).
+    # puts them among its GPU pools' labels (`NvidiaStack.pool_labels`).
     pool_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """What scales the cloud's pools."""
+
+    # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler
+    # the cluster component installs).
+    autoscaler: bool = True
+    # Whether that autoscaler scales a DRA GPU pool up from zero nodes; None: not ours to know
+    # (nothing here scales the pools of a cluster the program does not build).
+    gpu_from_zero: ScaleFromZero | None = None
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A form the cloud's API holds cluster and node pool names to, beyond a DNS label."""
+
+    pattern: re.Pattern[str]
+    # What the form is, as an error states it: "<cloud> cluster names <says>, not 'x'".
+    says: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class PoolNaming:
+    """A cloud that renames pools it does not accept: what it calls the name, its rule, and the renaming."""
+
+    kind: str  # "AKS agent pool name"
+    rule: str  # as the fix states it
+    rename: Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Naming:
+    """The names the cloud's API takes for clusters and pools."""
+
+    # The form the cloud's API holds cluster and node pool names to; None: any DNS label.
+    rule: NameRule | None = None
+    # The cloud field the cluster's name becomes, and how many characters it holds.
+    used_as: str = ""
+    max_length: int | None = None
+    # How the cloud renames a pool whose name it does not accept; None: pools keep their names.
+    pools: PoolNaming | None = None
+
+
+@dataclass(frozen=True)
+class VersionForm:
+    """The form the cloud's API takes `kubernetesVersion` in, and an example of it."""
+
+    pattern: re.Pattern[str]
+    form: str
+    example: str
+
+
+@dataclass(frozen=True)
+class TagRules:
+    """The limits of the cloud tags a cluster's labels become."""
+
+    # Who sets the limits, as an error names them ("an AWS tag key ...").
+    owner: str
+    reserved_prefix: str
+    key_max: int
+    value_max: int
 
 
 @dataclass(frozen=True)
@@ -81,76 +211,24 @@ class CloudProfile:
     system_machine: str | None
     # DRA drivers the cluster component installs outside the serving stack.
     external_drivers: tuple[str, ...] = ()
-    # Where the NVIDIA driver lives on a node's host filesystem: the DRA driver's `nvidiaDriverRoot`.
-    nvidia_driver_root: str = "/"
-    # The serving stack's GPU Operator installs the NVIDIA driver (else the node image or the
-    # cloud's pool setting brings it).
-    nvidia_driver_by_operator: bool = False
-    # The serving stack applies Google's COS driver installer (GKE pools disable GKE's own).
-    google_driver_installer: bool = False
-    # The GPU Operator installs the container toolkit into this host directory; None where the
-    # node image already carries the toolkit.
-    nvidia_toolkit_dir: str | None = None
-    # The RuntimeClass the GPU Operator's operands run with, when the chart's default (`nvidia`,
-    # the class the operator's own toolkit creates) is not the node's handler name.
-    nvidia_runtime_class: str | None = None
-    # The cloud runs its own NVIDIA GPU Operator and NFD; the stack installs only what it lacks.
-    managed_gpu_operator: bool = False
-    # The node label the driver manager flips to evict the DRA kubelet plugin during driver
-    # upgrades; only where the stack's operator manages the driver.
-    driver_eviction_label: str | None = None
-    # The value of the NVIDIA GPU taint on this cloud's GPU pools.
-    gpu_taint_value: str = "true"
-    # The NVIDIA toleration matches this value (`Equal`); None tolerates any value (`Exists`).
-    nvidia_toleration_value: str | None = None
-    # Labels NVIDIA GPU pools need so that nothing but the DRA driver advertises their GPUs.
-    nvidia_pool_labels: Mapping[str, str] = field(default_factory=dict)
+    nvidia: NvidiaStack = field(default_factory=NvidiaStack)
+    zones: Zones = field(default_factory=Zones)
+    fabric: Fabric = field(default_factory=Fabric)
+    scaling: Scaling = field(default_factory=Scaling)
+    naming: Naming = field(default_factory=Naming)
+    # The form the cloud's API takes `kubernetesVersion` in; None: any version.
+    version: VersionForm | None = None
+    # The cloud tags the cluster with its labels, within these limits; None: labels are not tags.
+    label_tags: TagRules | None = None
     # Pods at a system-critical priority need a ResourceQuota allowing it outside kube-system.
     critical_pods_quota: bool = False
-    # A pool's `node_count` counts nodes per zone of the pool (regional clusters), and a pool
-    # without zones spans `default_zones` zones.
-    nodes_per_zone: bool = False
-    default_zones: int = 1
-    # Multi-node replicas (`check_multinode`, infra/config/rules.py): the zones the nodes of a pool
-    # that lists none may land in; whether a pool that claims a fabric device is one placement
-    # group, so in one zone; and how a pool claims the cloud's high-speed fabric (None: the cloud
-    # offers none this program sets up).
-    unlisted_pool_zones: int = 1
-    # Whether the cloud labels every node with its zone (`topology.kubernetes.io/zone`, set by the
-    # cloud's node controller); a group's pods keep to one zone by that label
-    # (`components.features.multinode.group_zone_affinity`), and a node without it admits none of them.
-    zone_labels: bool = True
-    fabric_placement_group: bool = False
-    fabric_claim: str | None = None
-    # Something scales pools between minNodeCount and maxNodeCount (the cloud, or an autoscaler
-    # the cluster component installs).
-    autoscaler: bool = True
-    # Whether that autoscaler scales a DRA GPU pool up from zero nodes; None: not ours to know
-    # (nothing here scales the pools of a cluster the program does not build).
-    gpu_scale_from_zero: ScaleFromZero | None = None
     # The StorageClass a PersistentVolumeClaim model cache uses unless `storageClassName` is set.
     # "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
     # program builds it has no CSI driver that provisions volumes, so a claim would never bind.
     cache_storage_class: str | None = ""
-    # The form the cloud's API holds cluster and node pool names to; None: any DNS label.
-    name_rule: NameRule | None = None
-    # The cloud field the cluster's name becomes, and how many characters it holds.
-    name_used_as: str = ""
-    name_max_length: int | None = None
-    # The form the cloud's API takes `kubernetesVersion` in, and an example of it; None: any version.
-    version_pattern: re.Pattern[str] | None = None
-    version_form: str = ""
-    version_example: str = ""
-    # The cloud tags the cluster with its labels, within these limits; None: labels are not tags.
-    label_tags: TagRules | None = None
-    # Zones: a cloud names its zones either from a fixed set (`zone_names`), or as its region plus a
-    # suffix (`zone_pattern`, whose `region` group is the region); neither: the cloud has no zones
-    # inside a region to pick.
-    zone_names: tuple[str, ...] = ()
-    zone_pattern: re.Pattern[str] | None = None
-    # The zones of each region the catalog knows (`zone_pattern` clouds); a region missing here is
-    # checked against the zone form only.
-    zones_by_region: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
+    # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
+    memory_reservation: Reservation | None = None
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:
@@ -164,9 +242,9 @@ class CloudProfile:
 
 def zone_count(cloud: CloudProfile, zones: Sequence[str]) -> int:
     """The zones a pool's per-zone node count is multiplied by (1 where counts are per pool)."""
-    if not cloud.nodes_per_zone:
+    if not cloud.zones.nodes_per_zone:
         return 1
-    return len(zones) or cloud.default_zones
+    return len(zones) or cloud.zones.default_count
 
 
 def nodes_per_zone_at_start(node_count: int, zones: int) -> int:
@@ -183,7 +261,7 @@ def pool_nodes(node_count: int, max_node_count: int | None, zones: int) -> tuple
     """(the nodes the cloud creates, the most the pool can have) for a pool: the one node count.
 
     `zones` is `zone_count`. Where the cloud counts a pool's nodes per zone (the profile's
-    `nodes_per_zone`, GKE's regional clusters; google_container_node_pool `node_count` is "the
+    `zones.nodes_per_zone`, GKE's regional clusters; google_container_node_pool `node_count` is "the
     number of nodes per instance group"), a fixed pool has `nodeCount` nodes in each zone, and an
     autoscaled one starts with `nodes_per_zone_at_start` in each zone. An autoscaled pool is
     bounded by `maxNodeCount` in total on every cloud here (GKE's `total_max_node_count`);

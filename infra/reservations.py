@@ -1,6 +1,6 @@
 """How much of a node's memory a cloud keeps from pods: the rule's shape, and GKE's published tiers.
 
-Each cloud's record names its rule (`clouds.spec.Cloud.memory_reservation`, with its source); a cloud
+Each cloud's record names its rule (`infra.profiles.CloudProfile.memory_reservation`, with its source); a cloud
 that publishes none is judged by GKE's tiers (`default_reservation`). The schedulability checks
 (`infra.schedulable`) read it. This module imports only the machine rows.
 """

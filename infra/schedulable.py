@@ -6,7 +6,7 @@ independently (docs/serving.md, "What is checked before anything runs"):
 
 - memory: a pod's memory request against what one node of its pool can give a pod: the machine's
   memory (the catalog row) less what the cloud keeps for the kubelet, system daemons and eviction
-  (`reserved_memory`: each cloud's rule in its record, `Cloud.memory_reservation`) and what this stack's own per-node pods
+  (`reserved_memory`: each cloud's rule in its record, `CloudProfile.memory_reservation`) and what this stack's own per-node pods
   request (`NODE_AGENTS`). Only provisioned pools whose machine the catalog knows are checked; an
   Existing cluster's nodes are the owner's, and an unknown machine is reported as
   `unknown-machine-type` (`infra.devices`).
@@ -47,9 +47,9 @@ from infra.vocabulary import GPU_VENDORS
 
 
 def reservation(source: str) -> Reservation:
-    """The cloud's rule for the memory it keeps from pods (`Cloud.memory_reservation`, with its
+    """The cloud's rule for the memory it keeps from pods (`CloudProfile.memory_reservation`, with its
     source), or GKE's published tiers for a cloud that publishes none."""
-    return cloud(source).memory_reservation or default_reservation(source)
+    return cloud(source).profile.memory_reservation or default_reservation(source)
 
 
 def reserved_memory(source: str, row: MachineType) -> Decimal:

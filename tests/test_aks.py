@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from pulumi.runtime import rpc
 
+from clouds import aks, profile
 from clouds.aks.__init__ import AGENT_POOL_NAME, agent_pool_name
 from clouds.aks.component import autoscaler_owned
 from infra.facts import PoolFacts
-from infra.serving.values import nvidia_driver_owned_by_stack
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun
 
@@ -126,11 +127,12 @@ def test_gpu_pool_gets_vendor_taint_gpu_label_and_vm_size(plan: MockRun) -> None
 def test_gpu_pool_installs_the_aks_driver_which_the_stacks_operator_leaves_alone(plan: MockRun) -> None:
     # AKS owns the NVIDIA driver: the pool installs it and the GPU Operator must not.
     assert named(plan, "aks-west-gpu-a100").inputs["gpuProfile"] == {"driver": "Install"}
-    assert nvidia_driver_owned_by_stack("AKS") is False
+    assert profile("AKS").nvidia.driver_by_operator is False
 
 
 def test_gpu_pool_skips_the_aks_driver_when_the_stack_owns_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("clouds.aks.component.nvidia_driver_owned_by_stack", lambda cloud: cloud == "AKS")
+    owned = replace(aks.CLOUD.profile.nvidia, driver_version="580.173.02")
+    monkeypatch.setattr(aks, "CLOUD", replace(aks.CLOUD, profile=replace(aks.CLOUD.profile, nvidia=owned)))
     result = run_fleet(aks_fleet())
     assert result.error is None, result.error
     assert named(result, "aks-west-gpu-a100").inputs["gpuProfile"] == {"driver": "None"}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clouds import profile
+from clouds import CLOUDS, profile
 from components.features.autoscaling import workload_ref
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
@@ -239,7 +239,14 @@ def test_an_autoscaled_deployment_of_a_stack_file_plans_with_its_bounds(tmp_path
 # --------------------------------------------------------------------------------------------
 # Scale-from-zero GPU pools, per cloud (`infra.profiles.ScaleFromZero`)
 
-CANNOT = ("EKS", "AKS", "Nebius", "Vultr", "DigitalOcean")
+# Clouds whose pools autoscale but whose autoscaler cannot bring a DRA GPU pool up from zero.
+CANNOT = tuple(
+    c.source
+    for c in CLOUDS
+    if c.profile.scaling.autoscaler
+    and c.profile.scaling.gpu_from_zero is not None
+    and not c.profile.scaling.gpu_from_zero.can
+)
 
 
 def bounded(source: str, pool: int, lo: int, node_count: int = 1) -> dict[str, Any]:
@@ -263,7 +270,7 @@ def pool_issues(raw: dict[str, Any]) -> list[tuple[str, str]]:
 def test_a_gpu_pool_at_min_zero_is_refused_where_the_autoscaler_cannot_bring_it_back(source: str) -> None:
     [(path, message)] = pool_issues(bounded(source, 0, 0))
     assert path == "clusters[0].nodePools[0].minNodeCount"
-    stated = profile(source).gpu_scale_from_zero
+    stated = profile(source).scaling.gpu_from_zero
     assert stated is not None and not stated.can
     assert stated.says in message and "kubernetes/autoscaler#7799" in message
     assert "set minNodeCount: 1" in message
@@ -300,11 +307,11 @@ def test_civo_says_its_pools_do_not_autoscale_at_all() -> None:
 
 
 def test_existing_clusters_are_not_judged() -> None:
-    assert profile("Existing").gpu_scale_from_zero is None
+    assert profile("Existing").scaling.gpu_from_zero is None
 
 
 def test_a_gke_gpu_pool_at_min_zero_plans_clean_with_the_label_gkes_autoscaler_needs() -> None:
-    stated = profile("GKE").gpu_scale_from_zero
+    stated = profile("GKE").scaling.gpu_from_zero
     assert stated is not None and stated.can
     assert stated.pool_labels == {"cloud.google.com/gke-nvidia-gpu-dra-driver": "true"}
     raw = bounded("GKE", 0, 0)

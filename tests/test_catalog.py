@@ -126,8 +126,9 @@ COMMON_ROWS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "mp-dra-driver-cpu": ("dra-driver-cpu", "oci://registry.k8s.io/dra-driver-cpu/charts", "0.3.0", (CPU,)),
 }
 NFD = "https://kubernetes-sigs.github.io/node-feature-discovery/charts"
-# The clouds whose stack carries AMD's operator: the provisioned ones with AMD machines, and Existing.
-AMD_CLOUDS = {"DigitalOcean", "OCI", "Existing"}
+# The clouds whose stack carries AMD's operator: those whose profile serves AMD (the provisioned ones
+# with AMD machines, and Existing).
+AMD_CLOUDS = {c for c in SOURCES if "amd" in CLOUD_RECORDS[c].profile.gpu_vendors}
 
 
 @pytest.mark.parametrize("cloud", SOURCES)

@@ -11,6 +11,7 @@ import pulumi
 import pytest
 import yaml
 
+from clouds import PROVISIONED
 from infra.config.issues import ConfigError
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
 from tooling.cli import main
@@ -91,7 +92,7 @@ CASES: list[tuple[str, str, Any, str]] = [
 
 
 def test_the_base_fleets_are_accepted() -> None:
-    for source in ("GKE", "AKS", "EKS"):
+    for source in (c.source for c in PROVISIONED):
         fleet_of(fleet(source))
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from clouds import PROVISIONED
 from infra.config.issues import ConfigError
 from infra.config.model import InferenceClass
 from infra.config.roles import claimed_drivers, cluster_dra_drivers, role_of
@@ -18,7 +19,7 @@ from infra.devices import (
     zone_problem,
 )
 from infra.facts import derive_fleet
-from tests.conftest import cpu_class, fleet_of, gpu_class
+from tests.conftest import GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 
 BLOCKS = {
     "GKE": {"machineType": "g2-standard-8"},
@@ -145,9 +146,10 @@ def test_dra_cpu_in_a_gpu_class_is_rejected() -> None:
     assert (v.policy, v.driver) == (ACCELERATOR_DRIVER_MISMATCH, "dra.cpu")
 
 
-@pytest.mark.parametrize("provider", ["GKE", "EKS", "AKS", "Civo", "Vultr"])
+# Every provisioned cloud whose profile serves no AMD GPUs (DigitalOcean and OCI sell AMD machines).
+@pytest.mark.parametrize("provider", [c.source for c in PROVISIONED if "amd" not in c.profile.gpu_vendors])
 def test_amd_driver_is_unsupported_on_every_provisioned_cloud(provider: str) -> None:
-    block = dict(BLOCKS[provider], accelerator={"type": "amd-mi300x", "count": 1})
+    block = dict(GPU_BLOCKS[provider], accelerator={"type": "amd-mi300x", "count": 1})
     c = cls(gpu_class("amd", provider, block, driver="gpu.amd.com"))
     [v] = check_pool("k", provider, "amd", c)
     assert (v.policy, v.driver) == (UNSUPPORTED_DEVICES, "gpu.amd.com")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import subprocess
@@ -43,7 +44,7 @@ def layer(rel: str) -> int:
     if parts[0] == "clouds":
         if rel == "clouds/__init__.py":
             return 2
-        return 4 if parts[-1] == "component.py" else 1
+        return 1 if rel in cloud_records() else 4
     return {"infra": 3, "components": 4, "program": 5, "policies": 5, "tooling": 6}[parts[0]]
 
 
@@ -69,6 +70,25 @@ def project_imports(path: Path) -> set[str]:
             if module.split(".")[0] in PRODUCT and (target := module_file(module)) is not None:
                 found.add(target)
     return found
+
+
+@functools.cache
+def cloud_records() -> frozenset[str]:
+    """The modules of `clouds/` the registry loads: the cloud records and what they are built from.
+
+    Everything else in a cloud's package is its component (`component.py`, and the modules a long
+    component keeps steps in, such as `clouds/eks/network.py`), which is loaded only for a stack
+    with such a cluster and builds on the components' base.
+    """
+    found: set[str] = set()
+    todo = ["clouds/__init__.py"]
+    while todo:
+        rel = todo.pop()
+        for target in project_imports(ROOT / rel):
+            if target.startswith("clouds/") and target not in found:
+                found.add(target)
+                todo.append(target)
+    return frozenset(found - {"clouds/__init__.py"})
 
 
 def product_files() -> list[Path]:
@@ -130,6 +150,7 @@ def test_the_layer_test_sees_a_back_arrow() -> None:
     assert layer("clouds/gke/config.py") < layer("clouds/__init__.py") < layer("infra/config/model.py")
     assert module_file("clouds.gke") == "clouds/gke/__init__.py"
     assert project_imports(ROOT / "components" / "base.py") >= {"clouds/spec.py"}
+    assert layer("clouds/eks/component.py") == layer("clouds/eks/network.py") == layer("components/base.py")
 
 
 def test_the_vocabulary_imports_nothing_of_the_project() -> None:
@@ -138,7 +159,7 @@ def test_the_vocabulary_imports_nothing_of_the_project() -> None:
 
 # Where a cloud's name may decide what code does: its profile row and its own cluster module.
 MAY_BRANCH_ON_CLOUD = {p.relative_to(ROOT) for p in (ROOT / "clouds").rglob("*.py")}
-CLOUD_NAMES = {"GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI", "Existing"}
+CLOUD_NAMES = {c.source for c in CLOUDS}
 CLOUD_CONSTANTS = {"GKE", "EKS", "AKS", "CIVO", "VULTR", "NEBIUS", "EXISTING"}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from clouds import SOURCES
 from infra.config.issues import ConfigError
 from infra.config.stackfile import parse_fleet
 from tests.conftest import CLUSTER_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class, of_type, run_fleet
@@ -22,7 +23,6 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE = "kubernetes:core/v1:Service"
 CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
 MODEL_SERVICE = "modelplane:serve:ModelService"
-CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Existing")
 
 
 def served_fleet(source: str, **deployment: Any) -> dict[str, Any]:
@@ -34,7 +34,9 @@ def served_fleet(source: str, **deployment: Any) -> dict[str, Any]:
         }
         cluster = {"name": "c", "source": "Existing", "existing": {"kubernetesVersion": "1.36"}}
     else:
-        cls = gpu_class("gpu", source, GPU_BLOCKS[source])
+        # The class claims every GPU of its machine (OCI's bare-metal shape has 4).
+        block = GPU_BLOCKS[source]
+        cls = gpu_class("gpu", source, block, count=block["accelerator"]["count"])
         cluster = {"name": "c", "source": source, source.lower(): CLUSTER_BLOCKS[source]}
     cluster["nodePools"] = [{"name": "gpu", "className": "gpu"}]
     return {
@@ -78,7 +80,7 @@ def issues(raw: Mapping[str, Any]) -> dict[str, str]:
 # Routing objects, per cloud
 
 
-@pytest.mark.parametrize("source", CLOUDS)
+@pytest.mark.parametrize("source", SOURCES)
 def test_service_gets_an_envoy_gateway_and_a_route_on_every_cloud(source: str) -> None:
     result = run_fleet(served_fleet(source))
     gateway_class = only(result, GATEWAY_CLASS).inputs
@@ -293,7 +295,13 @@ def test_startup_probe_allows_half_an_hour_by_default_and_follows_startup_second
 
 @pytest.mark.parametrize(
     ("source", "storage_class"),
-    [("GKE", "standard-rwo"), ("AKS", "managed-csi"), ("Civo", "civo-volume"), ("Vultr", "vultr-block-storage")],
+    [
+        ("GKE", "standard-rwo"),
+        ("AKS", "managed-csi"),
+        ("Civo", "civo-volume"),
+        ("Vultr", "vultr-block-storage"),
+        ("OCI", "oci-bv"),
+    ],
 )
 def test_claim_cache_uses_the_cloud_storage_class_and_is_mounted_at_the_hf_cache(
     source: str, storage_class: str

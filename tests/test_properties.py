@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
+from clouds import CLOUDS, PROVISIONED
 from infra import devices
 from infra.config.model import Fleet
 from infra.devices import (
@@ -30,9 +31,16 @@ from infra.devices import (
 from infra.facts import CPU_LABEL, GPU_LABEL, POOL_LABEL, VENDOR_TAINT_KEY, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, fleet_of
 
-PROVIDERS = ["GKE", "EKS", "AKS", "Civo", "Vultr"]
-SOURCES = [*PROVIDERS, "Existing"]
-MACHINE_KEY = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Civo": "size", "Vultr": "plan"}
+# The provisioned clouds that serve NVIDIA GPUs only: a class breaks the same rules on each (a cloud
+# that sells AMD machines too judges an AMD accelerator by its own rules).
+PROVIDERS = [c.source for c in PROVISIONED if c.profile.gpu_vendors == ("nvidia",)]
+SOURCES = [*PROVIDERS, *(c.source for c in CLOUDS if not c.provisioned)]
+# The keys that name a machine in each cloud's machine block (Nebius: platform and preset).
+MACHINE_KEYS = {
+    c.source: [f.alias or name for name, f in c.machine_block.model_fields.items() if f.is_required()]
+    for c in PROVISIONED
+    if c.machine_block is not None
+}
 NVIDIA, AMD, CPU, NET = "gpu.nvidia.com", "gpu.amd.com", "dra.cpu", "dra.net"
 # Kept modest: the suite runs on shared machines (about two seconds for both tests).
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,8 +141,9 @@ def apply_break(draw: st.DrawFn, how: str, source: str, cls: dict[str, Any]) -> 
     if how == "other-provider":
         other = draw(st.sampled_from([p for p in PROVIDERS if p != source]))
         moved = dict(block or {})
-        moved.pop(MACHINE_KEY[source], None)
-        moved[MACHINE_KEY[other]] = "m"
+        for key in MACHINE_KEYS[source]:
+            moved.pop(key, None)
+        moved.update(dict.fromkeys(MACHINE_KEYS[other], "m"))
         cls["provisioning"] = {"provider": other, other.lower(): moved}
     elif how == "no-provisioning":
         del cls["provisioning"]

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from clouds import CLOUDS
 from clouds.mock import fake_kubeconfig
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.facts import ClusterFacts, derive_cluster
@@ -23,7 +24,7 @@ from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fl
 from tooling.mockrun import MockRun, Registration, run_under_mocks
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean", "OCI")
+PROVISIONED = tuple(c.source for c in CLOUDS if c.provisioned)
 
 
 # Releases per driver stack (neutral releases are every untagged row, so a new neutral row counts).
@@ -321,7 +322,7 @@ def test_gke_nvidia_operator_waits_for_googles_pinned_driver_installer() -> None
     assert installers[0].urn in releases_by_name(result)["mp-gpu-operator"].dependencies
 
 
-@pytest.mark.parametrize("cloud", ["EKS", "AKS", "Civo", "Vultr"])
+@pytest.mark.parametrize("cloud", [c for c in PROVISIONED if c != "GKE"])
 def test_only_gke_gets_critical_pod_quotas(cloud: str) -> None:
     result = run_stack(provisioned_facts(cloud, (NVIDIA, CPU)))
     assert quotas(result) == []

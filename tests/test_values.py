@@ -12,10 +12,9 @@ from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 from infra.serving import values as v
 from infra.serving.catalog import CATALOG, Component, catalog_for
 
-PROVISIONED = ("GKE", "EKS", "AKS", "Civo", "Vultr", "Nebius", "DigitalOcean")
-# Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but Vultr, whose VKE
-# runs its own.
-OPERATOR_CLOUDS = ("GKE", "EKS", "AKS", "Civo", "Nebius", "DigitalOcean", "Existing")
+# Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but those that run
+# their own (Vultr's VKE).
+OPERATOR_CLOUDS = tuple(c for c in SOURCES if not profile(c).nvidia.managed_operator)
 
 
 def row(cloud: str, key: str) -> Component:
@@ -149,6 +148,9 @@ def test_dra_driver_sets_no_controller_values_while_compute_domains_are_off(clou
         ("Vultr", "/"),
         # Nebius's drivers preset puts the driver in the node image at the default root.
         ("Nebius", "/"),
+        # DOKS's and OKE's GPU images carry the driver at the default root.
+        ("DigitalOcean", "/"),
+        ("OCI", "/"),
         ("Existing", "/"),
     ],
 )
@@ -165,6 +167,9 @@ def test_dra_driver_root_follows_where_each_cloud_puts_the_driver(cloud: str, ro
         ("Civo", True, False),
         # The drivers preset's image carries driver and toolkit (clouds/nebius/__init__.py).
         ("Nebius", False, False),
+        # DOKS's and OKE's GPU images carry driver and toolkit (clouds/digitalocean, clouds/oci).
+        ("DigitalOcean", False, False),
+        ("OCI", False, False),
         ("Existing", False, False),
     ],
 )
@@ -174,7 +179,7 @@ def test_gpu_operator_installs_driver_and_toolkit_only_where_the_node_lacks_them
     values = row(cloud, "gpu-operator").values
     assert values["driver"]["enabled"] is driver
     assert values["toolkit"]["enabled"] is toolkit
-    assert v.nvidia_driver_owned_by_stack(cloud) is driver
+    assert profile(cloud).nvidia.driver_by_operator is driver
 
 
 def test_civo_operator_installs_the_pinned_open_driver() -> None:
@@ -193,7 +198,7 @@ def test_gke_operator_uses_googles_driver_directory_and_cdi() -> None:
     assert values["cdi"] == {"enabled": True}
 
 
-@pytest.mark.parametrize("cloud", ["GKE", "EKS", "AKS", "Civo", "Nebius", "Existing"])  # VKE runs its own operator
+@pytest.mark.parametrize("cloud", OPERATOR_CLOUDS)
 def test_gpu_operator_sets_no_value_v26_3_3_ignores(cloud: str) -> None:
     # At v26.3.3 no template reads `operator.defaultRuntime`, and ClusterPolicy's `cdi.default` is
     # deprecated and unused: setting either would only suggest a control we do not have.
@@ -210,7 +215,7 @@ def test_gke_toolkit_reads_containerds_config_file_not_its_dump() -> None:
 
 def test_aks_operator_runs_its_operands_with_the_aks_nvidia_runtime_class() -> None:
     assert row("AKS", "gpu-operator").values["operator"]["runtimeClass"] == "nvidia-container-runtime"
-    for cloud in ("GKE", "EKS", "Civo", "Existing"):
+    for cloud in (c for c in OPERATOR_CLOUDS if c != "AKS"):
         assert "runtimeClass" not in row(cloud, "gpu-operator").values.get("operator", {}), cloud
 
 
@@ -219,7 +224,7 @@ def test_civo_driver_upgrades_evict_the_dra_kubelet_plugin() -> None:
     assert manager == {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]}
     plugin = row("Civo", "dra-driver-nvidia-gpu").values["kubeletPlugin"]
     assert plugin["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true"}
-    for cloud in ("GKE", "EKS", "AKS", "Vultr", "Nebius", "Existing"):
+    for cloud in (c for c in SOURCES if c != "Civo"):
         assert "nodeSelector" not in row(cloud, "dra-driver-nvidia-gpu").values["kubeletPlugin"], cloud
 
 
@@ -229,7 +234,10 @@ def test_vultr_installs_only_the_dra_driver_next_to_vkes_gpu_operator() -> None:
     assert row("Vultr", "dra-driver-nvidia-gpu").depends_on == ()
 
 
-@pytest.mark.parametrize("cloud", ("GKE", "EKS", "AKS", "Civo", "Nebius"))
+# Provisioned clouds that sell NVIDIA machines only, where the stack installs NFD.
+@pytest.mark.parametrize(
+    "cloud", [c for c in OPERATOR_CLOUDS if profile(c).provisioned and profile(c).gpu_vendors == ("nvidia",)]
+)
 def test_nfd_worker_reaches_nvidia_nodes_only_on_provisioned_clouds(cloud: str) -> None:
     keys = {t["key"] for _, t in tolerations_in(row(cloud, "node-feature-discovery").values)}
     assert keys == {"nvidia.com/gpu"}
@@ -390,7 +398,7 @@ def test_gateway_serves_backends_and_lws_keeps_its_chart_defaults(cloud: str) ->
     assert row(cloud, "cert-manager").values == {"crds": {"enabled": True}}
 
 
-@pytest.mark.parametrize("cloud", ["EKS", "AKS", "Civo", "Existing"])  # VKE runs its own operator
+@pytest.mark.parametrize("cloud", [c for c in OPERATOR_CLOUDS if c != "GKE"])
 def test_gpu_operator_elsewhere_than_gke_keeps_the_nodes_toolkit_and_cdi_without_default(cloud: str) -> None:
     values = row(cloud, "gpu-operator").values
     assert values["toolkit"] == {"enabled": False}

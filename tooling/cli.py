@@ -120,7 +120,7 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 if p["createdNodes"] != p["nodeCount"]:  # started per zone (`infra.profiles.pool_nodes`)
                     size += f" (nodeCount {p['nodeCount']} rounded up per zone)"
                 size += f", {p['minNodeCount']}..{p['maxNodeCount']}"
-                if p["scaleFromZero"] is not None:  # the cloud profile's `gpu_scale_from_zero`
+                if p["scaleFromZero"] is not None:  # the cloud profile's `scaling.gpu_from_zero`
                     size += ", scales up from zero" if p["scaleFromZero"] else ", cannot scale up from zero"
             elif p["createdNodes"] != p["nodeCount"]:  # counted per zone (`infra.profiles.pool_nodes`)
                 size += f": {p['nodeCount']} in each of {p['createdNodes'] // max(p['nodeCount'], 1)} zones"

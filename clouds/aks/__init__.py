@@ -15,10 +15,10 @@ from typing import Any
 from clouds.aks import machines
 from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
-from clouds.spec import Cloud, PoolNaming, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile, ScaleFromZero
+from infra.profiles import CloudProfile, Fabric, Naming, NvidiaStack, PoolNaming, ScaleFromZero, Scaling, Zones
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation, machine_memory
 
 SOURCE = "AKS"
@@ -79,41 +79,55 @@ CLOUD = Cloud(
         # https://learn.microsoft.com/azure/aks/scale-node-pools) nor the autoscaler's DRA tracking
         # issue (kubernetes/autoscaler#7799, open) says it models the ResourceSlices a DRA claim
         # needs. Unverified, so treated as cannot.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=(
-                "AKS's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes (unverified: "
-                "neither the AKS cluster autoscaler docs nor kubernetes/autoscaler#7799 say its Azure provider "
-                "models an empty pool's ResourceSlices)"
-            ),
+        scaling=Scaling(
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=(
+                    "AKS's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes "
+                    "(unverified: neither the AKS cluster autoscaler docs nor kubernetes/autoscaler#7799 say its "
+                    "Azure provider models an empty pool's ResourceSlices)"
+                ),
+            )
         ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="Standard_D4s_v5",
-        fabric_claim=(
-            "use an RDMA-capable ND-series size (an 'r' in its name, such as Standard_ND96isr_H100_v5), whose "
-            "nodes carry InfiniBand"
+        fabric=Fabric(
+            claim=(
+                "use an RDMA-capable ND-series size (an 'r' in its name, such as Standard_ND96isr_H100_v5), whose "
+                "nodes carry InfiniBand"
+            )
         ),
-        # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
-        # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
-        # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series
-        # SKUs), so the operator's operands must use that class or fail with `no runtime for
-        # "nvidia" is configured` (NVIDIA/gpu-operator#1679 shows the failure). The operator
-        # creates the RuntimeClass with this name as its handler (gpu-operator v26.3.3
-        # controllers/object_controls.go, RuntimeClasses).
-        nvidia_runtime_class="nvidia-container-runtime",
-        # AKS's accelerated-node toleration spells the value it taints with.
-        nvidia_toleration_value="true",
+        nvidia=NvidiaStack(
+            # The AKS GPU pool installs driver and toolkit (gpu_profile driver Install). Its
+            # containerd on N-series VMs defines the NVIDIA handler as `nvidia-container-runtime`
+            # and no `nvidia` handler (Azure/AgentBaker, containerd config template for N-series
+            # SKUs), so the operator's operands must use that class or fail with `no runtime for
+            # "nvidia" is configured` (NVIDIA/gpu-operator#1679 shows the failure). The operator
+            # creates the RuntimeClass with this name as its handler (gpu-operator v26.3.3
+            # controllers/object_controls.go, RuntimeClasses).
+            runtime_class="nvidia-container-runtime",
+            # AKS's accelerated-node toleration spells the value it taints with.
+            toleration_value="true",
+        ),
         # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk
         # CSI driver)
         cache_storage_class="managed-csi",
         # AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-',
         # alphanumeric at both ends (AKS's naming restrictions,
         # https://github.com/MicrosoftDocs/azure-docs/issues/47952).
-        name_used_as="dnsPrefix",
-        name_max_length=54,
+        naming=Naming(
+            used_as="dnsPrefix",
+            max_length=54,
+            pools=PoolNaming(
+                "AKS agent pool name",
+                "AKS names are 1-12 lowercase letters and digits, so longer names are shortened",
+                agent_pool_name,
+            ),
+        ),
         # AKS zones are the numbers of the location's availability zones (`--zones 1 2 3`,
         # https://learn.microsoft.com/azure/aks/availability-zones).
-        zone_names=("1", "2", "3"),
+        zones=Zones(names=("1", "2", "3")),
+        memory_reservation=Reservation(aks_reserved, "what AKS reserves"),
     ),
     key="aks",
     cluster_block=AksCluster,
@@ -133,12 +147,6 @@ CLOUD = Cloud(
         pool="azure-native:containerservice:AgentPool",
         inline_pools="agentPoolProfiles",
         spelling=PoolSpelling(labels="nodeLabels", taints="nodeTaints", taints_as_text=True),
-    ),
-    memory_reservation=Reservation(aks_reserved, "what AKS reserves"),
-    pool_naming=PoolNaming(
-        "AKS agent pool name",
-        "AKS names are 1-12 lowercase letters and digits, so longer names are shortened",
-        agent_pool_name,
     ),
     provider_package="azure-native",
     sdk="pulumi_azure_native",

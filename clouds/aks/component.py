@@ -27,7 +27,6 @@ from clouds.aks import agent_pool_name
 from clouds.aks.config import AksCluster as AksClusterBlock
 from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
 from infra.facts import SYSTEM_POOL, PoolFacts
-from infra.serving.values import nvidia_driver_owned_by_stack
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
 VNET_CIDR = "10.224.0.0/12"
@@ -41,11 +40,12 @@ def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
     """NVIDIA pools only: AKS installs the driver unless the serving stack's GPU operator owns it.
 
     Two drivers on one node fight over the kernel module, so `None` (AKS's `--gpu-driver none`)
-    wherever `infra.serving.values` gives the driver to the stack.
+    wherever AKS's profile gives the driver to the stack (`NvidiaStack.driver_by_operator`), which
+    is what the stack's GPU Operator values read too.
     """
     if pool.role != "GPU" or pool.vendor != "nvidia":
         return None
-    owned = nvidia_driver_owned_by_stack(aks.SOURCE)
+    owned = aks.CLOUD.profile.nvidia.driver_by_operator
     return containerservice.GPUProfileArgs(
         driver=containerservice.GPUDriver.NONE if owned else containerservice.GPUDriver.INSTALL
     )

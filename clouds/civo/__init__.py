@@ -14,7 +14,14 @@ from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import DRA_KUBELET_PLUGIN_LABEL, OPERATOR_DRIVER_ROOT, CloudProfile, ScaleFromZero
+from infra.profiles import (
+    DRA_KUBELET_PLUGIN_LABEL,
+    OPERATOR_DRIVER_ROOT,
+    CloudProfile,
+    NvidiaStack,
+    ScaleFromZero,
+    Scaling,
+)
 
 SOURCE = "Civo"
 
@@ -27,22 +34,28 @@ CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
         provisioned=True,
-        # Nothing scales a Civo pool (`autoscaler` below), from zero or otherwise.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=("Civo pools have a fixed node count; the program installs no autoscaler on Civo"),
+        # Civo pools have a fixed node count: pulumi-civo's KubernetesNodePool has no scaling
+        # bounds and the stack installs no autoscaler; nothing scales a pool, from zero or otherwise.
+        scaling=Scaling(
+            autoscaler=False,
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=("Civo pools have a fixed node count; the program installs no autoscaler on Civo"),
+            ),
         ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="g4p.kube.small",
         # Civo's GPU image has the toolkit but no driver; Civo's guide installs the driver
         # with the operator (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
-        nvidia_driver_root=OPERATOR_DRIVER_ROOT,
-        nvidia_driver_by_operator=True,
-        driver_eviction_label=DRA_KUBELET_PLUGIN_LABEL,
-        nvidia_pool_labels={DRA_KUBELET_PLUGIN_LABEL: "true"},
-        # Civo pools have a fixed node count: pulumi-civo's KubernetesNodePool has no scaling
-        # bounds and the stack installs no autoscaler.
-        autoscaler=False,
+        nvidia=NvidiaStack(
+            driver_root=OPERATOR_DRIVER_ROOT,
+            # 580.173.02 is the version pinned for Civo's open kernel modules
+            # (https://www.civo.com/docs/kubernetes/advanced/gpu-config). DRA with the operator needs a
+            # driver >= 580 (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs").
+            driver_version="580.173.02",
+            driver_eviction_label=DRA_KUBELET_PLUGIN_LABEL,
+            pool_labels={DRA_KUBELET_PLUGIN_LABEL: "true"},
+        ),
         # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
         # (WaitForFirstConsumer).
         cache_storage_class="civo-volume",

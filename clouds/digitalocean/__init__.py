@@ -22,7 +22,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, ScaleFromZero
+from infra.profiles import CloudProfile, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "DigitalOcean"
 CLUSTER = "digitalocean:index/kubernetesCluster:KubernetesCluster"
@@ -47,13 +47,16 @@ CLOUD = Cloud(
         # "Scaling to Zero"), but says nothing of DRA; the autoscaler's DRA support leaves an empty
         # pool's ResourceSlices to each cloud provider (kubernetes/autoscaler#7799, open).
         # Unverified, so treated as cannot.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=(
-                "DOKS's cluster autoscaler takes minNodeCount 0 but is not documented to scale a DRA GPU pool up from "
-                "zero nodes (unverified: docs.digitalocean.com/products/kubernetes/how-to/autoscale says nothing of "
-                "DRA, and kubernetes/autoscaler#7799 leaves an empty pool's ResourceSlices to each provider)"
-            ),
+        scaling=Scaling(
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=(
+                    "DOKS's cluster autoscaler takes minNodeCount 0 but is not documented to scale a DRA GPU pool up "
+                    "from zero nodes (unverified: docs.digitalocean.com/products/kubernetes/how-to/autoscale says "
+                    "nothing of DRA, and kubernetes/autoscaler#7799 leaves an empty pool's ResourceSlices to each "
+                    "provider)"
+                ),
+            )
         ),
         # DOKS sells GPU node pools of both vendors (clouds/digitalocean/machines.py).
         gpu_vendors=(vocab.NVIDIA, vocab.AMD),
@@ -61,7 +64,7 @@ CLOUD = Cloud(
         # What DOKS puts on GPU nodes, and what the stack leaves out. DOKS GPU worker nodes run
         # DigitalOcean's GPU node image with the vendor's driver loaded: its managed DRA drivers
         # (PULUMI_DO `nvidia_gpu_dra_driver`, `amd_gpu_dra_driver`) bring no driver of their own and
-        # run on the image's. So the NVIDIA driver sits at the default root (`nvidia_driver_root`
+        # run on the image's. So the NVIDIA driver sits at the default root (`nvidia.driver_root`
         # `/`), the stack's GPU Operator installs neither driver nor toolkit (as on EKS), and the AMD
         # operator's driver management stays off (it uses the loaded amdgpu driver).
         # DOKS also installs a device plugin per vendor on its own: "If not specified, the component
@@ -77,9 +80,11 @@ CLOUD = Cloud(
         # DOKS clusters come with DigitalOcean's block storage CSI driver (digitalocean/csi-digitalocean,
         # `do-block-storage` is the default class).
         # PULUMI_DO `version`: the slug `doctl kubernetes options versions` lists, `1.34.1-do.0`.
-        version_pattern=re.compile(r"^\d\.\d\d\.\d+-do\.\d+$"),
-        version_form="`<major>.<minor>.<patch>-do.<n>` (`doctl kubernetes options versions`)",
-        version_example='"1.34.1-do.0"',
+        version=VersionForm(
+            re.compile(r"^\d\.\d\d\.\d+-do\.\d+$"),
+            "`<major>.<minor>.<patch>-do.<n>` (`doctl kubernetes options versions`)",
+            '"1.34.1-do.0"',
+        ),
         # A DigitalOcean region is one datacenter (`nyc2`, `atl1`): it has no zones to pick.
     ),
     key="digitalocean",

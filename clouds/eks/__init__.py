@@ -17,11 +17,11 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile, ScaleFromZero, TagRules
+from infra.profiles import CloudProfile, Fabric, ScaleFromZero, Scaling, TagRules, VersionForm, Zones
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation
 
 SOURCE = "EKS"
-# The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.component`),
+# The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.network`),
 # for at most this many zones.
 MAX_ZONES = 6
 # EKS AMI types that carry a GPU (or Neuron) driver: a node group on one of them has accelerators
@@ -87,14 +87,23 @@ CLOUD = Cloud(
         system_machine="m6i.xlarge",
         # aws-dranet, installed by the EKS cluster component for EFA pools.
         external_drivers=(vocab.NET_DRIVER,),
-        # A pool without zones has a node group over every private subnet (clouds/eks/component.py,
-        # `_subnets_for`), one per zone; an EFA pool's nodes are one cluster placement group in the
-        # first (`_node_group`).
-        unlisted_pool_zones=DEFAULT_ZONES,
-        fabric_placement_group=True,
-        fabric_claim=(
-            "claim EFA: give the pool's class a dra.net device (deviceClassName efa.networking.k8s.aws) on an "
-            "EFA machine such as p5.48xlarge, and claim it in the deployment's devices"
+        zones=Zones(
+            # A pool without zones has a node group over every private subnet (clouds/eks/component.py,
+            # `_subnets_for`), one per zone.
+            unlisted_pool_count=DEFAULT_ZONES,
+            # An EC2 Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
+            pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
+            by_region=zones.ZONES_BY_REGION,
+            limit=MAX_ZONES,
+        ),
+        # An EFA pool's nodes are one cluster placement group in the first zone (`_node_group`).
+        fabric=Fabric(
+            placement_group=True,
+            claim=(
+                "claim EFA: give the pool's class a dra.net device (deviceClassName efa.networking.k8s.aws) on an "
+                "EFA machine such as p5.48xlarge, and claim it in the deployment's devices"
+            ),
         ),
         # The AL2023 NVIDIA AMI ships driver and toolkit (EKS user guide, "Use NVIDIA GPUs
         # with DRA": https://docs.aws.amazon.com/eks/latest/userguide/device-management-nvidia.html).
@@ -106,29 +115,26 @@ CLOUD = Cloud(
         # modelplaneai/modelplane #345, open). Karpenter's DRA support (kubernetes-sigs/karpenter
         # #3082, #3113) is behind `ignoreDRARequests: false` and not GA, and this program does
         # not install Karpenter.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=(
-                "the Cluster Autoscaler the EKS cluster runs cannot scale a DRA GPU node group up from zero "
-                "nodes: its AWS provider models an empty group's node without the ResourceSlices a DRA claim "
-                "needs (kubernetes/autoscaler#7799; modelplane #345)"
-            ),
+        scaling=Scaling(
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=(
+                    "the Cluster Autoscaler the EKS cluster runs cannot scale a DRA GPU node group up from zero "
+                    "nodes: its AWS provider models an empty group's node without the ResourceSlices a DRA claim "
+                    "needs (kubernetes/autoscaler#7799; modelplane #345)"
+                ),
+            )
         ),
         # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
         # add-on a new cluster does not have, and the EKS component does not install it.
         cache_storage_class=None,
         # EKS takes `major.minor` only
         # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
-        version_pattern=re.compile(r"^\d+\.\d+\Z"),
-        version_form="a major.minor version",
-        version_example="1.34",
+        version=VersionForm(re.compile(r"^\d+\.\d+\Z"), "a major.minor version", "1.34"),
         # EKS tags the cluster with its labels: keys 1-128 characters, values up to 256, and the
         # `aws:` prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
         label_tags=TagRules(owner="AWS", reserved_prefix="aws:", key_max=128, value_max=256),
-        # An EC2 Availability Zone name is the region code followed by a letter, e.g. `us-east-1a`
-        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
-        zone_pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
-        zones_by_region=zones.ZONES_BY_REGION,
+        memory_reservation=Reservation(eks_reserved, "what EKS reserves at the node group's pod cap"),
     ),
     key="eks",
     cluster_block=EksCluster,
@@ -148,8 +154,6 @@ CLOUD = Cloud(
         pool="aws:eks/nodeGroup:NodeGroup",
         spelling=PoolSpelling(image="amiType", accelerated_images=ACCELERATED_AMI_WORDS),
     ),
-    zone_limit=MAX_ZONES,
-    memory_reservation=Reservation(eks_reserved, "what EKS reserves at the node group's pod cap"),
     provider_package="aws",
     sdk="pulumi_aws",
     # Stack config the AWS provider documents for its credentials (config key -> provider argument;

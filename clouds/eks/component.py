@@ -5,10 +5,8 @@ hold clusters in many regions (and, with per-stack provider configuration, accou
 come from that provider's own configuration (profile, environment, SSO), never from this module.
 
 What this module decides (and nothing more):
-- the network: a VPC with a public and a private subnet per zone, one NAT gateway; nodes live in
-  the private subnets, load balancers find their subnets by the `kubernetes.io/role/*` tags. Zones
-  are the union of the pools' `zones` (topped up to two, which EKS requires), else three of the
-  region's zones;
+- the network, built first (`clouds.eks.network`): a VPC with a public and a private subnet per
+  zone, one NAT gateway; nodes live in the private subnets;
 - access: `authentication_mode = API` (access entries, no `aws-auth` ConfigMap) with the bootstrap
   admin entry for the identity that creates the cluster. No explicit access entry is added for
   the caller: EKS creates exactly that entry when bootstrapping, and a second one for the same
@@ -32,7 +30,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -41,6 +39,7 @@ import pulumi_kubernetes as k8s
 
 from clouds import eks
 from clouds.eks.config import EksCluster as EksClusterBlock
+from clouds.eks.network import Network
 from clouds.eks.settings import (
     ADDONS,
     ADDONS_NEEDING_NODES,
@@ -53,7 +52,6 @@ from clouds.eks.settings import (
     AUTOSCALER_VERSION,
     AWS_AUTH_HINT,
     CLUSTER_POLICIES,
-    DEFAULT_ZONES,
     DRANET_CHART,
     DRANET_NAMESPACE,
     DRANET_RELEASE,
@@ -62,21 +60,16 @@ from clouds.eks.settings import (
     EFA_ONLY,
     EFA_PRIMARY,
     GPU_AMI,
-    MIN_ZONES,
     NODE_GROUP_PREFIX_MAX,
     NODE_POLICIES,
     ROOT_DEVICE,
     STANDARD_AMI,
     SYSTEM_DISK_GB,
-    VPC_CIDR,
     assume_role_policy,
-    private_cidr,
-    public_cidr,
 )
 from components.base import (
     ClusterArgs,
     ClusterComponent,
-    ComponentError,
     exec_kubeconfig,
     own_block,
     stack_credentials,
@@ -85,18 +78,6 @@ from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
 from infra.vocabulary import UPPER_EFFECT
-
-
-def subnet_zones(declared: Sequence[str], available: Sequence[str], count: int) -> list[str]:
-    """`count` zones: the declared ones first, then the region's others (repeated if it has fewer)."""
-    zones = list(declared) + [z for z in available if z not in declared]
-    if not zones:
-        raise ComponentError("cluster network", "subnets", "the region reports no available zones")
-    return [zones[i % len(zones)] for i in range(count)]
-
-
-def nth(index: int) -> Callable[[list[str]], str]:
-    return lambda items: items[index]
 
 
 def node_taints(pool: PoolFacts) -> list[aws.eks.NodeGroupTaintArgs]:
@@ -191,140 +172,10 @@ class EksCluster(ClusterComponent):
         return self.child(suffix, provider=self.aws_provider, **extra)
 
     def _network(self, declared: Sequence[str]) -> None:
-        """The VPC, a public and a private subnet per zone, one NAT gateway and the route tables."""
-        zone_count = max(MIN_ZONES, len(declared)) if declared else DEFAULT_ZONES
-        zones = self._zones(declared, zone_count)
-        self._vpc()
-        self._subnets(zones, zone_count)
-        self._nat()
-        self._route_tables()
-        self._efa_security_group()
-
-    def _zones(self, declared: Sequence[str], zone_count: int) -> pulumi.Output[list[str]]:
-        """The zones of the subnets: the pools' zones, topped up from the region's available zones."""
-        available: pulumi.Output[list[str]] = aws.get_availability_zones_output(
-            state="available",
-            # Regular zones only: Local and Wavelength Zones lack most instance types and EKS.
-            filters=[aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])],
-            opts=self.invoke,
-        ).names
-        return available.apply(lambda names: subnet_zones(declared, names, zone_count))
-
-    def _vpc(self) -> None:
-        """The VPC and its internet gateway."""
-        name, tags = self._name, self.tags
-        self.vpc = aws.ec2.Vpc(
-            f"{name}-vpc",
-            cidr_block=VPC_CIDR,
-            enable_dns_hostnames=True,
-            enable_dns_support=True,
-            tags={**tags, "Name": name},
-            opts=self._on_aws("vpc"),
-        )
-        self.internet_gateway = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
-        )
-
-    def _subnets(self, zones: pulumi.Output[list[str]], zone_count: int) -> None:
-        """A public and a private subnet per zone, zone by zone."""
-        self.public_subnets: list[aws.ec2.Subnet] = []
-        self.private_subnets: list[aws.ec2.Subnet] = []
-        for i in range(zone_count):
-            zone = zones.apply(nth(i))
-            self.public_subnets.append(self._public_subnet(i, zone))
-            self.private_subnets.append(self._private_subnet(i, zone))
-
-    def _public_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
-        """Zone `i`'s public subnet, where internet-facing load balancers and the NAT gateway live."""
-        name = self._name
-        return aws.ec2.Subnet(
-            f"{name}-public-{i}",
-            vpc_id=self.vpc.id,
-            cidr_block=public_cidr(i),
-            availability_zone=zone,
-            map_public_ip_on_launch=True,
-            tags={**self.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-            opts=self._on_aws(f"public-{i}"),
-        )
-
-    def _private_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
-        """Zone `i`'s private subnet, where the nodes and internal load balancers live."""
-        name = self._name
-        return aws.ec2.Subnet(
-            f"{name}-private-{i}",
-            vpc_id=self.vpc.id,
-            cidr_block=private_cidr(i),
-            availability_zone=zone,
-            tags={**self.tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-            opts=self._on_aws(f"private-{i}"),
-        )
-
-    def _nat(self) -> None:
-        """The NAT gateway in the first public subnet, with its elastic IP."""
-        name, tags = self._name, self.tags
-        # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
-        # would survive a zone outage at three times the cost; the cluster itself is regional.
-        self.nat_ip = aws.ec2.Eip(
-            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws("nat-ip")
-        )
-        self.nat_gateway = aws.ec2.NatGateway(
-            f"{name}-nat",
-            allocation_id=self.nat_ip.id,
-            subnet_id=self.public_subnets[0].id,
-            tags={**tags, "Name": name},
-            opts=self._on_aws("nat", depends_on=[self.internet_gateway]),
-        )
-
-    def _route_tables(self) -> None:
-        """Public subnets route out through the internet gateway, private ones through the NAT gateway."""
-        name, tags = self._name, self.tags
-        self.public_routes = aws.ec2.RouteTable(
-            f"{name}-public-routes",
-            vpc_id=self.vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id)],
-            tags={**tags, "Name": f"{name}-public"},
-            opts=self._on_aws("public-routes"),
-        )
-        self.private_routes = aws.ec2.RouteTable(
-            f"{name}-private-routes",
-            vpc_id=self.vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=self.nat_gateway.id)],
-            tags={**tags, "Name": f"{name}-private"},
-            opts=self._on_aws("private-routes"),
-        )
-        self.route_associations = [
-            aws.ec2.RouteTableAssociation(
-                f"{name}-{kind}-{i}-routes",
-                subnet_id=subnet.id,
-                route_table_id=table.id,
-                opts=self._on_aws(f"{kind}-{i}-routes"),
-            )
-            for kind, subnets, table in (
-                ("public", self.public_subnets, self.public_routes),
-                ("private", self.private_subnets, self.private_routes),
-            )
-            for i, subnet in enumerate(subnets)
-        ]
-
-    def _efa_security_group(self) -> None:
-        """The security group of the cluster's EFA interfaces, when a pool has any."""
-        name = self._name
-        # EFA: traffic between EFA interfaces must be allowed both ways within one security group;
-        # nodes with explicit interfaces also need the cluster's own group to reach the API.
-        self.efa_security_group: aws.ec2.SecurityGroup | None = None
-        if any(efa_interfaces(p) for p in self.facts.pools):
-            self.efa_security_group = aws.ec2.SecurityGroup(
-                f"{name}-efa",
-                vpc_id=self.vpc.id,
-                description="EFA traffic between the cluster's EFA nodes",
-                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-                egress=[
-                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
-                    aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
-                ],
-                tags={**self.tags, "Name": f"{name}-efa"},
-                opts=self._on_aws("efa"),
-            )
+        """The VPC, subnets, NAT gateway and route tables (`clouds.eks.network`), with an EFA security
+        group when a pool fits EFA interfaces."""
+        efa = any(efa_interfaces(p) for p in self.facts.pools)
+        self.network = Network(self._name, self.tags, declared, efa, self._on_aws, self.invoke)
 
     def _identity(self) -> None:
         """The cluster's and the nodes' IAM roles with their AWS-managed policies."""
@@ -354,7 +205,7 @@ class EksCluster(ClusterComponent):
             role_arn=self.cluster_role.arn,
             version=kubernetes_version,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
-                subnet_ids=[s.id for s in self.private_subnets],
+                subnet_ids=[s.id for s in self.network.private_subnets],
                 endpoint_private_access=True,
                 # `pulumi up` reaches the API server from outside the VPC.
                 endpoint_public_access=True,
@@ -495,17 +346,17 @@ class EksCluster(ClusterComponent):
     def _subnets_for(self, pool: PoolFacts) -> list[pulumi.Output[str]]:
         """The private subnets of the pool's zones (declared zones hold the first subnet indices)."""
         if not pool.zones:
-            return [s.id for s in self.private_subnets]
+            return [s.id for s in self.network.private_subnets]
         declared = declared_zones(self.facts.pools)
-        return [self.private_subnets[declared.index(z)].id for z in pool.zones]
+        return [self.network.private_subnets[declared.index(z)].id for z in pool.zones]
 
     def _node_group(self, name: str, pool: PoolFacts, tags: dict[str, str]) -> aws.eks.NodeGroup:
         subnets = self._subnets_for(pool)
         interfaces = None
         placement = None
         efa = efa_interfaces(pool)
-        if efa and self.efa_security_group is not None:
-            groups = [self.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
+        if efa and self.network.efa_security_group is not None:
+            groups = [self.network.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
             interfaces = efa_network_interfaces(efa, groups)
             # EFA needs the nodes close together: a cluster placement group, which lives in one zone.
             group = aws.ec2.PlacementGroup(

@@ -1,6 +1,7 @@
 """What the EKS component sets, and why: its network plan, IAM policies, node images and add-on pins.
 
-Values only, each with its source; `clouds.eks.component` turns them into resources.
+Values only, each with its source; `clouds.eks.component` and `clouds.eks.network` turn them into
+resources.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from clouds.existing.config import KEYS, ExistingCluster
 from clouds.spec import Cloud
 from infra import vocabulary as vocab
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, Zones
 
 SOURCE = "Existing"
 
@@ -23,8 +23,8 @@ CLOUD = Cloud(
         cache_storage_class="",
         # Nothing labels an owner's nodes with a zone unless a cloud's node controller runs there
         # (a kubeadm or bare-metal node has no `topology.kubernetes.io/zone`), and an Existing pool
-        # is one zone (`unlisted_pool_zones`; a pool listing several is refused).
-        zone_labels=False,
+        # is one zone (`zones.unlisted_pool_count`; a pool listing several is refused).
+        zones=Zones(labelled=False),
     ),
     key="existing",
     cluster_block=ExistingCluster,

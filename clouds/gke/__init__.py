@@ -16,7 +16,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, NameRule, ScaleFromZero
+from infra.profiles import CloudProfile, Fabric, NameRule, Naming, NvidiaStack, ScaleFromZero, Scaling, Zones
 from infra.reservations import Reservation, tiered_reservation
 
 SOURCE = "GKE"
@@ -57,50 +57,59 @@ CLOUD = Cloud(
         provisioned=True,
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="e2-standard-4",
-        # GKE's driver installation is disabled on DRA pools; the stack applies Google's COS
-        # installer, which puts the driver here, and installs the toolkit next to it (NVIDIA
-        # GPU Operator docs, "Google GKE"; Google's GKE DRA guide,
-        # https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
-        nvidia_driver_root=GKE_NVIDIA_DIR,
-        google_driver_installer=True,
-        nvidia_toolkit_dir=GKE_NVIDIA_DIR,
-        # GKE sets `nvidia.com/gpu=present:NoSchedule` on GPU nodes only in some cases (a GPU
-        # pool added next to a non-GPU pool), so the pool sets it itself, with GKE's value
-        # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create).
-        gpu_taint_value="present",
-        nvidia_pool_labels={
-            # GKE's own device plugin stays off: the DRA driver owns the GPUs (set-up-dra).
-            "gke-no-default-nvidia-gpu-device-plugin": "true",
-            "nvidia.com/gpu.present": "true",
-            **SCALE_FROM_ZERO.pool_labels,
-        },
+        nvidia=NvidiaStack(
+            # GKE's driver installation is disabled on DRA pools; the stack applies Google's COS
+            # installer, which puts the driver here, and installs the toolkit next to it (NVIDIA
+            # GPU Operator docs, "Google GKE"; Google's GKE DRA guide,
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
+            driver_root=GKE_NVIDIA_DIR,
+            google_driver_installer=True,
+            toolkit_dir=GKE_NVIDIA_DIR,
+            # GKE sets `nvidia.com/gpu=present:NoSchedule` on GPU nodes only in some cases (a GPU
+            # pool added next to a non-GPU pool), so the pool sets it itself, with GKE's value
+            # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus#create).
+            taint_value="present",
+            pool_labels={
+                # GKE's own device plugin stays off: the DRA driver owns the GPUs (set-up-dra).
+                "gke-no-default-nvidia-gpu-device-plugin": "true",
+                "nvidia.com/gpu.present": "true",
+                **SCALE_FROM_ZERO.pool_labels,
+            },
+        ),
         # GKE admits system-node-critical and system-cluster-critical pods outside
         # kube-system only where a ResourceQuota for those classes exists
         # (https://cloud.google.com/kubernetes-engine/quotas#limitations_and_consumption).
         critical_pods_quota=True,
-        gpu_scale_from_zero=SCALE_FROM_ZERO,
-        # On a regional cluster `node_count` (and the non-total autoscaling limits) count
-        # nodes per zone, and a pool without node locations spans three zones of the region
-        # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).
-        nodes_per_zone=True,
-        default_zones=3,
-        unlisted_pool_zones=3,
+        scaling=Scaling(gpu_from_zero=SCALE_FROM_ZERO),
+        zones=Zones(
+            # On a regional cluster `node_count` (and the non-total autoscaling limits) count
+            # nodes per zone, and a pool without node locations spans three zones of the region
+            # (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters#pools).
+            nodes_per_zone=True,
+            default_count=3,
+            unlisted_pool_count=3,
+            # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
+            pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
+            by_region=zones.ZONES_BY_REGION,
+        ),
         # A3 machines reach each other over GPUDirect-TCPX/TCPXO through GKE multi-networking
         # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx),
         # which the GKE cluster here does not set up.
-        fabric_claim=(
-            "GKE offers GPUDirect-TCPX on A3 machines through multi-networking, which this program does not set "
-            "up; the group talks over the pool's one VPC interface"
+        fabric=Fabric(
+            claim=(
+                "GKE offers GPUDirect-TCPX on A3 machines through multi-networking, which this program does not set "
+                "up; the group talks over the pool's one VPC interface"
+            )
         ),
         # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
         cache_storage_class="standard-rwo",
         # A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
         # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
         # `name`); the API holds node pool names to the same form.
-        name_rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter"),
-        # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
-        zone_pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
-        zones_by_region=zones.ZONES_BY_REGION,
+        naming=Naming(
+            rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter")
+        ),
+        memory_reservation=Reservation(tiered_reservation, "what GKE reserves"),
     ),
     key="gke",
     cluster_block=GkeCluster,
@@ -113,7 +122,6 @@ CLOUD = Cloud(
         "cluster management fee per cluster, any mode or topology; the free-tier credit is not applied",
         "https://cloud.google.com/kubernetes-engine/pricing",
     ),
-    memory_reservation=Reservation(tiered_reservation, "what GKE reserves"),
     component="clouds.gke.component:GkeCluster",
     component_token="modelplane:gke:GkeCluster",
     resources=ResourceTypes(

@@ -25,7 +25,7 @@ from clouds.nebius.config import KEYS, NebiusCluster, NebiusMachine, machine_nam
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, ScaleFromZero
+from infra.profiles import CloudProfile, Fabric, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "Nebius"
 CLUSTER = "nebius:index/mk8sV1Cluster:Mk8sV1Cluster"
@@ -56,18 +56,25 @@ CLOUD = Cloud(
         # https://docs.nebius.com/kubernetes/node-groups/autoscaling) says nothing of DRA, and the
         # Cluster Autoscaler's DRA support leaves an empty group's ResourceSlices to each cloud
         # provider (kubernetes/autoscaler#7799, open). Unverified, so treated as cannot.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=(
-                "Nebius mk8s's cluster autoscaler is not documented to scale a DRA GPU node group up from zero "
-                "nodes (unverified: docs.nebius.com/kubernetes/node-groups/autoscaling says nothing of DRA, and "
-                "kubernetes/autoscaler#7799 leaves an empty group's ResourceSlices to each provider)"
-            ),
+        # Pools scale: mk8s node groups autoscale between `min_node_count` and `max_node_count`
+        # (PULUMI_NEBIUS `Mk8sV1NodeGroupAutoscalingArgs`; MODELPLANE: "Node group autoscaling is
+        # served by mk8s itself"), so `autoscaler` stays true.
+        scaling=Scaling(
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=(
+                    "Nebius mk8s's cluster autoscaler is not documented to scale a DRA GPU node group up from zero "
+                    "nodes (unverified: docs.nebius.com/kubernetes/node-groups/autoscaling says nothing of DRA, and "
+                    "kubernetes/autoscaler#7799 leaves an empty group's ResourceSlices to each provider)"
+                ),
+            )
         ),
         gpu_vendors=(vocab.NVIDIA,),
-        fabric_claim=(
-            "join the pool's nodes to an InfiniBand fabric: set provisioning.nebius.infinibandFabric (such as "
-            "fabric-3) on the class, with an 8gpu- preset"
+        fabric=Fabric(
+            claim=(
+                "join the pool's nodes to an InfiniBand fabric: set provisioning.nebius.infinibandFabric (such as "
+                "fabric-3) on the class, with an 8gpu- preset"
+            )
         ),
         # MODELPLANE fn.py: the system node group is platform cpu-d3, preset 4vcpu-16gb, 1 to 2 nodes.
         system_machine=machine_name("cpu-d3", "4vcpu-16gb"),
@@ -76,32 +83,27 @@ CLOUD = Cloud(
         # `gpu_settings.drivers_preset`; the console's "Install NVIDIA GPU drivers and other
         # components", https://docs.nebius.com/kubernetes/gpu/set-up), at the default root:
         # MODELPLANE's Nebius stack leaves the DRA driver's `nvidiaDriverRoot` at `/` ("the node
-        # image puts the driver at the default root"), so `nvidia_driver_root` stays `/` and the
+        # image puts the driver at the default root"), so `nvidia.driver_root` stays `/` and the
         # stack's GPU Operator installs no driver. The image carries the container toolkit too:
         # Nebius's own recipe runs no GPU Operator at all on such images, only a device plugin
         # (nebius/nebius-solutions-library k8s-training/helm.tf, `gpu_nodes_driverfull_image`),
-        # so `nvidia_toolkit_dir` stays unset and the operator's toolkit is off, as on EKS. The
+        # so `nvidia.toolkit_dir` stays unset and the operator's toolkit is off, as on EKS. The
         # image also starts a legacy NVIDIA device plugin, which `gpu_settings.dra = true` turns
         # off ("For nodes whose image contains preinstalled NVIDIA drivers, disables the legacy
         # NVIDIA device plugin", PULUMI_NEBIUS); GPU pools set it (clouds/nebius/component.py),
         # so the DRA driver alone advertises their GPUs. Nebius runs no GPU Operator or NFD of its
-        # own there, so `managed_gpu_operator` stays false: the stack's operator (device plugin,
+        # own there, so `nvidia.managed_operator` stays false: the stack's operator (device plugin,
         # driver and toolkit off) brings NFD, GPU feature discovery and dcgm-exporter, which the
         # telemetry reads; MODELPLANE's Nebius stack installed only NFD and the DRA driver.
         # Nebius also runs a managed DRANet on DRA pools in a GPU cluster (PULUMI_NEBIUS
         # `gpu_settings.dra`); nothing here offers its `dra.net` devices to classes, so the cloud
         # serves gpu.nvidia.com and dra.cpu only.
-        # Pools scale: mk8s node groups autoscale between `min_node_count` and `max_node_count`
-        # (PULUMI_NEBIUS `Mk8sV1NodeGroupAutoscalingArgs`; MODELPLANE: "Node group autoscaling is
-        # served by mk8s itself"), so `autoscaler` stays true.
         # The model cache uses the cluster's default StorageClass (`cache_storage_class` ""):
         # mk8s clusters come with one for Compute disks (nebius/nebius-solutions-library
         # k8s-training/README.md names it `compute-csi-default-sc`).
         # NEBIUS_API cluster.proto: the control plane takes `<major>.<minor>` ("1.31"); node
         # groups take the same form.
-        version_pattern=re.compile(r"^\d\.\d\d$"),
-        version_form="`<major>.<minor>`",
-        version_example='"1.34"',
+        version=VersionForm(re.compile(r"^\d\.\d\d$"), "`<major>.<minor>`", '"1.34"'),
         # A node group has no zone setting (NEBIUS_API node_group.proto): the region places nodes.
     ),
     key="nebius",

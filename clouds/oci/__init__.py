@@ -28,7 +28,7 @@ from clouds.oci.taints import registered_taints
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile
+from infra.profiles import CloudProfile, Scaling, VersionForm, Zones
 
 SOURCE = "OCI"
 CLUSTER = "oci:ContainerEngine/cluster:Cluster"
@@ -93,7 +93,7 @@ CLOUD = Cloud(
         # What OKE puts on GPU nodes, and what the stack leaves out. An NVIDIA shape's nodes run
         # OKE's GPU image (the node pool options' `-GPU-` images; clouds/oci/component.py picks
         # one), which carries NVIDIA's driver at the default root: Oracle's recipe installs the GPU
-        # Operator with `driver.enabled=false` (OCI_HPC_OKE). So `nvidia_driver_root` stays `/`,
+        # Operator with `driver.enabled=false` (OCI_HPC_OKE). So `nvidia.driver_root` stays `/`,
         # the stack's operator installs no driver, and it installs no toolkit either: OKE's own
         # device plugin add-on runs on these images with no toolkit of its own (OKE_ADDONS).
         # Device plugins: OKE runs NVIDIA's as the NVIDIA GPU Plugin cluster add-on, which Oracle's
@@ -109,21 +109,25 @@ CLOUD = Cloud(
         # `NodePoolNodeConfigDetails.size`), and OKE's autoscaler is a separate cluster add-on
         # (the Cluster Autoscaler add-on) this program does not install; so `autoscaler` is false
         # and minNodeCount/maxNodeCount are refused.
-        autoscaler=False,
+        scaling=Scaling(autoscaler=False),
         # OKE clusters come with the `oci-bv` StorageClass of the Block Volume CSI driver
         # (docs.oracle.com, ContEng/Tasks/contengcreatingpersistentvolumeclaim.htm); the cluster's
         # default class is the older FlexVolume `oci`, so the cache names the CSI one.
         cache_storage_class="oci-bv",
         # PULUMI_OCI `Cluster.kubernetes_version`: "The version of Kubernetes to install into the
         # cluster masters", as `v1.34.1` (`oci ce cluster-options get --cluster-option-id all`).
-        version_pattern=re.compile(r"^v\d\.\d\d\.\d+$"),
-        version_form="`v<major>.<minor>.<patch>` (`oci ce cluster-options get --cluster-option-id all`)",
-        version_example='"v1.34.1"',
+        version=VersionForm(
+            re.compile(r"^v\d\.\d\d\.\d+$"),
+            "`v<major>.<minor>.<patch>` (`oci ce cluster-options get --cluster-option-id all`)",
+            '"v1.34.1"',
+        ),
         # Zones are availability domains, named by their number as the Terraform provider's
         # `ad_number` does (`1` for `Uocm:US-ASHBURN-AD-1`); most regions have one, five have
         # three (machines.OCI_REGIONS).
-        zone_names=("1", "2", "3"),
-        zones_by_region={r: tuple(str(n) for n in range(1, count + 1)) for r, count in machines.AD_COUNT.items()},
+        zones=Zones(
+            names=("1", "2", "3"),
+            by_region={r: tuple(str(n) for n in range(1, count + 1)) for r, count in machines.AD_COUNT.items()},
+        ),
     ),
     key="oci",
     cluster_block=OciCluster,

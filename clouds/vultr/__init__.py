@@ -15,7 +15,7 @@ from clouds.vultr import machines
 from clouds.vultr.config import KEYS, VultrCluster, VultrMachine
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, ScaleFromZero
+from infra.profiles import CloudProfile, NvidiaStack, ScaleFromZero, Scaling
 
 SOURCE = "Vultr"
 
@@ -34,23 +34,27 @@ CLOUD = Cloud(
         # VKE's autoscaler is the Cluster Autoscaler; no Vultr document read says it scales a DRA
         # GPU pool up from zero, and its DRA support leaves an empty pool's ResourceSlices to each
         # cloud provider (kubernetes/autoscaler#7799, open). Unverified, so treated as cannot.
-        gpu_scale_from_zero=ScaleFromZero(
-            can=False,
-            says=(
-                "VKE's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes (unverified: "
-                "no Vultr document says so, and kubernetes/autoscaler#7799 leaves an empty pool's ResourceSlices "
-                "to each provider)"
-            ),
+        scaling=Scaling(
+            gpu_from_zero=ScaleFromZero(
+                can=False,
+                says=(
+                    "VKE's cluster autoscaler is not documented to scale a DRA GPU pool up from zero nodes "
+                    "(unverified: no Vultr document says so, and kubernetes/autoscaler#7799 leaves an empty pool's "
+                    "ResourceSlices to each provider)"
+                ),
+            )
         ),
         gpu_vendors=(vocab.NVIDIA,),
         system_machine="vc2-6c-16gb",
-        # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself
-        # (modelplaneai/modelplane functions/compose-vultr-cluster/function/fn.py waits for
-        # its gpu-operator/nvidia-operator-validator); the stack adds only the DRA driver.
-        managed_gpu_operator=True,
-        # VKE's operator would start a device plugin; the GPU Operator skips it on nodes
-        # labelled so (gpu-operator v26.3.3 controllers/state_manager.go, `gpu.deploy.*`).
-        nvidia_pool_labels={"nvidia.com/gpu.deploy.device-plugin": "false"},
+        nvidia=NvidiaStack(
+            # VKE installs the NVIDIA GPU Operator (with its NFD) on GPU clusters itself
+            # (modelplaneai/modelplane functions/compose-vultr-cluster/function/fn.py waits for
+            # its gpu-operator/nvidia-operator-validator); the stack adds only the DRA driver.
+            managed_operator=True,
+            # VKE's operator would start a device plugin; the GPU Operator skips it on nodes
+            # labelled so (gpu-operator v26.3.3 controllers/state_manager.go, `gpu.deploy.*`).
+            pool_labels={"nvidia.com/gpu.deploy.device-plugin": "false"},
+        ),
         # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
         # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
         cache_storage_class="vultr-block-storage",

@@ -242,6 +242,6 @@ def apply(
         pod,
         container,
         args,
-        profile(deployment.cluster.source).zone_labels,
+        profile(deployment.cluster.source).zones.labelled,
         opts,
     )

@@ -190,7 +190,7 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
                     )
                 )
         issues += check_pool_start(file, ppath, cluster.source, pool)
-        if lo is not None and hi is not None and not profile(cluster.source).autoscaler:
+        if lo is not None and hi is not None and not profile(cluster.source).scaling.autoscaler:
             issues.append(
                 ConfigIssue(
                     file,
@@ -211,12 +211,12 @@ def check_gpu_scale_from_zero(
 ) -> list[ConfigIssue]:
     """`minNodeCount: 0` on a GPU pool only where the cloud's autoscaler can bring it back up.
 
-    Whether it can, and the source, is the cloud profile's `gpu_scale_from_zero`
+    Whether it can, and the source, is the cloud profile's `scaling.gpu_from_zero`
     (`infra.profiles.ScaleFromZero`); None (Existing) leaves it to the cluster's owner. CPU pools
     are not judged here. From one node up every autoscaler copies a live node, ResourceSlices
     included, so one node is the least that scales.
     """
-    stated = profile(source).gpu_scale_from_zero
+    stated = profile(source).scaling.gpu_from_zero
     if stated is None or stated.can or role_of(claimed_drivers(cls)) != "GPU":
         return []
     start = "" if pool.node_count >= 1 else " and nodeCount: 1"

@@ -663,8 +663,8 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
     """The names and values a cluster's cloud API refuses (its `CloudProfile`), checked where the fleet declares them."""
     issues: list[ConfigIssue] = []
     cloud = profile(cluster.source)
-    if cloud.name_rule is not None:
-        rule = cloud.name_rule
+    if cloud.naming.rule is not None:
+        rule = cloud.naming.rule
         if not rule.pattern.match(cluster.name):
             issues.append(
                 ConfigIssue(
@@ -681,25 +681,25 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
                         rule.fix,
                     )
                 )
-    if cloud.name_max_length is not None and len(cluster.name) > cloud.name_max_length:
+    if cloud.naming.max_length is not None and len(cluster.name) > cloud.naming.max_length:
         issues.append(
             ConfigIssue(
                 file,
                 f"{base}.name",
-                f"the name is the {cloud.name} {cloud.name_used_as}, which holds at most {cloud.name_max_length} "
+                f"the name is the {cloud.name} {cloud.naming.used_as}, which holds at most {cloud.naming.max_length} "
                 f"characters, not {len(cluster.name)}",
-                f"shorten the name to {cloud.name_max_length} characters",
+                f"shorten the name to {cloud.naming.max_length} characters",
             )
         )
     block = getattr(cluster, cluster.cloud.key)  # None when missing: check_references says so
     version = block.kubernetes_version if isinstance(block, ProvisionedClusterBlock) else None
-    if cloud.version_pattern is not None and version is not None and not cloud.version_pattern.match(version):
+    if cloud.version is not None and version is not None and not cloud.version.pattern.match(version):
         issues.append(
             ConfigIssue(
                 file,
                 f"{base}.{cluster.cloud.key}.kubernetesVersion",
-                f"{cloud.name} takes {cloud.version_form}, not {shown(version)}",
-                f"write it as {cloud.name} lists it, e.g. {cloud.version_example}",
+                f"{cloud.name} takes {cloud.version.form}, not {shown(version)}",
+                f"write it as {cloud.name} lists it, e.g. {cloud.version.example}",
             )
         )
     tags = cloud.label_tags

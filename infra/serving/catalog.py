@@ -121,7 +121,7 @@ def _runs_own_gpu_operator(cloud: str) -> bool:
     """Whether the stack installs NFD and the GPU Operator itself, rather than building on the cloud's."""
     # Where the cloud runs its own GPU Operator (with NFD), ours would be a second owner of the
     # same nodes and CRDs; the DRA driver then builds on the cloud's operator.
-    return not profile(cloud).managed_gpu_operator
+    return not profile(cloud).nvidia.managed_operator
 
 
 def _neutral_rows(cloud: str) -> list[Component]:

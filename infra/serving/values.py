@@ -29,11 +29,6 @@ NVIDIA_TAINT_KEY = vocab.NVIDIA_TAINT_KEY
 AMD_TAINT_KEY = vocab.AMD_TAINT_KEY
 CPU_TAINT_KEY = vocab.CPU_TAINT_KEY
 
-# Civo's documented GPU Operator setup installs the driver with the operator; 580.173.02 is the
-# version pinned for Civo's open kernel modules (https://www.civo.com/docs/kubernetes/advanced/gpu-config).
-# DRA with the operator needs a driver >= 580 (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs").
-CIVO_NVIDIA_DRIVER = "580.173.02"
-
 # AMD images, pinned to the tags gpu-operator-charts v1.5.1 ships with or that are released next
 # to it. The chart's own defaults float (`latest`, `labeller-latest`): a restart could pull another image.
 # - operator controller and utils: released with the chart as v1.5.1 (the chart's versioned images
@@ -55,17 +50,9 @@ AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
 AMD_INIT_CONTAINER_IMAGE = "docker.io/library/busybox:1.36"
 
 
-def nvidia_driver_owned_by_stack(cloud: str) -> bool:
-    """Whether the serving stack's GPU Operator installs the NVIDIA driver on this cloud (its profile).
-
-    An AKS pool reads this to decide its driver setting, so the two can never both install one.
-    """
-    return profile(cloud).nvidia_driver_by_operator
-
-
 def nvidia_driver_root(cloud: str) -> str:
     """Where the NVIDIA driver lives on a node's host filesystem: what `nvidiaDriverRoot` says."""
-    return profile(cloud).nvidia_driver_root
+    return profile(cloud).nvidia.driver_root
 
 
 def nvidia_toleration(cloud: str) -> Values:
@@ -74,7 +61,7 @@ def nvidia_toleration(cloud: str) -> Values:
     `Exists` on the key where the value may vary (an Existing cluster's owner picks their own);
     `Equal` where the cloud's profile names the one value its pools carry.
     """
-    value = profile(cloud).nvidia_toleration_value
+    value = profile(cloud).nvidia.toleration_value
     if value is not None:
         return {"key": NVIDIA_TAINT_KEY, "operator": "Equal", "value": value, "effect": "NoSchedule"}
     return {"key": NVIDIA_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
@@ -199,25 +186,24 @@ def nvidia_gpu_operator(cloud: str) -> Values:
         # No `operator.defaultRuntime`: no template reads it since v25.3.0 (the operator detects the
         # runtime; "Deprecated: DefaultRuntime is no longer used", clusterpolicy_types.go @v26.3.3).
     }
-    cloud_profile = profile(cloud)
-    owned = cloud_profile.nvidia_driver_by_operator
-    driver: Values = {"enabled": owned}
-    if owned:
-        driver.update({"version": CIVO_NVIDIA_DRIVER, "kernelModuleType": "open"})
-    if cloud_profile.driver_eviction_label is not None:
+    stack = profile(cloud).nvidia
+    driver: Values = {"enabled": stack.driver_by_operator}
+    if stack.driver_version is not None:
+        # The version the cloud's profile pins for the operator's driver (`NvidiaStack.driver_version`,
+        # with its source there), as NVIDIA's open kernel modules: the version is pinned for those.
+        driver.update({"version": stack.driver_version, "kernelModuleType": "open"})
+    if stack.driver_eviction_label is not None:
         # The driver manager evicts the DRA kubelet plugin before it replaces the driver by
         # flipping this node label, which the plugin's nodeSelector requires (NVIDIA GPU Operator
         # docs, "NVIDIA DRA Driver for GPUs", known issues; gpu-operator v26.3.3 values.yaml
         # `driver.manager.env`).
-        driver["manager"] = {
-            "env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": cloud_profile.driver_eviction_label}]
-        }
+        driver["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": stack.driver_eviction_label}]}
     values["driver"] = driver
-    if cloud_profile.nvidia_runtime_class is not None:
+    if stack.runtime_class is not None:
         # The operator names its RuntimeClass and that class's handler after this value
         # (gpu-operator v26.3.3 controllers/object_controls.go); it must be the node's handler.
-        values["operator"] = {"runtimeClass": cloud_profile.nvidia_runtime_class}
-    toolkit_dir = cloud_profile.nvidia_toolkit_dir
+        values["operator"] = {"runtimeClass": stack.runtime_class}
+    toolkit_dir = stack.toolkit_dir
     if toolkit_dir is not None:
         # Google's installer puts the driver under /home/kubernetes/bin/nvidia; the toolkit is not on
         # COS, so the operator installs it there (NVIDIA GPU Operator docs, "Google GKE"). No
@@ -236,7 +222,7 @@ def nvidia_gpu_operator(cloud: str) -> Values:
             "installDir": toolkit_dir,
             "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}],
         }
-        values["hostPaths"] = {"driverInstallDir": cloud_profile.nvidia_driver_root}
+        values["hostPaths"] = {"driverInstallDir": stack.driver_root}
     else:
         # EKS's AMI, AKS's GPU node image, Civo's image and an Existing owner's nodes already carry
         # the container toolkit (EKS user guide, NVIDIA DRA; AKS GPU pools; Civo's GPU guide).
@@ -261,7 +247,7 @@ def dra_driver_nvidia_gpu(cloud: str) -> Values:
         # The kubelet plugin must reach GPU nodes, which carry the NVIDIA taint.
         "kubeletPlugin": {"tolerations": [nvidia_toleration(cloud)]},
     }
-    eviction_label = profile(cloud).driver_eviction_label
+    eviction_label = profile(cloud).nvidia.driver_eviction_label
     if eviction_label is not None:
         # Only nodes the driver manager has not marked for eviction run the plugin (NVIDIA GPU
         # Operator docs, "NVIDIA DRA Driver for GPUs", known issues; the GPU pools carry the label).
