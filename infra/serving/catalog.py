@@ -107,9 +107,9 @@ def preinstalled_problems(cloud: str, names: Sequence[str]) -> list[tuple[int, s
     return problems
 
 
-def needs_of(component: Chart) -> str:
-    """What dependents need of a cluster's own copy of `component`."""
-    return component.needs or f"{component.chart} {component.version}, the version its dependents were checked against"
+def needs_of(row: Chart) -> str:
+    """What dependents need of a cluster's own copy of `row`'s chart."""
+    return row.needs or f"{row.chart} {row.version}, the version its dependents were checked against"
 
 
 def relied_on(facts: ClusterFacts) -> list[dict[str, Any]]:
@@ -121,17 +121,17 @@ def relied_on(facts: ClusterFacts) -> list[dict[str, Any]]:
     installed = cluster_charts(facts)
     out = []
     for key in facts.preinstalled:
-        component = full.get(key)
-        if component is None:
+        row = full.get(key)
+        if row is None:
             continue  # not one this cluster's pools would install
         dependents = [c.release for c in installed if key in c.depends_on]
         out.append(
             {
                 "key": key,
-                "chart": component.chart,
-                "pinnedVersion": component.version,
+                "chart": row.chart,
+                "pinnedVersion": row.version,
                 "dependents": dependents,
-                "needs": needs_of(component),
+                "needs": needs_of(row),
             }
         )
     return out
@@ -191,9 +191,9 @@ def _cycles(by_key: Mapping[str, Chart]) -> list[str]:
     return found
 
 
-def install_order(components: Sequence[Chart]) -> list[Chart]:
+def install_order(rows: Sequence[Chart]) -> list[Chart]:
     """Components sorted so each comes after its dependencies (stable otherwise)."""
-    by_key = {c.key: c for c in components}
+    by_key = {c.key: c for c in rows}
     done: list[Chart] = []
     seen: set[str] = set()
 
@@ -206,7 +206,7 @@ def install_order(components: Sequence[Chart]) -> list[Chart]:
                 visit(by_key[d])
         done.append(c)
 
-    for c in components:
+    for c in rows:
         visit(c)
     return done
 
@@ -242,9 +242,9 @@ def release_values(facts: ClusterFacts) -> dict[str, Mapping[str, Any]]:
     return {c.release: c.values for c in cluster_charts(facts)}
 
 
-def critical_pod_namespaces(components: Sequence[Chart]) -> list[str]:
-    """Namespaces of the components whose pods run at a system-critical priority."""
-    return sorted({c.namespace for c in components if c.critical_pods})
+def critical_pod_namespaces(rows: Sequence[Chart]) -> list[str]:
+    """Namespaces of the charts whose pods run at a system-critical priority."""
+    return sorted({c.namespace for c in rows if c.critical_pods})
 
 
 def check_served_drivers(cloud: str, catalog: Sequence[Chart]) -> None:

@@ -23,16 +23,16 @@ from infra.serving.chart import Chart
 KEY = "chartMirror"  # paths as the model's own errors name them (`infra.config.issues`)
 
 
-def served_from(component: Chart, mirror: ChartMirror | None) -> Chart:
+def served_from(row: Chart, mirror: ChartMirror | None) -> Chart:
     """The row as a cluster installs it: from the mirror when one serves it, else unchanged."""
     if mirror is None:
-        return component
-    own = mirror.components.get(component.key)
+        return row
+    own = mirror.components.get(row.key)
     url = (own.url if own is not None else None) or mirror.url
     if url is None:
-        return component
-    version = (own.version if own is not None else None) or component.version
-    return replace(component, repo=url, version=version, public_repo=component.repo, pinned_version=component.version)
+        return row
+    version = (own.version if own is not None else None) or row.version
+    return replace(row, repo=url, version=version, public_repo=row.repo, pinned_version=row.version)
 
 
 def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str], file: str) -> list[ConfigIssue]:
