@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from clouds import SOURCES
-from infra.serving.catalog import CATALOG, Component, join_components
+from infra.serving.catalog import CATALOG, join_charts
+from infra.serving.chart import Chart
 
 
 def at(values: Mapping[str, Any], path: str, default: Any) -> Any:
@@ -59,7 +60,7 @@ DAEMONSETS: Mapping[str, Sequence[tuple[str, Callable[[Mapping[str, Any]], bool]
 }
 
 
-def daemonsets(components: Sequence[Component]) -> list[str]:
+def daemonsets(components: Sequence[Chart]) -> list[str]:
     out = []
     for c in components:
         out += [f"{c.release}/{name}" for name, cond in DAEMONSETS.get(c.chart, []) if cond(c.values)]
@@ -71,7 +72,7 @@ def footprint() -> list[dict[str, Any]]:
     for cloud in SOURCES:
         unfiltered = list(CATALOG[cloud])
         for label, drivers in (("CPU only", ["dra.cpu"]), ("NVIDIA", ["gpu.nvidia.com"])):
-            joined = join_components(CATALOG[cloud], drivers)
+            joined = join_charts(CATALOG[cloud], drivers)
             rows.append(
                 {
                     "cloud": cloud,

@@ -44,6 +44,13 @@ MODULES: dict[str, list[str]] = {
         "tests/test_serving_stack.py",
         "tests/test_policies_releases.py",
     ],
+    # The rows, node agents included: the audit and schedulability read them.
+    "infra/serving/rows.py": [
+        "tests/test_catalog.py",
+        "tests/test_placement.py",
+        "tests/test_schedulable.py",
+        "tests/test_chart_rows.py",
+    ],
     "infra/placement.py": ["tests/test_placement.py", "tests/test_model_deployment.py"],
     # The audit over the scheduling model above, run by the offline plan (the recipes' Gateway
     # audit is asserted in test_model_service).

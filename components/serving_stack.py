@@ -1,7 +1,7 @@
 """ServingStack: installs on one cluster exactly the catalog components its pools' drivers select.
 
 It turns catalog rows (`infra.serving.catalog`) into `kubernetes.helm.v3.Release`s on the cluster's
-provider; it decides nothing about which rows (that is `join_components`) or their values (that is
+provider; it decides nothing about which rows (that is `join_charts`) or their values (that is
 `infra.serving.values`). Releases are Helm releases, not rendered charts, because the operators rely
 on Helm hooks.
 
@@ -32,15 +32,9 @@ import pulumi_kubernetes as k8s
 
 from infra import tokens
 from infra.facts import ClusterFacts
-from infra.serving.catalog import (
-    AMD_OPERATOR_KEY,
-    NVIDIA_OPERATOR_KEY,
-    Component,
-    cluster_components,
-    critical_pod_namespaces,
-    install_order,
-    needed_by_others,
-)
+from infra.serving.catalog import cluster_charts, critical_pod_namespaces, install_order, needed_by_others
+from infra.serving.chart import Chart
+from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY
 from infra.vocabulary import AMD_GPU_DRIVER, DEVICE_CLASS
 
 # The DeviceClass of the AMD operator's DRA driver, created here rather than by its chart.
@@ -67,7 +61,7 @@ class ServingStackArgs:
     facts: ClusterFacts
 
 
-def release_args(component: Component, wait: bool) -> dict[str, Any]:
+def release_args(component: Chart, wait: bool) -> dict[str, Any]:
     """The Release arguments for one catalog row; the plan prints exactly these values."""
     # OCI charts are addressed by their full reference; HTTP charts by name in their repository.
     repo_opts = None if component.oci else k8s.helm.v3.RepositoryOptsArgs(repo=component.repo)
@@ -86,7 +80,7 @@ def release_args(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
-def planned_release(component: Component, wait: bool) -> dict[str, Any]:
+def planned_release(component: Chart, wait: bool) -> dict[str, Any]:
     """One release as the ServingStack states it for the policy pack: its Release's arguments and drivers.
 
     The stack registers the releases it plans as its own inputs and outputs, so the pack judges
@@ -111,7 +105,7 @@ def planned_release(component: Component, wait: bool) -> dict[str, Any]:
     }
 
 
-def quota_namespaces(facts: ClusterFacts, components: list[Component]) -> list[str]:
+def quota_namespaces(facts: ClusterFacts, components: list[Chart]) -> list[str]:
     """Namespaces that need a critical-pods quota on this cluster (none where the cloud needs none)."""
     if not facts.profile.critical_pods_quota:
         return []
@@ -123,7 +117,7 @@ class ServingStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         facts = args.facts
-        components = cluster_components(facts)
+        components = cluster_charts(facts)
         awaited = needed_by_others(components)
         # The facts the pack reads, registered as inputs and (below) as outputs.
         planned = {

@@ -13,7 +13,7 @@ Node labels and taints (the values the nodes carry, whoever sets them):
 
 What differs between clouds (taint value, labels, system machine, how node counts count) is read
 from the cloud's profile (`infra.profiles`). Which serving-stack components a cluster installs is
-the catalog's join (`infra.serving.catalog.cluster_components`), not a fact computed here: the
+the catalog's join (`infra.serving.catalog.cluster_charts`), not a fact computed here: the
 arrows run from `components` to `infra`, never back.
 """
 
@@ -235,7 +235,7 @@ class ClusterFacts:
     chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
     preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
     # Serving features the cluster's deployments use, which some catalog rows install for
-    # (`Component.features`): `autoscaling` when one of its deployments is autoscaled.
+    # (`Chart.features`): `autoscaling` when one of its deployments is autoscaled.
     features: tuple[str, ...] = ()
 
     @property

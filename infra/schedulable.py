@@ -7,8 +7,8 @@ independently (docs/serving.md, "What is checked before anything runs"):
 - memory: a pod's memory request against what one node of its pool can give a pod: the machine's
   memory (the catalog row) less what the cloud keeps for the kubelet, system daemons and eviction
   (`reserved_memory`: each cloud's rule in its record, `CloudProfile.memory_reservation`) and what this stack's own per-node pods
-  request (`NODE_AGENTS`). Only provisioned pools whose machine the catalog knows are checked; an
-  Existing cluster's nodes are the owner's, and an unknown machine is reported as
+  request (the node agents on their chart rows, `NodeAgent.memory`). Only provisioned pools whose machine the catalog
+  knows are checked; an Existing cluster's nodes are the owner's, and an unknown machine is reported as
   `unknown-machine-type` (`infra.devices`).
 - claims: the devices every deployment on a pool claims, replicas x devices per replica, against
   the devices the pool's nodes carry at its largest (`PoolFacts.nodes`: `maxNodeCount` when
@@ -25,7 +25,7 @@ shared by several replicas (`check_serving`, `infra.config.rules`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 
@@ -39,7 +39,8 @@ from infra.formats import parse_quantity
 from infra.machines import MachineType
 from infra.multinode import pool_zones
 from infra.reservations import GIB, MIB, Reservation, default_reservation, machine_memory
-from infra.serving.catalog import cluster_components
+from infra.serving.catalog import cluster_charts, node_agents
+from infra.serving.chart import NodeAgent
 from infra.vocabulary import GPU_VENDORS
 
 # --------------------------------------------------------------------------------------------
@@ -57,35 +58,15 @@ def reserved_memory(source: str, row: MachineType) -> Decimal:
     return reservation(source).reserved(row)
 
 
-# The memory this stack's own pods request on each node of a pool, by catalog row (its DaemonSet)
-# and the roles of the pools it reaches. Other per-node pods of the stack request none:
-# prometheus-node-exporter (`resources: {}`, prometheus-community/helm-charts
-# charts/prometheus-node-exporter/values.yaml), the GPU Operator's operands (`resources: {}` for
-# each, NVIDIA/gpu-operator deployments/gpu-operator/values.yaml @v26.3.3) and the NVIDIA DRA
-# kubelet plugin (`resources: {}`, kubernetes-sigs/dra-driver-nvidia-gpu values.yaml @v0.4.1). The
-# cloud's own daemons (kube-proxy, log agents) are not counted: a pod may get somewhat less still.
-NODE_AGENTS: Mapping[str, tuple[frozenset[Role], str]] = {
-    # nfd-worker: requests 64Mi (kubernetes-sigs/node-feature-discovery
-    # deployment/helm/node-feature-discovery/values.yaml @v0.19.0, `worker.resources`); it tolerates
-    # only the GPU taints (`infra.serving.values.node_feature_discovery`), so it runs on GPU pools.
-    "node-feature-discovery": (frozenset({"GPU"}), "64Mi"),
-    # dra-driver-cpu's DaemonSet: requests 50Mi (kubernetes-sigs/dra-driver-cpu
-    # deployment/helm/dra-driver-cpu/values.yaml, `resources.requests`); CPU pools only (its nodeSelector).
-    "dra-driver-cpu": (frozenset({"CPU"}), "50Mi"),
-}
-
-
 def node_agents_memory(cf: ClusterFacts, pool: PoolFacts) -> Decimal:
-    """Bytes this stack's per-node pods request on each node of `pool` (the rows the cluster installs)."""
-    installed = {c.key for c in cluster_components(cf)}
-    return sum(
-        (
-            parse_quantity(memory) or Decimal(0)
-            for key, (roles, memory) in NODE_AGENTS.items()
-            if key in installed and pool.role in roles
-        ),
-        Decimal(0),
-    )
+    """Bytes this stack's per-node pods request on each node of `pool`: the memory of the node agents
+    (`NodeAgent.memory`) of the rows the cluster installs that run on the pool's role."""
+    return _agents_memory((a for c in cluster_charts(cf) for a in c.node_agents), pool.role)
+
+
+def _agents_memory(agents: Iterable[NodeAgent], role: Role) -> Decimal:
+    # The cloud's own daemons (kube-proxy, log agents) are not counted: a pod may get somewhat less still.
+    return sum((parse_quantity(a.memory) or Decimal(0) for a in agents if a.memory and role in a.roles), Decimal(0))
 
 
 @dataclass(frozen=True)
@@ -117,8 +98,7 @@ def most_pod_memory(source: str, row: MachineType, role: Role) -> Decimal:
     """What a node of `row` can give a pod at the least: `NodeMemory.for_pods` with every node agent
     of the pool's role counted, installed or not (the config rules run before the cluster's
     components are known), so a request within it passes `memory_issues` on any such pool."""
-    agents = sum((parse_quantity(m) or Decimal(0) for roles, m in NODE_AGENTS.values() if role in roles), Decimal(0))
-    return machine_memory(row) - reserved_memory(source, row) - agents
+    return machine_memory(row) - reserved_memory(source, row) - _agents_memory(node_agents(), role)
 
 
 # What the fix for an engine without a memory request proposes where its node can hold it: enough

@@ -80,6 +80,6 @@ UPPER_EFFECT: Mapping[str, str] = {
     "NoExecute": "NO_EXECUTE",
 }
 
-# Serving features a catalog row installs for (`Component.features`): a cluster with an
+# Serving features a catalog row installs for (`Chart.features`): a cluster with an
 # autoscaled deployment uses `autoscaling`.
 AUTOSCALING_FEATURE = "autoscaling"

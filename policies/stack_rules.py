@@ -9,7 +9,7 @@ of a cluster that does not exist yet has no outputs at all in a first preview
 (pkg/resource/plugin/provider_plugin.go, `Create` while the provider's config is unknown): a rule
 that needs one says it cannot decide in this preview, and decides on `pulumi up`. A missing fact
 is reported, never a `KeyError`. The join of drivers to components is
-`infra.serving.catalog.join_components`, the same function the program installs by.
+`infra.serving.catalog.join_charts`, the same function the program installs by.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from infra.cost import (
     over_budget,
 )
 from infra.formats import parse_quantity
-from infra.serving.catalog import CATALOG, GPU_OPERATOR_KEYS, join_components, supported_drivers
+from infra.serving.catalog import CATALOG, GPU_OPERATOR_KEYS, join_charts, supported_drivers
 from infra.vocabulary import CPU_DRIVER
 from policies.config_rules import is_cluster_component
 from policies.props import cannot_decide, get, mappings, plain, undecided
@@ -130,7 +130,7 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
                 f"which no pool claims (claimed: {', '.join(claimed) or 'none'})"
             )
     served = sorted(set(claimed) & set(supported_drivers(source)))
-    for component in join_components(catalog, served, owner_operator, own):
+    for component in join_charts(catalog, served, owner_operator, own):
         if component.dra_drivers and component.key not in planned:
             drivers = ", ".join(d for d in component.dra_drivers if d in served)
             problems.append(

@@ -18,7 +18,8 @@ from infra.config.rules import check_autoscaling, check_serving
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
-from infra.serving.catalog import Component, join_components
+from infra.serving.catalog import join_charts
+from infra.serving.chart import Chart
 from tests.conftest import of_type, run_fleet
 from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
 from tests.test_serving_checks import FILE, deployment, raw_fleet
@@ -215,9 +216,9 @@ def test_keda_installs_only_on_a_cluster_with_an_autoscaled_deployment(scaled_la
 
 
 def test_the_join_leaves_a_feature_row_out_until_a_deployment_uses_it() -> None:
-    rows = [Component("base", "base", "r", "1.0.0", "ns"), Component("k", "k", "r", "1.0.0", "ns", features=("x",))]
-    assert [c.key for c in join_components(rows, [])] == ["base"]
-    assert [c.key for c in join_components(rows, [], features=["x"])] == ["base", "k"]
+    rows = [Chart("base", "base", "r", "1.0.0", "ns"), Chart("k", "k", "r", "1.0.0", "ns", features=("x",))]
+    assert [c.key for c in join_charts(rows, [])] == ["base"]
+    assert [c.key for c in join_charts(rows, [], features=["x"])] == ["base", "k"]
 
 
 def test_an_autoscaled_deployment_of_a_stack_file_plans_with_its_bounds(tmp_path: Path) -> None:

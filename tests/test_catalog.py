@@ -10,17 +10,17 @@ from infra.facts import derive_cluster
 from infra.serving.catalog import (
     CATALOG,
     CatalogError,
-    Component,
     catalog_for,
     check_dependencies,
     check_served_drivers,
     critical_pod_namespaces,
     install_order,
-    join_components,
+    join_charts,
     load_catalog,
     release_values,
     supported_drivers,
 )
+from infra.serving.chart import Chart
 from tests.conftest import cpu_cluster_fleet, fleet_of
 
 EXPECTED_SUPPORTED = {
@@ -41,30 +41,30 @@ def test_supported_drivers_match_the_spec_table(cloud: str) -> None:
     assert supported_drivers(cloud) == EXPECTED_SUPPORTED[cloud]
 
 
-def c(key: str, tags: tuple[str, ...] = (), deps: tuple[str, ...] = ()) -> Component:
-    return Component(key, key, "https://charts.example", "1.0.0", key, dra_drivers=tags, depends_on=deps)
+def c(key: str, tags: tuple[str, ...] = (), deps: tuple[str, ...] = ()) -> Chart:
+    return Chart(key, key, "https://charts.example", "1.0.0", key, dra_drivers=tags, depends_on=deps)
 
 
 def test_untagged_components_always_install() -> None:
     rows = [c("base"), c("nv", ("gpu.nvidia.com",))]
-    assert [x.key for x in join_components(rows, [])] == ["base"]
+    assert [x.key for x in join_charts(rows, [])] == ["base"]
 
 
 def test_unset_drivers_mean_none_claimed() -> None:
     rows = [c("base"), c("nv", ("gpu.nvidia.com",))]
-    assert [x.key for x in join_components(rows, None)] == ["base"]
+    assert [x.key for x in join_charts(rows, None)] == ["base"]
 
 
 def test_tagged_component_installs_when_any_of_its_drivers_is_claimed() -> None:
     rows = [c("nfd", ("gpu.nvidia.com", "gpu.amd.com")), c("amd", ("gpu.amd.com",))]
-    assert [x.key for x in join_components(rows, ["gpu.amd.com"])] == ["nfd", "amd"]
-    assert [x.key for x in join_components(rows, ["gpu.nvidia.com"])] == ["nfd"]
+    assert [x.key for x in join_charts(rows, ["gpu.amd.com"])] == ["nfd", "amd"]
+    assert [x.key for x in join_charts(rows, ["gpu.nvidia.com"])] == ["nfd"]
 
 
 def test_owner_run_gpu_operators_leave_the_join_and_nothing_else_does() -> None:
     every = ("dra.cpu", "gpu.amd.com", "gpu.nvidia.com")
-    ours = {c.key for c in join_components(CATALOG["Existing"], every)}
-    owners = {c.key for c in join_components(CATALOG["Existing"], every, owner_gpu_operator=True)}
+    ours = {c.key for c in join_charts(CATALOG["Existing"], every)}
+    owners = {c.key for c in join_charts(CATALOG["Existing"], every, owner_gpu_operator=True)}
     assert ours - owners == {"gpu-operator", "amd-gpu-operator"}
     assert {"dra-driver-nvidia-gpu", "node-feature-discovery", "dra-driver-cpu"} <= owners
 
@@ -99,8 +99,8 @@ def test_every_join_keeps_every_dependency(cloud: str) -> None:
     drivers = supported_drivers(cloud)
     subsets = [[d for i, d in enumerate(drivers) if mask >> i & 1] for mask in range(1 << len(drivers))]
     for subset in subsets:
-        joined = {x.key for x in join_components(CATALOG[cloud], subset)}
-        for x in join_components(CATALOG[cloud], subset):
+        joined = {x.key for x in join_charts(CATALOG[cloud], subset)}
+        for x in join_charts(CATALOG[cloud], subset):
             assert set(x.depends_on) <= joined, (cloud, subset, x.key)
 
 
@@ -150,10 +150,10 @@ def test_every_cloud_installs_the_pinned_serving_stack(cloud: str) -> None:
 
 def test_release_name_is_mp_and_the_chart_name() -> None:
     assert c("amd-gpu-operator").release == "mp-amd-gpu-operator"
-    row = Component("amd-gpu-operator", "gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", "ns")
+    row = Chart("amd-gpu-operator", "gpu-operator-charts", "https://rocm.github.io/gpu-operator", "v1.5.1", "ns")
     assert row.release == "mp-gpu-operator-charts"
     assert not row.oci
-    assert Component("lws", "lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", "ns").oci
+    assert Chart("lws", "lws", "oci://registry.k8s.io/lws/charts", "v0.8.0", "ns").oci
 
 
 def test_dependency_lacking_any_of_a_dependents_tags_fails_to_load() -> None:
@@ -368,7 +368,7 @@ def test_cycle_is_reported_with_its_path() -> None:
 
 
 def test_two_rows_with_one_release_name_fail_to_load() -> None:
-    rows = [Component("a", "lws", "https://x", "1", "ns"), Component("b", "lws", "https://y", "1", "ns")]
+    rows = [Chart("a", "lws", "https://x", "1", "ns"), Chart("b", "lws", "https://y", "1", "ns")]
     with pytest.raises(CatalogError) as err:
         check_dependencies("X", rows)
     assert str(err.value).endswith("X: release name 'mp-lws' appears twice")
@@ -487,7 +487,7 @@ def test_a_cloud_whose_rows_break_the_dependency_rule_fails_to_load(monkeypatch:
 
     real = infra.serving.catalog.catalog_for
 
-    def with_a_duplicate(cloud: str) -> list[Component]:
+    def with_a_duplicate(cloud: str) -> list[Chart]:
         rows = real(cloud)
         return [*rows, rows[0]] if cloud == "Civo" else rows
 

@@ -13,7 +13,8 @@ from components.serving_stack import planned_release, release_args
 from infra.config.issues import ConfigError
 from infra.config.model import ChartMirror
 from infra.config.stackfile import load_stack_file
-from infra.serving.catalog import CATALOG, Component, cluster_components
+from infra.serving.catalog import CATALOG, cluster_charts
+from infra.serving.chart import Chart
 from infra.serving.mirror import served_from
 from policies.resource_rules import mirror_chart_version, pinned_versions
 from tests.conftest import cpu_cluster_fleet, of_type, run_fleet
@@ -27,7 +28,7 @@ HTTP = "https://charts.example.internal"
 OCI = "oci://registry.example.internal/charts"
 
 
-def row(key: str, cloud: str = "Existing") -> Component:
+def row(key: str, cloud: str = "Existing") -> Chart:
     return next(c for c in CATALOG[cloud] if c.key == key)
 
 
@@ -115,7 +116,7 @@ def test_the_stack_file_mirror_reaches_every_release_of_the_cluster(tmp_path: Pa
     from infra.facts import derive_fleet
 
     [facts] = derive_fleet(stack.fleet)
-    components = cluster_components(facts)
+    components = cluster_charts(facts)
     assert components and all(c.mirrored and c.repo == OCI for c in components)
     planned = planned_release(components[0], wait=True)
     assert planned["chart"] == f"{OCI}/{components[0].chart}"

@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from infra.serving.catalog import CATALOG, Component
+from infra.serving.catalog import CATALOG
+from infra.serving.chart import Chart
 from tooling.chart_records import CHARTS_DIR, check_folder, load_records, sha256_of
 
 ALL_ROWS = [c for rows in CATALOG.values() for c in rows]
@@ -32,7 +33,7 @@ def _folder_with(tmp_path: Path, *names: str) -> Path:
 
 def test_a_catalog_pin_without_a_record_is_named(tmp_path: Path) -> None:
     folder = _folder_with(tmp_path, "lws-v0.8.0.tgz.json")
-    row = Component("leader-worker-set", "lws", "oci://registry.k8s.io/lws/charts", "v0.9.0", "lws-system")
+    row = Chart("leader-worker-set", "lws", "oci://registry.k8s.io/lws/charts", "v0.9.0", "lws-system")
     problems = check_folder([row], folder)
     assert "lws-v0.9.0.tgz.json is missing: record where lws v0.9.0 comes from" in problems
     assert "lws-v0.8.0.tgz.json: no catalog row pins lws v0.8.0; delete the record" in problems
@@ -40,7 +41,7 @@ def test_a_catalog_pin_without_a_record_is_named(tmp_path: Path) -> None:
 
 def test_a_record_from_another_repository_than_the_row_is_named(tmp_path: Path) -> None:
     folder = _folder_with(tmp_path, "lws-v0.8.0.tgz.json")
-    row = Component("leader-worker-set", "lws", "oci://mirror.example/lws", "v0.8.0", "lws-system")
+    row = Chart("leader-worker-set", "lws", "oci://mirror.example/lws", "v0.8.0", "lws-system")
     assert check_folder([row], folder) == [
         "lws-v0.8.0.tgz.json: published.repository is oci://registry.k8s.io/lws/charts, "
         "the catalog's row says oci://mirror.example/lws"
@@ -51,9 +52,7 @@ def test_an_archive_is_checked_against_its_published_sha256(tmp_path: Path) -> N
     record = json.loads((CHARTS_DIR / "node-feature-discovery-0.19.0.tgz.json").read_text())
     archive = tmp_path / "node-feature-discovery-0.19.0.tgz"
     archive.write_bytes(b"not the published archive")
-    row = Component(
-        "node-feature-discovery", "node-feature-discovery", record["published"]["repository"], "0.19.0", "nfd"
-    )
+    row = Chart("node-feature-discovery", "node-feature-discovery", record["published"]["repository"], "0.19.0", "nfd")
     (tmp_path / "node-feature-discovery-0.19.0.tgz.json").write_text(json.dumps(record))
     [problem] = check_folder([row], tmp_path)
     assert problem.startswith(f"node-feature-discovery-0.19.0.tgz: sha256 {sha256_of(archive)} is not the published")

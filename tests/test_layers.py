@@ -15,7 +15,8 @@ import pytest
 
 from clouds import CLOUDS
 from infra import tokens
-from infra.serving.catalog import CatalogError, Component, check_served_drivers
+from infra.serving.catalog import CatalogError, check_served_drivers
+from infra.serving.chart import Chart
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("infra", "clouds", "components", "policies", "program", "tooling")
@@ -188,7 +189,7 @@ def test_no_product_module_compares_a_source_with_a_cloud_name_outside_the_profi
 
 
 def test_a_catalog_whose_tags_disagree_with_the_cloud_profile_does_not_load() -> None:
-    amd_on_gke = [Component("amd", "gpu-operator-charts", "https://x", "v1", "ns", dra_drivers=("gpu.amd.com",))]
+    amd_on_gke = [Chart("amd", "gpu-operator-charts", "https://x", "v1", "ns", dra_drivers=("gpu.amd.com",))]
     with pytest.raises(CatalogError, match="GKE: the catalog serves"):
         check_served_drivers("GKE", amd_on_gke)
 

@@ -16,12 +16,13 @@ import pytest
 
 from infra.facts import ClusterFacts, Taint, derive_cluster
 from infra.placement import DISCOVERED_LABELS, UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
-from infra.serving.catalog import release_values
+from infra.serving.catalog import node_agents, release_values
+from infra.serving.chart import any_label_in
 from infra.serving.pods import pod_placement
 from infra.serving.values import node_feature_discovery
 from tests.conftest import CLUSTER_BLOCKS, cpu_class, fleet_of
 from tests.conftest import cloud_fleet as two_pools
-from tooling.placement import AGENT_WORKLOADS, WILDCARD_ALLOWLIST, _any_label_in, audit
+from tooling.placement import audit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -389,10 +390,11 @@ def test_gateway_proxies_that_fit_no_node_are_caught() -> None:
 
 
 def test_wildcard_allowlist_holds_only_the_node_exporter_with_its_reason() -> None:
-    known = {(a.release, a.workload) for a in AGENT_WORKLOADS}
-    assert set(WILDCARD_ALLOWLIST) == {("mp-kube-prometheus-stack", "node-exporter")}
-    assert set(WILDCARD_ALLOWLIST) <= known
-    assert all(len(reason) > 20 for reason in WILDCARD_ALLOWLIST.values())
+    known = {(a.release, a.workload) for a in node_agents()}
+    allowlist = {(a.release, a.workload): a.tolerates_every_taint for a in node_agents() if a.tolerates_every_taint}
+    assert set(allowlist) == {("mp-kube-prometheus-stack", "node-exporter")}
+    assert set(allowlist) <= known
+    assert all(len(reason) > 20 for reason in allowlist.values())
 
 
 def test_audit_report_json_names_pools_and_violations() -> None:
@@ -510,7 +512,7 @@ def test_clearing_the_charts_default_affinity_lets_the_nvidia_plugin_onto_the_sy
 
 
 def test_chart_default_affinity_has_one_term_per_label_so_any_one_admits_a_node() -> None:
-    affinity = _any_label_in(("a", "1"), ("b", "2"))
+    affinity = any_label_in(("a", "1"), ("b", "2"))
     assert affinity == {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -680,9 +682,9 @@ def test_an_agent_for_every_node_does_not_end_the_audit_of_the_agents_after_it(m
     # The node exporter (serves every node) first: the CPU driver after it is still checked.
     import tooling.placement
 
-    reordered = sorted(AGENT_WORKLOADS, key=lambda a: a.serves is not None)
+    reordered = sorted(node_agents(), key=lambda a: a.serves is not None)
     assert (reordered[0].release, reordered[0].workload) == ("mp-kube-prometheus-stack", "node-exporter")
-    monkeypatch.setattr(tooling.placement, "AGENT_WORKLOADS", tuple(reordered))
+    monkeypatch.setattr(tooling.placement, "node_agents", lambda: reordered)
     facts, _ = facts_of(cloud_fleet("Civo"))
     releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}
     del releases["mp-dra-driver-cpu"]["nodeSelector"]

@@ -12,7 +12,8 @@ from pulumi_policy.proxy import UnknownValueError
 from components.base import policy_inputs
 from components.serving_stack import planned_release
 from infra.facts import ClusterFacts, derive_cluster
-from infra.serving.catalog import Component, cluster_components
+from infra.serving.catalog import cluster_charts
+from infra.serving.chart import Chart
 from policies.props import plain, undecided
 from policies.stack_rules import claimed_cpus, cpu_claim_resources, device_stack_filtered, unknown_error
 from tests.conftest import cpu_class, fleet_of
@@ -50,12 +51,12 @@ def byo_facts() -> tuple[ClusterFacts, dict[str, Any]]:
     return derive_cluster(fleet, fleet.cluster_named("byo")), specs
 
 
-def release_props(c: Component) -> dict[str, Any]:
+def release_props(c: Chart) -> dict[str, Any]:
     return {"name": c.release, "chart": c.chart, "version": c.version, "namespace": c.namespace, "values": {}}
 
 
 def stack_of(
-    components: list[Component],
+    components: list[Chart],
     dra_drivers: list[str] | None = None,
     owner_gpu_operator: bool = False,
     preinstalled: tuple[str, ...] = (),
@@ -85,19 +86,19 @@ def stack_of(
 
 def test_stack_with_exactly_the_joined_components_passes() -> None:
     facts, _ = byo_facts()
-    assert run(device_stack_filtered, stack_args(stack_of(cluster_components(facts)))) == []
+    assert run(device_stack_filtered, stack_args(stack_of(cluster_charts(facts)))) == []
 
 
 def test_stack_without_the_operator_its_owner_runs_passes() -> None:
     facts, _ = byo_facts()
-    without = [c for c in cluster_components(facts) if c.key != "amd-gpu-operator"]
+    without = [c for c in cluster_charts(facts) if c.key != "amd-gpu-operator"]
     assert run(device_stack_filtered, stack_args(stack_of(without, owner_gpu_operator=True))) == []
 
 
 def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected() -> None:
     facts, _ = byo_facts()
     # node-feature-discovery is tagged: without the cluster's own copy, leaving it out is a missing release.
-    without = [c for c in cluster_components(facts) if c.key not in ("cert-manager", "node-feature-discovery")]
+    without = [c for c in cluster_charts(facts) if c.key not in ("cert-manager", "node-feature-discovery")]
     assert (
         run(
             device_stack_filtered,
@@ -109,7 +110,7 @@ def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected(
         "release mp-node-feature-discovery is not installed"
         in run(device_stack_filtered, stack_args(stack_of(without)))[0]
     )
-    found = run(device_stack_filtered, stack_args(stack_of(cluster_components(facts), preinstalled=("cert-manager",))))
+    found = run(device_stack_filtered, stack_args(stack_of(cluster_charts(facts), preinstalled=("cert-manager",))))
     assert found == [
         "cluster 'byo': release mp-cert-manager installs a second copy of cert-manager, which the cluster already "
         "runs (existing.preinstalled)"
@@ -118,7 +119,7 @@ def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected(
 
 def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:
     facts, _ = byo_facts()
-    found = run(device_stack_filtered, stack_args(stack_of(cluster_components(facts), owner_gpu_operator=True)))
+    found = run(device_stack_filtered, stack_args(stack_of(cluster_charts(facts), owner_gpu_operator=True)))
     assert found == [
         "cluster 'byo': release mp-gpu-operator-charts installs a second GPU operator next to the one the "
         "cluster's owner runs (ownerGpuOperator)"
@@ -130,7 +131,7 @@ def test_release_for_an_unclaimed_driver_is_rejected() -> None:
 
     facts, _ = byo_facts()
     nvidia_only = [c for c in CATALOG["Existing"] if c.key == "dra-driver-nvidia-gpu"]
-    found = run(device_stack_filtered, stack_args(stack_of([*cluster_components(facts), *nvidia_only])))
+    found = run(device_stack_filtered, stack_args(stack_of([*cluster_charts(facts), *nvidia_only])))
     assert found == [
         "cluster 'byo': release mp-dra-driver-nvidia-gpu is for gpu.nvidia.com, which no pool claims "
         "(claimed: dra.cpu, gpu.amd.com)"
@@ -139,14 +140,14 @@ def test_release_for_an_unclaimed_driver_is_rejected() -> None:
 
 def test_claimed_driver_without_its_components_is_rejected() -> None:
     facts, _ = byo_facts()
-    without_cpu_driver = [c for c in cluster_components(facts) if c.key != "dra-driver-cpu"]
+    without_cpu_driver = [c for c in cluster_charts(facts) if c.key != "dra-driver-cpu"]
     found = run(device_stack_filtered, stack_args(stack_of(without_cpu_driver)))
     assert found == ["cluster 'byo': pools claim dra.cpu but release mp-dra-driver-cpu is not installed"]
 
 
 def test_stack_drivers_that_differ_from_the_pools_claims_are_rejected() -> None:
     facts, _ = byo_facts()
-    cpu_only = [c for c in cluster_components(facts) if "gpu.amd.com" not in c.dra_drivers]
+    cpu_only = [c for c in cluster_charts(facts) if "gpu.amd.com" not in c.dra_drivers]
     found = run(device_stack_filtered, stack_args(stack_of(cpu_only, dra_drivers=["dra.cpu"])))
     assert len(found) == 1 and "but the cluster's pools claim [dra.cpu, gpu.amd.com]" in found[0]
 
@@ -307,7 +308,7 @@ def test_only_claims_on_dra_cpu_capacity_bind_a_workloads_cpu() -> None:
 
 def test_stack_violations_are_reported_on_the_serving_stack() -> None:
     facts, _ = byo_facts()
-    resources = stack_of([c for c in cluster_components(facts) if c.key != "dra-driver-cpu"])
+    resources = stack_of([c for c in cluster_charts(facts) if c.key != "dra-driver-cpu"])
     assert located(device_stack_filtered, stack_args(resources)) == [
         ("cluster 'byo': pools claim dra.cpu but release mp-dra-driver-cpu is not installed", resources[1].urn)
     ]
@@ -419,7 +420,7 @@ def lone_stack(props: dict[str, Any], keys: list[str]) -> list[PolicyResource]:
     return [stack, *(stack_resource(RELEASE, {}, name=f"byo-stack-{k}", parent=stack) for k in keys)]
 
 
-def existing(*keys: str) -> list[Component]:
+def existing(*keys: str) -> list[Chart]:
     from infra.serving.catalog import CATALOG
 
     return [c for c in CATALOG["Existing"] if c.key in keys]
@@ -470,9 +471,9 @@ def test_stack_filter_messages_name_the_stack_and_the_release(
 
 
 def test_claimed_gpu_drivers_without_their_shared_component_are_named_together() -> None:
-    from infra.serving.catalog import CATALOG, join_components
+    from infra.serving.catalog import CATALOG, join_charts
 
-    joined = join_components(CATALOG["Existing"], ["gpu.amd.com", "gpu.nvidia.com"], False)
+    joined = join_charts(CATALOG["Existing"], ["gpu.amd.com", "gpu.nvidia.com"], False)
     planned = [c for c in joined if c.key != "node-feature-discovery"]
     props = {
         "source": "Existing",
@@ -508,7 +509,7 @@ def test_cluster_component_without_pools_and_stack_drivers_unlike_its_pools_are_
     assert run(device_stack_filtered, stack_args([cluster, stack])) == [
         "cluster component byo registers no output 'pools', which this policy reads"
     ]
-    three = stack_of(list(cluster_components(facts)), dra_drivers=["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"])
+    three = stack_of(list(cluster_charts(facts)), dra_drivers=["dra.cpu", "gpu.amd.com", "gpu.nvidia.com"])
     assert (
         "cluster 'byo': the stack installs for drivers [dra.cpu, gpu.amd.com, gpu.nvidia.com] but the cluster's "
         "pools claim [dra.cpu, gpu.amd.com]"

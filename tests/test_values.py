@@ -10,19 +10,20 @@ import pytest
 from clouds import SOURCES, profile
 from infra.facts import CPU_TAINT_KEY, VENDOR_TAINT_KEY
 from infra.serving import values as v
-from infra.serving.catalog import CATALOG, Component, catalog_for
+from infra.serving.catalog import CATALOG, catalog_for
+from infra.serving.chart import Chart
 
 # Clouds where the stack installs NVIDIA's GPU Operator and NFD: every cloud but those that run
 # their own (Vultr's VKE).
 OPERATOR_CLOUDS = tuple(c for c in SOURCES if not profile(c).nvidia.managed_operator)
 
 
-def row(cloud: str, key: str) -> Component:
+def row(cloud: str, key: str) -> Chart:
     # Built by `catalog_for` on each call rather than read from the table loaded at import.
     return next(c for c in catalog_for(cloud) if c.key == key)
 
 
-def every_row() -> Iterator[tuple[str, Component]]:
+def every_row() -> Iterator[tuple[str, Chart]]:
     for cloud in SOURCES:
         for c in CATALOG[cloud]:
             yield cloud, c
@@ -59,7 +60,7 @@ def tolerated(toleration: dict[str, Any], key: str, value: str, effect: str = "N
 
 
 @pytest.mark.parametrize(("cloud", "component"), list(every_row()), ids=lambda x: getattr(x, "key", x))
-def test_no_values_tolerate_every_taint(cloud: str, component: Component) -> None:
+def test_no_values_tolerate_every_taint(cloud: str, component: Chart) -> None:
     for path, t in tolerations_in(component.values):
         assert t.get("key"), f"{cloud} {component.key} {path}: {t} has no key, so it tolerates every taint"
         assert t.get("operator") in ("Exists", "Equal"), f"{cloud} {component.key} {path}: {t}"
@@ -90,7 +91,7 @@ def test_image_walk_sees_every_amd_image() -> None:
 
 
 @pytest.mark.parametrize(("cloud", "component"), list(every_row()), ids=lambda x: getattr(x, "key", x))
-def test_no_floating_image_in_any_values(cloud: str, component: Component) -> None:
+def test_no_floating_image_in_any_values(cloud: str, component: Chart) -> None:
     for path, ref in image_refs(component.values):
         name, _, tag = ref.rpartition(":")
         assert name and "/" not in tag, f"{cloud} {component.key} {path}: {ref} has no tag"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.serving.catalog import Component
+from infra.serving.chart import Chart
 
 CHARTS_DIR = Path(__file__).resolve().parents[1] / "charts"
 
@@ -109,7 +109,7 @@ def load_records(folder: Path = CHARTS_DIR) -> tuple[dict[tuple[str, str], Chart
     return records, problems
 
 
-def check_folder(components: Iterable[Component], folder: Path = CHARTS_DIR) -> list[str]:
+def check_folder(components: Iterable[Chart], folder: Path = CHARTS_DIR) -> list[str]:
     """The records against the catalog, and any archive in the folder against its record.
 
     Every catalog chart at its pinned version has a record from the same repository; no record

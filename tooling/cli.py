@@ -343,7 +343,7 @@ def catalog_markdown() -> str:
         "## Components by cloud",
         "",
         "A component tagged with DRA drivers installs only on clusters whose pools claim one of them;",
-        "an untagged one installs everywhere (`join_components` in `infra/serving/catalog.py`).",
+        "an untagged one installs everywhere (`join_charts` in `infra/serving/catalog.py`).",
         "",
         "| component | release | chart | version | " + " | ".join(SOURCES) + " |",
         "|---|---|---|---|" + "---|" * len(SOURCES),

@@ -1,15 +1,17 @@
 """The placement audit of the offline plan: which pools each node agent and each model deployment can land on.
 
 For one cluster it takes the nodes each pool yields (`infra.placement.nodes_of`), reads the
-placement of every node agent the serving stack installs from the Helm values the releases carry
-(falling back to each chart's defaults), and applies Kubernetes' scheduling rules
-(`infra.placement`) to every (workload, node) pair. It then checks:
+placement of every node agent the serving stack installs from the Helm values the releases carry, at
+the values paths its chart row names (`infra.serving.chart.NodeAgent`, falling back to the chart's
+defaults), and applies Kubernetes' scheduling rules (`infra.placement`) to every (workload, node)
+pair. It then checks:
 
 - `agent-reach`: each device stack's node agent reaches every pool of its vendor or role;
 - `agent-off-pool`: a confined agent (a driver) stays off every other pool;
 - `driver-on-system-pool`: no GPU or CPU driver lands on the system pool (or, on an Existing
   cluster, on the owner's nodes outside the declared pools);
-- `wildcard-toleration`: nothing outside `WILDCARD_ALLOWLIST` tolerates every taint;
+- `wildcard-toleration`: nothing tolerates every taint but an agent whose row says why
+  (`NodeAgent.tolerates_every_taint`);
 - `deployment-placement`: each model deployment can land only on its own pool; a replica of several
   nodes counts as one gang of that many whole nodes, all or nothing, so it lands only on a pool
   that admits its pods and has that many nodes (a provisioned pool at its largest);
@@ -22,12 +24,11 @@ It reads values; it never writes them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from infra.facts import ClusterFacts
 from infra.placement import (
-    OS_LABEL,
     Node,
     PodPlacement,
     Toleration,
@@ -37,173 +38,19 @@ from infra.placement import (
     selector_matches,
     untolerated,
 )
+from infra.serving.catalog import node_agents
+from infra.serving.chart import NodeAgent, ValuesPath
 from infra.serving.pods import gateway_proxy_placement, pod_placement
 from infra.serving.routes import service_routes
 from tooling.hooks import PlanContext
 
 # --------------------------------------------------------------------------------------------
-# Node agents of the serving stack: where their placement lives in each chart's values
+# Node agents of the serving stack: their placement read from the values paths their rows name
 
 _MISSING: Any = object()
-Path = tuple[str, ...]
-
-NVIDIA_GPU_TOLERATION = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
 
 
-@dataclass(frozen=True)
-class AgentWorkload:
-    """A DaemonSet-like workload of a release and the values paths that place it.
-
-    Defaults are the chart's own, used when the values leave a path unset. `serves` is the pools
-    the agent must reach: a GPU vendor (`nvidia`, `amd`), `gpu` (every GPU pool) or `cpu`;
-    None for agents that belong on every node. A `confined` agent must also stay off every other pool.
-    """
-
-    release: str
-    workload: str
-    serves: str | None
-    confined: bool
-    tolerations: Path
-    default_tolerations: tuple[Mapping[str, Any], ...] = ()
-    # Tried in order; the first one set wins (a component selector, then the shared one).
-    node_selectors: tuple[Path, ...] = ()
-    default_node_selector: Mapping[str, str] = field(default_factory=dict)
-    affinity: Path | None = None
-    default_affinity: Mapping[str, Any] | None = None
-    enabled: Path | None = None
-    enabled_default: bool = True
-
-
-def _any_label_in(*pairs: tuple[str, str]) -> dict[str, Any]:
-    """Required node affinity: one term per (label, value), so any one of them admits a node."""
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": k, "operator": "In", "values": [v]}]} for k, v in pairs
-                ]
-            }
-        }
-    }
-
-
-AMD_SPEC: Path = ("deviceConfig", "spec")
-AMD_DEFAULT_SELECTOR = {"feature.node.kubernetes.io/amd-gpu": "true"}
-
-# (release, workload, paths): the one table of node agents the audit knows how to read. Defaults
-# come from each chart's values.yaml at the pinned version (the chart and version of its catalog row,
-# `infra.serving.catalog`).
-AGENT_WORKLOADS: tuple[AgentWorkload, ...] = (
-    AgentWorkload(
-        "mp-dra-driver-nvidia-gpu",
-        "kubelet-plugin",
-        serves="nvidia",
-        confined=True,
-        tolerations=("kubeletPlugin", "tolerations"),
-        default_tolerations=NVIDIA_GPU_TOLERATION,  # 0.4.x default
-        node_selectors=(("kubeletPlugin", "nodeSelector"),),
-        affinity=("kubeletPlugin", "affinity"),
-        # deployments/helm/dra-driver-nvidia-gpu/values.yaml @v0.4.1, `kubeletPlugin.affinity`.
-        default_affinity=_any_label_in(
-            ("feature.node.kubernetes.io/pci-10de.present", "true"),
-            ("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
-            ("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
-            ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
-            ("nvidia.com/gpu.present", "true"),
-        ),
-    ),
-    AgentWorkload(
-        "mp-gpu-operator",
-        "operands",  # driver, toolkit, validator, dcgm-exporter DaemonSets
-        serves="nvidia",
-        confined=True,
-        tolerations=("daemonsets", "tolerations"),
-        default_tolerations=NVIDIA_GPU_TOLERATION,
-        # The operator runs its operands only on nodes it labels as NVIDIA GPU nodes.
-        default_node_selector={"nvidia.com/gpu.present": "true"},
-    ),
-    AgentWorkload(
-        "mp-node-feature-discovery",
-        "worker",
-        serves="gpu",
-        confined=False,  # NFD labels any node; it must at least reach the GPU pools
-        tolerations=("worker", "tolerations"),
-        node_selectors=(("worker", "nodeSelector"),),
-        affinity=("worker", "affinity"),
-    ),
-    AgentWorkload(
-        "mp-dra-driver-cpu",
-        "kubelet-plugin",
-        serves="cpu",
-        confined=True,
-        tolerations=("tolerations",),
-        default_tolerations=({"operator": "Exists", "effect": "NoSchedule"},),  # the chart's accept-all
-        node_selectors=(("nodeSelector",),),
-        affinity=("affinity",),
-    ),
-    AgentWorkload(
-        "mp-gpu-operator-charts",
-        "dra-driver",
-        serves="amd",
-        confined=True,
-        tolerations=(*AMD_SPEC, "draDriver", "tolerations"),
-        node_selectors=((*AMD_SPEC, "draDriver", "selector"), (*AMD_SPEC, "selector")),
-        default_node_selector=AMD_DEFAULT_SELECTOR,
-        enabled=(*AMD_SPEC, "draDriver", "enable"),
-        enabled_default=False,
-    ),
-    AgentWorkload(
-        "mp-gpu-operator-charts",
-        "device-plugin",
-        serves="amd",
-        confined=True,
-        tolerations=(*AMD_SPEC, "devicePlugin", "devicePluginTolerations"),
-        node_selectors=((*AMD_SPEC, "selector"),),
-        default_node_selector=AMD_DEFAULT_SELECTOR,
-        enabled=(*AMD_SPEC, "devicePlugin", "enableDevicePlugin"),
-    ),
-    AgentWorkload(
-        "mp-gpu-operator-charts",
-        "node-labeller",
-        serves="amd",
-        confined=True,
-        tolerations=(*AMD_SPEC, "devicePlugin", "nodeLabellerTolerations"),
-        node_selectors=((*AMD_SPEC, "selector"),),
-        default_node_selector=AMD_DEFAULT_SELECTOR,
-        enabled=(*AMD_SPEC, "devicePlugin", "enableNodeLabeller"),
-    ),
-    AgentWorkload(
-        "mp-gpu-operator-charts",
-        "metrics-exporter",
-        serves="amd",
-        confined=True,
-        tolerations=(*AMD_SPEC, "metricsExporter", "tolerations"),
-        node_selectors=((*AMD_SPEC, "metricsExporter", "selector"), (*AMD_SPEC, "selector")),
-        default_node_selector=AMD_DEFAULT_SELECTOR,
-        enabled=(*AMD_SPEC, "metricsExporter", "enable"),
-    ),
-    AgentWorkload(
-        "mp-kube-prometheus-stack",
-        "node-exporter",
-        serves=None,
-        confined=False,
-        tolerations=("prometheus-node-exporter", "tolerations"),
-        default_tolerations=({"operator": "Exists", "effect": "NoSchedule"},),
-        node_selectors=(("prometheus-node-exporter", "nodeSelector"),),
-        default_node_selector={OS_LABEL: "linux"},
-    ),
-)
-
-# Workloads allowed to tolerate every taint, each with the reason. Anything else that does would
-# also land on nodes whose taint exists to keep it away (a GPU driver on a CPU pool).
-WILDCARD_ALLOWLIST: Mapping[tuple[str, str], str] = {
-    ("mp-kube-prometheus-stack", "node-exporter"): (
-        "host metrics are wanted from every node, whatever its taints; it runs no device code and claims nothing"
-    ),
-}
-
-
-def _get(values: Mapping[str, Any], path: Path) -> Any:
+def _get(values: Mapping[str, Any], path: ValuesPath) -> Any:
     current: Any = values
     for part in path:
         if not isinstance(current, Mapping) or part not in current:
@@ -216,7 +63,7 @@ def _get(values: Mapping[str, Any], path: Path) -> Any:
 class AgentPlacement:
     """How one agent is placed, as resolved from its release's values."""
 
-    agent: AgentWorkload
+    agent: NodeAgent
     node_selector: Mapping[str, str]
     affinity: Mapping[str, Any] | None
     tolerations: tuple[Toleration, ...]
@@ -225,7 +72,7 @@ class AgentPlacement:
         return pod_admits(self.node_selector, self.affinity, self.tolerations, node)
 
 
-def agent_placement(agent: AgentWorkload, values: Mapping[str, Any]) -> AgentPlacement | None:
+def agent_placement(agent: NodeAgent, values: Mapping[str, Any]) -> AgentPlacement | None:
     """The agent's placement from the release values, or None when the values turn it off."""
     if agent.enabled is not None:
         enabled = _get(values, agent.enabled)
@@ -336,7 +183,7 @@ def audit(
     nodes = nodes_of(cluster)
     violations: list[PlacementViolation] = []
     workloads: list[tuple[AgentPlacement, tuple[str, ...]]] = []
-    for agent in AGENT_WORKLOADS:
+    for agent in node_agents():
         if agent.release not in releases:
             continue
         placed = agent_placement(agent, releases[agent.release])
@@ -393,7 +240,7 @@ def _wildcard_violations(placed: AgentPlacement) -> list[PlacementViolation]:
     agent = placed.agent
     subject = f"{agent.release}/{agent.workload}"
     wild = [t for t in placed.tolerations if t.wildcard]
-    if not wild or (agent.release, agent.workload) in WILDCARD_ALLOWLIST:
+    if not wild or agent.tolerates_every_taint:
         return []
     return [
         PlacementViolation(

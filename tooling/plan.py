@@ -29,7 +29,8 @@ from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthl
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
 from infra.guard import guard
-from infra.serving.catalog import Component, cluster_components, relied_on
+from infra.serving.catalog import cluster_charts, relied_on
+from infra.serving.chart import Chart
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
 from tooling.changes import PLAN_FORMAT
@@ -61,8 +62,8 @@ def releases_of(facts: ClusterFacts, registered: Sequence[Registration]) -> list
     """The releases the cluster's ServingStack registered, in catalog order, with their inputs."""
     stack_name = f"{facts.name}-stack"
     by_name = {r.name: r for r in registered if r.type == tokens.RELEASE and r.parent == stack_name}
-    joined = cluster_components(facts)
-    components: dict[str, Component] = {c.key: c for c in joined}
+    joined = cluster_charts(facts)
+    components: dict[str, Chart] = {c.key: c for c in joined}
     out = []
     for component in joined:
         reg = by_name.get(f"{stack_name}-{component.key}")

@@ -29,13 +29,13 @@ KEYS = {
         "Catalog components the cluster already runs (`modelplane catalog` lists the keys): the stack installs no "
         "second copy, still installs what depends on them, and the plan says it relies on the cluster's own "
         "(docs/existing-clusters.md).",
-        "`infra.serving.catalog.join_components`, checked by `preinstalled_problems`; policy `device-stack-filtered`",
+        "`infra.serving.catalog.join_charts`, checked by `preinstalled_problems`; policy `device-stack-filtered`",
         "preinstalled: [cert-manager, kube-prometheus-stack]",
     ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
         "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
         "(docs/existing-clusters.md).",
-        "`infra.serving.catalog.join_components`; policy `device-stack-filtered`",
+        "`infra.serving.catalog.join_charts`; policy `device-stack-filtered`",
         "ownerGpuOperator: true",
     ),
 }

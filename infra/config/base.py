@@ -172,7 +172,7 @@ class OwnerClusterBlock(Model):
     owner_gpu_operator: bool = False
     # Catalog components the cluster already runs (`cert-manager`, `kube-prometheus-stack`, ...):
     # left out of the serving stack, whose dependents then rely on the cluster's own copy
-    # (`join_components`; the names are checked by `preinstalled_problems`, both in infra/serving/catalog.py).
+    # (`join_charts`; the names are checked by `preinstalled_problems`, both in infra/serving/catalog.py).
     preinstalled: tuple[str, ...] = ()
 
 

@@ -21,7 +21,7 @@ from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, Written
 from infra.config.references import check_references
 from infra.config.roles import pools_without_role
 from infra.config.rules import check_rules
-from infra.serving.catalog import component_keys
+from infra.serving.catalog import chart_keys
 from infra.serving.mirror import mirror_issues
 from infra.supply import supply_fleet
 
@@ -70,7 +70,7 @@ def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
     # What classes leave out is supplied before any rule reads them (`infra.supply`).
     fleet, issues = supply_fleet(fleet, file)
     issues += check_references(fleet, file) + check_rules(fleet, file)
-    issues += mirror_issues(fleet.chart_mirror, component_keys(), file)
+    issues += mirror_issues(fleet.chart_mirror, chart_keys(), file)
     unsupplied = {c.name for c in fleet.classes if not c.devices}  # said above: no devices to take
     for ki, pi, cls in pools_without_role(fleet):
         if cls in unsupplied:

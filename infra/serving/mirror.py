@@ -4,7 +4,7 @@ The mirror rule is stated here once: a component with a mirror URL (its own unde
 else the mirror's) takes its chart from that URL, at its own `version` if one is written, else at
 the catalog's pin; a component with neither keeps its row's public repository. An HTTP(S) URL is
 a chart repository (the chart by name in it), an `oci://` URL a registry prefix (`<prefix>/<chart>`),
-which the ServingStack's release arguments read from the row as for any other (`Component.oci`).
+which the ServingStack's release arguments read from the row as for any other (`Chart.oci`).
 
 The checks a field cannot make alone, because they need the catalog's component keys, are here
 too (`mirror_issues`); the URL and version forms are the model's (`infra.config.model.ChartMirror`).
@@ -15,40 +15,24 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection
 from dataclasses import replace
-from typing import Any, ClassVar, Protocol, TypeVar
 
 from infra.config.issues import ConfigIssue
 from infra.config.model import ChartMirror
+from infra.serving.chart import Chart
 
 KEY = "chartMirror"  # paths as the model's own errors name them (`infra.config.issues`)
 
 
-class ChartRow(Protocol):
-    """What the rule reads of a catalog row (`infra.serving.catalog.Component`, a dataclass)."""
-
-    __dataclass_fields__: ClassVar[dict[str, Any]]
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def repo(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-
-
-Row = TypeVar("Row", bound=ChartRow)
-
-
-def served_from(component: Row, mirror: ChartMirror | None) -> Row:
+def served_from(row: Chart, mirror: ChartMirror | None) -> Chart:
     """The row as a cluster installs it: from the mirror when one serves it, else unchanged."""
     if mirror is None:
-        return component
-    own = mirror.components.get(component.key)
+        return row
+    own = mirror.components.get(row.key)
     url = (own.url if own is not None else None) or mirror.url
     if url is None:
-        return component
-    version = (own.version if own is not None else None) or component.version
-    return replace(component, repo=url, version=version, public_repo=component.repo, pinned_version=component.version)
+        return row
+    version = (own.version if own is not None else None) or row.version
+    return replace(row, repo=url, version=version, public_repo=row.repo, pinned_version=row.version)
 
 
 def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str], file: str) -> list[ConfigIssue]:

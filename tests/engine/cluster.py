@@ -206,7 +206,7 @@ class LocalCluster:
         self.server.stop()
 
 
-# Where the lws chart installs (infra/serving/catalog.py); its webhook configurations name it.
+# Where the lws chart installs (infra/serving/rows.py); its webhook configurations name it.
 LWS_NAMESPACE = "lws-system"
 # The chart's webhook configurations at v0.8.0, and their paths (`charts/lws/templates/webhook/`).
 LWS_WEBHOOKS = "charts/lws/templates/webhook/webhook.yaml"

@@ -2,9 +2,10 @@
 
 The pinned charts' archives are not in this repository and cannot be fetched in CI
 (`charts/README.md` records where each comes from, to fill a mirror), so the cluster tier
-installs stand-ins that Helm renders from the same values. Each stand-in renders, from the values
-paths its real chart reads (`tooling.placement.AGENT_WORKLOADS`, taken from each chart's
-values.yaml at its pinned tag, with the chart's defaults where the values leave a path unset):
+installs stand-ins that Helm renders from the same values. Each stand-in renders what its catalog
+row (`infra.serving.chart.Chart`) says the real chart installs, from the values paths the real chart
+reads (its node agents, taken from each chart's values.yaml at its pinned tag, with the chart's
+defaults where the values leave a path unset):
 
 - one DaemonSet per node agent of its release: the chart's own (a DRA kubelet plugin, NFD's
   worker, node-exporter) or one its operator creates from its custom resource (the NVIDIA
@@ -13,9 +14,9 @@ values.yaml at its pinned tag, with the chart's defaults where the values leave 
   path turns it off;
 - the DeviceClass its real chart creates, with that chart's CEL selector;
 - a controller Deployment (every chart has one or more), on whatever node admits it;
-- for cert-manager, a post-install hook Job as its `startupapicheck` is; for gateway-helm, the
-  Gateway API CRDs in `crds/` (the Gateway API release engine/crds pins, as its chart carries them),
-  and likewise lws's LeaderWorkerSet, KEDA's ScaledObject and kube-prometheus-stack's PodMonitor CRDs.
+- a post-install hook Job where the real chart runs one (cert-manager's `startupapicheck`), and the
+  CRD bundles the row names in `crds/` (`CRD_BUNDLES`: the Gateway API release engine/crds pins, as
+  gateway-helm carries it, lws's LeaderWorkerSet, KEDA's ScaledObject, kube-prometheus-stack's PodMonitor).
 
 So the tier proves the real provider's Helm installs, awaits and hooks, the program's own objects,
 the scheduler's placement of every agent from our values, and DRA allocation; it does not prove
@@ -28,42 +29,25 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from infra.serving.catalog import CATALOG, Component
-from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
+from infra.serving.catalog import CATALOG
+from infra.serving.chart import Chart, NodeAgent
 from tests.engine.kube import gateway_api_crds, keda_crds, lws_crds, pod_monitor_crds
-from tooling.placement import AGENT_WORKLOADS, AgentWorkload
 
 # What every stand-in pod runs; KWOK runs no container, so it is never pulled.
 IMAGE = "registry.k8s.io/pause:3.10"
-# The DeviceClass each real chart creates and its selector: dra-driver-nvidia-gpu 0.4.1
-# templates/deviceclass-gpu.yaml; dra-driver-cpu templates/deviceclass.yaml; AMD gpu-operator-charts
-# v1.5.1 templates/dra-driver-deviceclass.yaml, behind `draDriver.deviceClass.create`.
-DEVICE_CLASSES: Mapping[str, tuple[str, str, tuple[str, ...] | None]] = {
-    "mp-dra-driver-nvidia-gpu": (
-        NVIDIA_GPU_DRIVER,
-        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
-        None,
-    ),
-    "mp-dra-driver-cpu": (CPU_DRIVER, 'device.driver == "dra.cpu"', None),
-    "mp-gpu-operator-charts": (
-        AMD_GPU_DRIVER,
-        "device.driver == 'gpu.amd.com'",
-        ("draDriver", "deviceClass", "create"),
-    ),
+# The CRD bundles a row's `crds` names, each as the stand-in's `crds/<bundle>.yaml`.
+CRD_BUNDLES: Mapping[str, Callable[[], list[dict[str, Any]]]] = {
+    "gateway-api": gateway_api_crds,
+    "leaderworkerset": lws_crds,
+    "keda": keda_crds,
+    "podmonitors": pod_monitor_crds,
 }
-HOOKED = {"mp-cert-manager"}
-WITH_GATEWAY_CRDS = {"mp-gateway-helm"}
-# The lws chart carries its CRD in crds/ (charts/lws/crds at v0.8.0), so its stand-in does too.
-WITH_LWS_CRDS = {"mp-lws"}
-# KEDA's chart installs its ScaledObject CRD (templates/crds, `crds.install: true` at 2.20.2), and
-# kube-prometheus-stack's crds subchart its PodMonitor CRD (charts/crds/crds at 84.4.0).
-WITH_KEDA_CRDS = {"mp-keda"}
-WITH_POD_MONITOR_CRDS = {"mp-kube-prometheus-stack"}
 
 
 def _lookup(var: str, path: Sequence[str]) -> str:
@@ -77,7 +61,7 @@ def _lookup(var: str, path: Sequence[str]) -> str:
     )
 
 
-def daemonset(agent: AgentWorkload) -> str:
+def daemonset(agent: NodeAgent) -> str:
     """A DaemonSet placed as `tooling.placement.agent_placement` resolves the agent's values."""
     out = []
     if agent.enabled is not None:
@@ -181,45 +165,39 @@ spec:
     return _lookup("dc", gate) + "{{- if (ternary $dc true $dcOk) }}\n" + body + "{{- end }}\n"
 
 
-def files_of(component: Component) -> dict[str, str]:
+def files_of(chart: Chart) -> dict[str, str]:
     files = {
         "Chart.yaml": yaml.safe_dump(
             {
                 "apiVersion": "v2",
-                "name": component.chart,
-                "version": component.version,
-                "description": f"Stand-in for {component.chart} {component.version} (tests/engine/standins.py)",
+                "name": chart.chart,
+                "version": chart.version,
+                "description": f"Stand-in for {chart.chart} {chart.version} (tests/engine/standins.py)",
             },
             sort_keys=False,
         ),
         "values.yaml": "{}\n",
         "templates/controller.yaml": controller(),
     }
-    for agent in AGENT_WORKLOADS:
-        if agent.release == component.release:
-            files[f"templates/{agent.workload}.yaml"] = daemonset(agent)
-    if component.release in DEVICE_CLASSES:
-        files["templates/deviceclass.yaml"] = device_class(*DEVICE_CLASSES[component.release])
-    if component.release in HOOKED:
+    for agent in chart.agents:
+        files[f"templates/{agent.workload}.yaml"] = daemonset(agent)
+    if chart.device_class is not None:
+        dc = chart.device_class
+        files["templates/deviceclass.yaml"] = device_class(dc.name, dc.cel, dc.created_by)
+    if chart.post_install_hook:
         files["templates/hook.yaml"] = hook_job()
-    if component.release in WITH_GATEWAY_CRDS:
-        files["crds/gateway-api.yaml"] = yaml.safe_dump_all(gateway_api_crds(), sort_keys=False)
-    if component.release in WITH_LWS_CRDS:
-        files["crds/leaderworkerset.yaml"] = yaml.safe_dump_all(lws_crds(), sort_keys=False)
-    if component.release in WITH_KEDA_CRDS:
-        files["crds/keda.yaml"] = yaml.safe_dump_all(keda_crds(), sort_keys=False)
-    if component.release in WITH_POD_MONITOR_CRDS:
-        files["crds/podmonitors.yaml"] = yaml.safe_dump_all(pod_monitor_crds(), sort_keys=False)
+    for bundle in chart.crds:
+        files[f"crds/{bundle}.yaml"] = yaml.safe_dump_all(CRD_BUNDLES[bundle](), sort_keys=False)
     return files
 
 
-def package(component: Component, folder: Path) -> Path:
+def package(chart: Chart, folder: Path) -> Path:
     """The stand-in as a chart archive, `<chart>-<version>.tgz`, as `helm package` lays it out."""
-    archive = folder / f"{component.chart}-{component.version}.tgz"
+    archive = folder / f"{chart.chart}-{chart.version}.tgz"
     with tarfile.open(archive, "w:gz") as tar:
-        for name, text in sorted(files_of(component).items()):
+        for name, text in sorted(files_of(chart).items()):
             data = text.encode()
-            info = tarfile.TarInfo(f"{component.chart}/{name}")
+            info = tarfile.TarInfo(f"{chart.chart}/{name}")
             info.size = len(data)
             info.mtime = 0
             tar.addfile(info, io.BytesIO(data))
