@@ -46,6 +46,7 @@ from tooling.changes import (
 )
 from tooling.machines_doc import render_machines_doc
 from tooling.plan import MODES, dumps, plan_stack
+from tooling.policies_doc import render_policies_doc
 from tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -482,6 +483,7 @@ GENERATED_DOCS = {
     "docs/telemetry.md": render_telemetry_doc,
     "docs/machines.md": render_machines_doc,
     "docs/configuration.md": configuration_markdown,
+    "docs/policies.md": render_policies_doc,
     SCHEMA_PATH: schema_json,
 }
 
