@@ -32,7 +32,6 @@ from rich.tree import Tree
 from clouds import SOURCES
 from infra.cost import PRICE_FROM_CLASS, combine_totals
 from infra.serving.catalog import CATALOG, supported_drivers
-from infra.serving.telemetry import render_telemetry_doc
 from tooling.analyzer import check_pack_config
 from tooling.changes import (
     AgainstError,
@@ -48,6 +47,7 @@ from tooling.machines_doc import render_machines_doc
 from tooling.plan import MODES, dumps, plan_stack
 from tooling.policies_doc import render_policies_doc
 from tooling.reference import SCHEMA_PATH, configuration_markdown, schema_json
+from tooling.telemetry_doc import render_telemetry_doc
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
