@@ -38,7 +38,7 @@ from infra.facts import (
     POOL_LABEL,
     SYSTEM_POOL,
     VENDOR_TAINT_KEY,
-    Taint,
+    NodeTaint,
     gpu_taint,
 )
 from infra.formats import EXACT_CHART_VERSION, image_problem, tag_problem
@@ -58,30 +58,30 @@ class PoolMarking:
     """What a node-pool resource says its nodes carry, whatever the cloud's spelling."""
 
     labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
+    taints: tuple[NodeTaint, ...]
     # Whether the pool's machines have accelerators; None where the pool resource does not say
     # (Civo and Vultr name GPUs only through the machine size, AKS through the VM family).
     accelerated: bool | None
 
-    def has_taint(self, wanted: Taint) -> bool:
+    def has_taint(self, wanted: NodeTaint) -> bool:
         return any((t.key, t.value, t.effect) == (wanted.key, wanted.value, wanted.effect) for t in self.taints)
 
 
-def _taints(value: Any) -> tuple[Taint, ...]:
+def _taints(value: Any) -> tuple[NodeTaint, ...]:
     found = []
     for t in mappings(value):
         effect = str(t.get("effect") or "")
-        found.append(Taint(str(t.get("key") or ""), str(t.get("value") or ""), K8S_EFFECT.get(effect, effect)))
+        found.append(NodeTaint(str(t.get("key") or ""), str(t.get("value") or ""), K8S_EFFECT.get(effect, effect)))
     return tuple(found)
 
 
-def _taint_strings(value: Any) -> tuple[Taint, ...]:
+def _taint_strings(value: Any) -> tuple[NodeTaint, ...]:
     """AKS spells taints `key=value:Effect`."""
     found = []
     for text in plain(value) or []:
         head, _, effect = str(text).rpartition(":")
         key, _, val = head.partition("=")
-        found.append(Taint(key, val, effect))
+        found.append(NodeTaint(key, val, effect))
     return tuple(found)
 
 
@@ -136,7 +136,7 @@ def marking_problems(source: str, pool: PoolMarking) -> list[str]:
                 f"GPU pool lacks the taint {taint.key}={taint.value}:{taint.effect}, so any pod could land on its GPUs"
             )
     elif cpu is not None:
-        cpu_taint = Taint(CPU_TAINT_KEY, "true")
+        cpu_taint = NodeTaint(CPU_TAINT_KEY, "true")
         if cpu != "true":
             problems.append(f"{CPU_LABEL} is '{cpu}'; CPU pools carry {CPU_LABEL}=true")
         if not pool.has_taint(cpu_taint):

@@ -187,8 +187,8 @@ class EksCluster(ClusterComponent):
         self._addons()
         self.finish()
 
-    def _on_aws(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.aws_provider, **extra)
+    def _on_aws(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.aws_provider, **extra)
 
     def _network(self, declared: Sequence[str]) -> None:
         """The VPC, a public and a private subnet per zone, one NAT gateway and the route tables."""
@@ -219,10 +219,10 @@ class EksCluster(ClusterComponent):
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**tags, "Name": name},
-            opts=self._on_aws("vpc"),
+            opts=self._on_aws(),
         )
         self.internet_gateway = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
+            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws()
         )
 
     def _subnets(self, zones: pulumi.Output[list[str]], zone_count: int) -> None:
@@ -244,7 +244,7 @@ class EksCluster(ClusterComponent):
             availability_zone=zone,
             map_public_ip_on_launch=True,
             tags={**self.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-            opts=self._on_aws(f"public-{i}"),
+            opts=self._on_aws(),
         )
 
     def _private_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
@@ -256,7 +256,7 @@ class EksCluster(ClusterComponent):
             cidr_block=private_cidr(i),
             availability_zone=zone,
             tags={**self.tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-            opts=self._on_aws(f"private-{i}"),
+            opts=self._on_aws(),
         )
 
     def _nat(self) -> None:
@@ -265,14 +265,14 @@ class EksCluster(ClusterComponent):
         # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
         # would survive a zone outage at three times the cost; the cluster itself is regional.
         self.nat_ip = aws.ec2.Eip(
-            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws("nat-ip")
+            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws()
         )
         self.nat_gateway = aws.ec2.NatGateway(
             f"{name}-nat",
             allocation_id=self.nat_ip.id,
             subnet_id=self.public_subnets[0].id,
             tags={**tags, "Name": name},
-            opts=self._on_aws("nat", depends_on=[self.internet_gateway]),
+            opts=self._on_aws(depends_on=[self.internet_gateway]),
         )
 
     def _route_tables(self) -> None:
@@ -283,21 +283,21 @@ class EksCluster(ClusterComponent):
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id)],
             tags={**tags, "Name": f"{name}-public"},
-            opts=self._on_aws("public-routes"),
+            opts=self._on_aws(),
         )
         self.private_routes = aws.ec2.RouteTable(
             f"{name}-private-routes",
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=self.nat_gateway.id)],
             tags={**tags, "Name": f"{name}-private"},
-            opts=self._on_aws("private-routes"),
+            opts=self._on_aws(),
         )
         self.route_associations = [
             aws.ec2.RouteTableAssociation(
                 f"{name}-{kind}-{i}-routes",
                 subnet_id=subnet.id,
                 route_table_id=table.id,
-                opts=self._on_aws(f"{kind}-{i}-routes"),
+                opts=self._on_aws(),
             )
             for kind, subnets, table in (
                 ("public", self.public_subnets, self.public_routes),
@@ -323,7 +323,7 @@ class EksCluster(ClusterComponent):
                     aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
                 ],
                 tags={**self.tags, "Name": f"{name}-efa"},
-                opts=self._on_aws("efa"),
+                opts=self._on_aws(),
             )
 
     def _identity(self) -> None:
@@ -334,13 +334,13 @@ class EksCluster(ClusterComponent):
             # TagSession: EKS tags its sessions when it assumes the cluster role.
             assume_role_policy=assume_role_policy("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             tags=tags,
-            opts=self._on_aws("cluster-role"),
+            opts=self._on_aws(),
         )
         self.node_role = aws.iam.Role(
             f"{name}-node-role",
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             tags=tags,
-            opts=self._on_aws("node-role"),
+            opts=self._on_aws(),
         )
         self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, self.partition)
         self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, self.partition)
@@ -366,7 +366,7 @@ class EksCluster(ClusterComponent):
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             deletion_protection=self.protect,
             tags=tags,
-            opts=self._on_aws("cluster", depends_on=self.cluster_policies),
+            opts=self._on_aws(depends_on=self.cluster_policies),
         )
         self.addons: dict[str, aws.eks.Addon] = {
             addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES
@@ -380,7 +380,7 @@ class EksCluster(ClusterComponent):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             tags=self.tags,
-            opts=self._on_aws(addon, depends_on=list(depends_on)),
+            opts=self._on_aws(depends_on=list(depends_on)),
         )
 
     def _pools(self) -> None:
@@ -437,19 +437,19 @@ class EksCluster(ClusterComponent):
         """
         name, tags = self._name, self.tags
         self.autoscaler_policy = aws.iam.Policy(
-            f"{name}-autoscaler", policy=AUTOSCALER_POLICY, tags=tags, opts=self._on_aws("autoscaler")
+            f"{name}-autoscaler", policy=AUTOSCALER_POLICY, tags=tags, opts=self._on_aws()
         )
         self.autoscaler_role = aws.iam.Role(
             f"{name}-autoscaler-role",
             assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             tags=tags,
-            opts=self._on_aws("autoscaler-role"),
+            opts=self._on_aws(),
         )
         attachment = aws.iam.RolePolicyAttachment(
             f"{name}-autoscaler-role-policy",
             role=self.autoscaler_role.name,
             policy_arn=self.autoscaler_policy.arn,
-            opts=self._on_aws("autoscaler-role"),
+            opts=self._on_aws(),
         )
         association = aws.eks.PodIdentityAssociation(
             f"{name}-autoscaler-identity",
@@ -458,7 +458,7 @@ class EksCluster(ClusterComponent):
             service_account=AUTOSCALER_SERVICE_ACCOUNT,
             role_arn=self.autoscaler_role.arn,
             tags=tags,
-            opts=self._on_aws("autoscaler-identity", depends_on=[attachment]),
+            opts=self._on_aws(depends_on=[attachment]),
         )
         self.autoscaler = k8s.helm.v3.Release(
             f"{name}-cluster-autoscaler",
@@ -487,7 +487,7 @@ class EksCluster(ClusterComponent):
                 f"{name}-{role_suffix}-{policy.lower().replace('_', '-')}",
                 role=role.name,
                 policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
-                opts=self.child(role_suffix, provider=self.aws_provider),
+                opts=self.child(provider=self.aws_provider),
             )
             for policy in policies
         ]
@@ -512,7 +512,7 @@ class EksCluster(ClusterComponent):
                 f"{name}-{pool.name}-placement",
                 strategy="cluster",
                 tags=tags,
-                opts=self.child(f"{pool.name}-placement", provider=self.aws_provider),
+                opts=self.child(provider=self.aws_provider),
             )
             self.placement_groups.append(group)
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
@@ -540,7 +540,7 @@ class EksCluster(ClusterComponent):
             placement=placement,
             update_default_version=True,
             tags=tags,
-            opts=self.child(f"{pool.name}-template", provider=self.aws_provider),
+            opts=self.child(provider=self.aws_provider),
         )
         self.launch_templates.append(template)
         return aws.eks.NodeGroup(
@@ -561,7 +561,6 @@ class EksCluster(ClusterComponent):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             opts=self.child(
-                pool.name,
                 provider=self.aws_provider,
                 depends_on=[*self.node_policies, *self.addons.values()],
                 ignore_changes=autoscaler_owned(pool),
