@@ -15,6 +15,7 @@ from pulumi_policy import EnforcementLevel, Policy, StackValidationPolicy
 from infra.devices import check_pool
 from policies.config_rules import CONFIG_POLICIES
 from policies.pack import ALL_POLICIES, PACK_NAME
+from policies.pool_rules import POOL_POLICIES
 from policies.resource_rules import RESOURCE_POLICIES
 from policies.stack_rules import STACK_POLICIES
 
@@ -266,16 +267,17 @@ def _module_path(name: str) -> str:
 
 
 def _defined_in() -> dict[str, str]:
-    """Policy name -> the module that defines the policy."""
-    return {
-        p.name: _module_path(module)
-        for module, policies in (
-            ("policies.config_rules", CONFIG_POLICIES),
-            ("policies.resource_rules", RESOURCE_POLICIES),
-            ("policies.stack_rules", STACK_POLICIES),
-        )
-        for p in policies
-    }
+    """Policy name -> the module that defines the policy (`RESOURCE_POLICIES` also lists the pool policies)."""
+    found: dict[str, str] = {}
+    for module, policies in (
+        ("policies.config_rules", CONFIG_POLICIES),
+        ("policies.pool_rules", POOL_POLICIES),
+        ("policies.resource_rules", RESOURCE_POLICIES),
+        ("policies.stack_rules", STACK_POLICIES),
+    ):
+        for p in policies:
+            found.setdefault(p.name, _module_path(module))
+    return found
 
 
 def _config_text(policy: Policy) -> str:
