@@ -49,10 +49,10 @@ So every policy reads facts that are known in all three:
 
 - The device rules (`policies/config_rules.py`) evaluate the facts each cluster component registers
   as its inputs **and** its outputs (`components/base.py`, `policy_inputs`): its source and every
-  pool with its class as written. They rebuild each class with the config model and ask
-  `<check_pool>` and `<check_machine>`, the same functions the program's guard calls before it
-  registers anything, so the pack and the program reach the same verdict. A component without
-  these facts is reported, never a crash.
+  pool with its class as written. They rebuild each class with the config model and ask the
+  same functions the program's guard calls before it registers anything
+  (`<check_pool>`, `<check_machine>`), so the pack and the program reach the same verdict. A
+  component without these facts is reported, never a crash.
 - The release policies (`pinned-versions`, `amd-operator-values`, and the release half of
   `no-wildcard-tolerations`) judge the releases each ServingStack plans: it registers them as its
   inputs and outputs (`components/serving_stack.py`, `planned_release`: key, name, chart, repo,
