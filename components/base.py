@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from clouds.spec import Cloud
-from infra.facts import REGISTERED_POOL_KEYS, ClusterFacts, Taint
+from infra.facts import REGISTERED_POOL_KEYS, ClusterFacts, NodeTaint
 
 BlockT = TypeVar("BlockT")
 
@@ -146,7 +146,7 @@ class ClusterComponent(pulumi.ComponentResource):
         self.facts = args.facts
         self.protect = args.protect
 
-    def child(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
+    def child(self, **extra: Any) -> pulumi.ResourceOptions:
         """Options for a child resource: parented here, so protected when the cluster is."""
         return pulumi.ResourceOptions(parent=self, **extra)
 
@@ -185,7 +185,7 @@ def own_block(facts: ClusterFacts, block_type: type[BlockT]) -> BlockT:
     return block
 
 
-def taint_strings(taints: Sequence[Taint]) -> list[str]:
+def taint_strings(taints: Sequence[NodeTaint]) -> list[str]:
     """`key=value:Effect`, as AKS `node_taints` and kubelet flags spell taints."""
     return [f"{t.key}={t.value}:{t.effect}" for t in taints]
 

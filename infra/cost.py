@@ -24,10 +24,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
-import pulumi
-
 from clouds import catalog_date, cloud, machine, profile
-from infra import tokens
 from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType, Unpriced
 from infra.profiles import pool_nodes, zone_count
 
@@ -310,20 +307,5 @@ def combine_totals(totals: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------------------------
-# The stack's budget, registered so the policy pack can compare the fleet's cost with it
-
+# The stack config key of the budget, as the policy's messages name it.
 BUDGET_KEY = "modelplane:budget"
-
-
-class Budget(pulumi.ComponentResource):
-    """The stack's monthly budget (`modelplane:budget`), as inputs the `cost-over-budget` policy reads.
-
-    Registered only when the stack sets a budget; it creates nothing in any cloud.
-    """
-
-    def __init__(self, name: str, monthly_usd: Decimal, stack_file: str, opts: pulumi.ResourceOptions | None = None):
-        budget = {"monthlyUsd": float(monthly_usd), "currency": CURRENCY, "stackFile": stack_file}
-        super().__init__(tokens.BUDGET, name, budget, opts)
-        # Outputs too: `AnalyzeStack` reads a component's outputs, which are what it registers here.
-        self.register_outputs(budget)

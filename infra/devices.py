@@ -4,22 +4,15 @@ The program (before it registers anything), the offline plan and the policy pack
 functions; nothing else restates a rule. A rule takes plain values (a class, a cluster's source and
 its pools), so the policy pack can evaluate it on the inputs the program registered.
 
-Rules (names are the policy names, the contract):
+Rules (names are the policy names, the contract; each one's text is `DEVICE_RULES`):
 - claimed drivers: the `driver` of every `claim: DRA` device; Synthetic devices describe placement,
   not a stack, and never contribute.
 - pool role: from the claimed drivers, never from whether `accelerator` is set.
-- `accelerator-driver-mismatch`, `unsupported-devices`, `class-provider-mismatch`, and the Existing
-  rule (an Existing cluster's claimed driver that no component serves installs nothing and is
-  never rejected: the cluster's owner brought it).
-- `accelerator-type-unknown` on an Existing cluster: the type a class names for the owner's nodes
-  is one of the accelerator vocabulary, unless the class takes it `uncataloguedAccelerator`.
-- machine rules (`check_machine`), which compare a pool with the catalog row of its machine
-  (`infra.machines`): `machine-accelerator-mismatch`, `accelerator-type-unknown`,
-  `cpu-claim-exceeds-machine`, `zone-outside-region`, `machine-outside-region` (a machine the
-  cloud does not offer in the cluster's region, where the catalog records its regions), and
-  `unknown-machine-type` (the catalog
-  cannot know every machine, but a pool it cannot check is never passed in silence: the class must
-  say it takes the machine `uncatalogued`).
+- `check_pool`: the class rules, and the Existing rule (an Existing cluster's claimed driver that no
+  component serves installs nothing and is never rejected: the cluster's owner brought it).
+- `check_machine`: the machine rules, which compare a pool with the catalog row of its machine
+  (`infra.machines`); the catalog cannot know every machine, but a pool it cannot check is never
+  passed in silence: the class must say it takes the machine `uncatalogued`.
 """
 
 from __future__ import annotations
@@ -46,6 +39,30 @@ CPU_CLAIM_EXCEEDS_MACHINE = "cpu-claim-exceeds-machine"
 ZONE_OUTSIDE_REGION = "zone-outside-region"
 MACHINE_OUTSIDE_REGION = "machine-outside-region"
 UNKNOWN_MACHINE_TYPE = "unknown-machine-type"
+
+# Each rule's one-line text, as the pack registers it and docs/policies.md shows it (in pack order).
+DEVICE_RULES: dict[str, str] = {
+    ACCELERATOR_DRIVER_MISMATCH: (
+        "A pool's class claims GPUs its machine carries: accelerator set for GPU drivers, of the claimed "
+        "vendor and count, none for dra.cpu, one GPU vendor, no dra.cpu next to a GPU driver."
+    ),
+    UNSUPPORTED_DEVICES: "A provisioned cluster's pools claim only DRA drivers its cloud's serving stack supports.",
+    CLASS_PROVIDER_MISMATCH: "A provisioned cluster's pools use classes provisioned on the cluster's own cloud.",
+    MACHINE_ACCELERATOR_MISMATCH: (
+        "A pool's machine type carries the GPUs its class claims (vendor and count, per the machine "
+        "catalog), and a CPU class's machine carries none."
+    ),
+    ACCELERATOR_TYPE_UNKNOWN: (
+        "A class's accelerator type is one its cloud accepts for the pool's machine type; on an Existing "
+        "cluster, one of the accelerator vocabulary unless the class takes it uncataloguedAccelerator."
+    ),
+    CPU_CLAIM_EXCEEDS_MACHINE: "A CPU class claims no more CPUs than its machine has, less those dra-driver-cpu reserves.",
+    ZONE_OUTSIDE_REGION: "A pool's zones are zones of its cluster's region.",
+    MACHINE_OUTSIDE_REGION: (
+        "A pool's machine type is offered in its cluster's region, where the catalog records the regions."
+    ),
+    UNKNOWN_MACHINE_TYPE: "A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
+}
 
 
 @dataclass(frozen=True)

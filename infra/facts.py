@@ -51,7 +51,9 @@ SYSTEM_NODES, SYSTEM_MAX_NODES = 1, 2
 
 
 @dataclass(frozen=True)
-class Taint:
+class NodeTaint:
+    """A taint a pool's nodes carry, as the program sets it (a user writes one as `infra.config.model.Taint`)."""
+
     key: str
     value: str
     effect: str = "NoSchedule"
@@ -66,7 +68,7 @@ class PoolFacts:
     class_name: str | None
     role: Role
     labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
+    taints: tuple[NodeTaint, ...]
     accelerator: Accelerator | None
     vendor: str | None
     node_count: int
@@ -230,7 +232,7 @@ class ClusterFacts:
     pools: tuple[PoolFacts, ...]  # the system pool first (when the cloud provisions one)
     dra_drivers: tuple[str, ...]
     supported_drivers: tuple[str, ...]
-    taints: tuple[Taint, ...] = field(default=())  # cluster taints model deployments tolerate
+    taints: tuple[NodeTaint, ...] = field(default=())  # cluster taints model deployments tolerate
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
     chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
     preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
@@ -286,10 +288,10 @@ def declared_accelerator(cls: InferenceClass, provisioned: bool) -> Accelerator 
     return cls.accelerator
 
 
-def gpu_taint(source: str, vendor: str) -> Taint:
+def gpu_taint(source: str, vendor: str) -> NodeTaint:
     """The vendor's GPU taint, with the value the cloud's NVIDIA pools carry."""
     value = profile(source).nvidia.taint_value if vendor == NVIDIA else "true"
-    return Taint(VENDOR_TAINT_KEY[vendor], value)
+    return NodeTaint(VENDOR_TAINT_KEY[vendor], value)
 
 
 def system_pool(cloud: CloudProfile) -> PoolFacts:
@@ -338,7 +340,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
             else None
         )
         labels: dict[str, str] = {POOL_LABEL: pool.name}
-        taints: list[Taint] = []
+        taints: list[NodeTaint] = []
         if role == "GPU":
             if accel is not None:
                 labels[GPU_LABEL] = accel.type
@@ -348,7 +350,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                     labels.update(cloud.nvidia.pool_labels)
         else:
             labels[CPU_LABEL] = "true"
-            taints.append(Taint(CPU_TAINT_KEY, "true"))
+            taints.append(NodeTaint(CPU_TAINT_KEY, "true"))
         pools.append(
             PoolFacts(
                 name=pool.name,
@@ -385,7 +387,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         pools=tuple(pools),
         dra_drivers=tuple(cluster_dra_drivers(fleet, cluster)),
         supported_drivers=cloud.supported_drivers,
-        taints=tuple(Taint(t.key, t.value, str(t.effect)) for t in cluster.taints),
+        taints=tuple(NodeTaint(t.key, t.value, str(t.effect)) for t in cluster.taints),
         owner_gpu_operator=owner_operator,
         chart_mirror=fleet.chart_mirror,
         preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.facts import ClusterFacts, PoolFacts, Taint
+from infra.facts import ClusterFacts, NodeTaint, PoolFacts
 
 # --------------------------------------------------------------------------------------------
 # Kubernetes scheduling rules
@@ -40,7 +40,7 @@ class Toleration:
             effect=str(raw.get("effect") or ""),
         )
 
-    def tolerates(self, taint: Taint) -> bool:
+    def tolerates(self, taint: NodeTaint) -> bool:
         """Kubernetes' `Toleration.ToleratesTaint` (k8s.io/api/core/v1/toleration.go)."""
         if self.effect and self.effect != taint.effect:
             return False
@@ -66,7 +66,7 @@ class Toleration:
         return out
 
 
-def untolerated(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> list[Taint]:
+def untolerated(tolerations: Sequence[Toleration], taints: Sequence[NodeTaint]) -> list[NodeTaint]:
     """The blocking taints no toleration matches; empty means the taints admit the pod."""
     return [t for t in taints if t.effect in BLOCKING_EFFECTS and not any(tol.tolerates(t) for tol in tolerations)]
 
@@ -145,7 +145,7 @@ class Node:
     role: str
     vendor: str | None
     labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
+    taints: tuple[NodeTaint, ...]
 
     def as_json(self) -> dict[str, Any]:
         return {

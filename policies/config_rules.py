@@ -4,8 +4,8 @@ Each cluster component registers, as its inputs, the cluster's `source` and ever
 class as written in config (`components.base.policy_inputs`). These policies rebuild each class
 with the same pydantic model and ask `infra.devices.check_pool`, the one module that states the
 rules, for its verdict (and `check_machine` for the machine rules); the program's guard
-(`program.main.guard`) asks the same functions before it registers anything. Nothing here restates a rule: a policy only keeps the violations of its own
-name.
+(`program.main.guard`) asks the same functions before it registers anything. Nothing here restates
+a rule: a policy only keeps the violations of its own name, and takes its text from the rule's row.
 """
 
 from __future__ import annotations
@@ -17,20 +17,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValid
 
 from clouds import COMPONENT_TOKENS
 from infra.config.model import InferenceClass
-from infra.devices import (
-    ACCELERATOR_DRIVER_MISMATCH,
-    ACCELERATOR_TYPE_UNKNOWN,
-    CLASS_PROVIDER_MISMATCH,
-    CPU_CLAIM_EXCEEDS_MACHINE,
-    MACHINE_ACCELERATOR_MISMATCH,
-    MACHINE_OUTSIDE_REGION,
-    UNKNOWN_MACHINE_TYPE,
-    UNSUPPORTED_DEVICES,
-    ZONE_OUTSIDE_REGION,
-    Violation,
-    check_machine,
-    check_pool,
-)
+from infra.devices import DEVICE_RULES, Violation, check_machine, check_pool
 from policies.props import mappings, plain
 
 
@@ -92,77 +79,8 @@ def _validator(policy: str) -> Callable[[ResourceValidationArgs, ReportViolation
     return validate
 
 
-accelerator_driver_mismatch = ResourceValidationPolicy(
-    name=ACCELERATOR_DRIVER_MISMATCH,
-    description=(
-        "A pool's class claims GPUs its machine carries: accelerator set for GPU drivers, of the claimed "
-        "vendor and count, none for dra.cpu, one GPU vendor, no dra.cpu next to a GPU driver."
-    ),
-    validate=_validator(ACCELERATOR_DRIVER_MISMATCH),
-)
-
-unsupported_devices = ResourceValidationPolicy(
-    name=UNSUPPORTED_DEVICES,
-    description="A provisioned cluster's pools claim only DRA drivers its cloud's serving stack supports.",
-    validate=_validator(UNSUPPORTED_DEVICES),
-)
-
-class_provider_mismatch = ResourceValidationPolicy(
-    name=CLASS_PROVIDER_MISMATCH,
-    description="A provisioned cluster's pools use classes provisioned on the cluster's own cloud.",
-    validate=_validator(CLASS_PROVIDER_MISMATCH),
-)
-
-machine_accelerator_mismatch = ResourceValidationPolicy(
-    name=MACHINE_ACCELERATOR_MISMATCH,
-    description=(
-        "A pool's machine type carries the GPUs its class claims (vendor and count, per the machine "
-        "catalog), and a CPU class's machine carries none."
-    ),
-    validate=_validator(MACHINE_ACCELERATOR_MISMATCH),
-)
-
-accelerator_type_unknown = ResourceValidationPolicy(
-    name=ACCELERATOR_TYPE_UNKNOWN,
-    description=(
-        "A class's accelerator type is one its cloud accepts for the pool's machine type; on an Existing "
-        "cluster, one of the accelerator vocabulary unless the class takes it uncataloguedAccelerator."
-    ),
-    validate=_validator(ACCELERATOR_TYPE_UNKNOWN),
-)
-
-cpu_claim_exceeds_machine = ResourceValidationPolicy(
-    name=CPU_CLAIM_EXCEEDS_MACHINE,
-    description="A CPU class claims no more CPUs than its machine has, less those dra-driver-cpu reserves.",
-    validate=_validator(CPU_CLAIM_EXCEEDS_MACHINE),
-)
-
-zone_outside_region = ResourceValidationPolicy(
-    name=ZONE_OUTSIDE_REGION,
-    description="A pool's zones are zones of its cluster's region.",
-    validate=_validator(ZONE_OUTSIDE_REGION),
-)
-
-machine_outside_region = ResourceValidationPolicy(
-    name=MACHINE_OUTSIDE_REGION,
-    description="A pool's machine type is offered in its cluster's region, where the catalog records the regions.",
-    validate=_validator(MACHINE_OUTSIDE_REGION),
-)
-
-unknown_machine_type = ResourceValidationPolicy(
-    name=UNKNOWN_MACHINE_TYPE,
-    description="A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
-    validate=_validator(UNKNOWN_MACHINE_TYPE),
-)
-
+# One policy per device rule, named and described by the rule's row (`DEVICE_RULES`), in its order.
 CONFIG_POLICIES = [
-    accelerator_driver_mismatch,
-    unsupported_devices,
-    class_provider_mismatch,
-    machine_accelerator_mismatch,
-    accelerator_type_unknown,
-    cpu_claim_exceeds_machine,
-    zone_outside_region,
-    machine_outside_region,
-    unknown_machine_type,
+    ResourceValidationPolicy(name=rule, description=text, validate=_validator(rule))
+    for rule, text in DEVICE_RULES.items()
 ]

@@ -17,6 +17,7 @@ from pulumi.runtime import config as runtime_config
 
 from clouds import cloud
 from components.base import CloudProviders, ClusterArgs, ClusterComponent
+from components.budget import BudgetComponent
 from components.features.routing import ClusterGateway, ClusterGatewayArgs, ModelService, ModelServiceArgs
 from components.model_deployment import (
     ModelDeployment,
@@ -29,7 +30,6 @@ from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_fleet
-from infra.cost import Budget
 from infra.facts import ClusterFacts
 from infra.guard import guard, guard_report
 from infra.serving.routes import gateway_namespace, service_routes
@@ -158,7 +158,7 @@ def run() -> None:
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
     if fleet.budget is not None:
-        Budget("budget", fleet.budget.monthly_usd, file)
+        BudgetComponent("budget", fleet.budget.monthly_usd, file)
     class_specs = {c.name: c.model_dump(by_alias=True, mode="json", exclude_none=True) for c in fleet.classes}
     exported: dict[str, Any] = {}
     endpoints: dict[str, Any] = {}

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import cpu_class, run_fleet
-from tooling.analyzer import RESOURCES_PER_PROCESS, PackViolation, PolicyPackError, pack_processes, run_policy_pack
+from tooling.analyzer import RESOURCES_PER_PROCESS, PackViolation, pack_processes, run_policy_pack
 from tooling.mockrun import Registration
+from tooling.pack_process import PolicyPackError
 
 BYO = {
     "classes": [
@@ -157,7 +158,7 @@ def test_resources_dealt_over_two_pack_processes_get_the_verdicts_of_one(
         started.append(args)
         return popen(args, **kw)
 
-    monkeypatch.setattr("tooling.analyzer.subprocess.Popen", counting)
+    monkeypatch.setattr("tooling.pack_process.subprocess.Popen", counting)
     assert run_policy_pack(resources, stack="byo", processes=2) == one
     assert len(started) == 2
 

@@ -19,8 +19,8 @@ from infra.serving.mirror import served_from
 from policies.resource_rules import mirror_chart_version, pinned_versions
 from tests.conftest import cpu_cluster_fleet, of_type, run_fleet
 from tests.policy_harness import resource_args, run
-from tooling.cli import source_text
 from tooling.plan import plan_stack
+from tooling.render import source_text
 
 ROOT = Path(__file__).resolve().parents[1]
 BYO = ROOT / "stacks" / "Pulumi.byo-amd.yaml"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -19,6 +20,16 @@ PATH_RE = re.compile(
     r"`((?:docs|infra|clouds|components|policies|program|tooling|stacks|tests|bench)/[\w./-]*|[\w.-]+\.(?:md|yaml|toml|json))`"
 )
 LINK_RE = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+PACKAGES = ("infra", "clouds", "components", "policies", "program", "tooling", "tests", "bench")
+PRODUCT = ("infra", "clouds", "components", "policies", "program", "tooling")
+# A name a reader would look up: `module.symbol` (`infra.profiles.pool_nodes`, `tooling.changes`).
+SYMBOL_RE = re.compile(rf"`((?:{'|'.join(PACKAGES)})(?:\.\w+)+)(?:\(\))?`")
+# A file and a name in it: "(`tests/engine/provider.py`, `forced_by`)" or "`infra/cost.py` (`over_budget`)".
+PATH_NAME_RE = re.compile(rf"`((?:{'|'.join(PACKAGES)})/[\w/]+\.py)`(?:,\s*|\s+\()`(\w+)(?:\(\))?`")
+# A path with a placeholder: `clouds/<cloud>/machines.py`, `tests/test_<key>.py`.
+PLACEHOLDER_PATH_RE = re.compile(rf"`((?:{'|'.join(PACKAGES)}|docs|stacks)/[\w./-]*<\w+>[\w./<>-]*)`")
+CLOUD_FOLDERS = sorted(p.parent.name for p in (ROOT / "clouds").glob("*/__init__.py"))
+PRODUCT_CODE = sorted(f for package in PRODUCT for f in (ROOT / package).rglob("*.py"))
 
 
 def commands(text: str) -> list[str]:
@@ -56,6 +67,63 @@ def test_doc_names_only_files_in_the_repository(doc: Path) -> None:
     # still have a `/reference/` path of its own).
     assert "SPEC.md" not in text and not re.search(r"(?<![\w/.-])reference/", text)
     assert missing == [], f"{doc.name} names files that are not in the repository"
+
+
+@functools.cache
+def resolves(name: str) -> bool:
+    """Whether `a.b.c` names a module, or a module's attribute (a class's field counts as one)."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        try:
+            found: Any = importlib.import_module(module)
+        except ModuleNotFoundError as missing:
+            if missing.name and (module + ".").startswith(missing.name + "."):
+                continue  # no such module: the rest of the name may be attributes of a shorter one
+            raise
+        for attr in parts[i:]:
+            fields = {**getattr(found, "__annotations__", {}), **getattr(found, "model_fields", {})}
+            if not hasattr(found, attr) and attr not in fields:
+                return False
+            found = getattr(found, attr, None)
+        return True
+    return False
+
+
+def unresolved_names(text: str) -> list[str]:
+    """Backticked `module.symbol` names, and names given beside a file, that the code does not define."""
+    missing = [name for name in SYMBOL_RE.findall(text) if not resolves(name)]
+    for path, name in PATH_NAME_RE.findall(text):
+        file = ROOT / path
+        if file.is_file() and not re.search(rf"\b{name}\b", file.read_text(encoding="utf-8")):
+            missing.append(f"{path}: {name}")
+    return missing
+
+
+def placeholder_matches(name: str) -> bool:
+    """`<cloud>` is one of the cloud folders; any other `<word>` is a part of a file name."""
+    if "<cloud>" in name:
+        return any(placeholder_matches(name.replace("<cloud>", cloud)) for cloud in CLOUD_FOLDERS)
+    return any(ROOT.glob(re.sub(r"<\w+>", "*", name.rstrip("/"))))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_doc_names_only_symbols_that_exist(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    missing = unresolved_names(text)
+    missing += [name for name in PLACEHOLDER_PATH_RE.findall(text) if not placeholder_matches(name)]
+    assert missing == [], f"{doc.name} names code that is not in the repository"
+
+
+@pytest.mark.parametrize("package", PRODUCT)
+def test_comments_name_only_symbols_that_exist(package: str) -> None:
+    missing = [
+        f"{file.relative_to(ROOT)}: {name}"
+        for file in PRODUCT_CODE
+        if file.relative_to(ROOT).parts[0] == package
+        for name in unresolved_names(file.read_text(encoding="utf-8"))
+    ]
+    assert missing == [], "comments and docstrings name code that is not in the repository"
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))

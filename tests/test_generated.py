@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tooling.cli import display_path, generated_docs, stack_files
+from tooling.cli import display_path, stack_files
+from tooling.generated import generated_docs
 from tooling.plan import plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent

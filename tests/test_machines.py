@@ -586,7 +586,7 @@ def test_a_class_that_states_its_price_is_priced_at_it_and_marked_as_its_own() -
 
 
 def test_the_tree_marks_a_class_price_and_says_why_a_pool_has_none() -> None:
-    from tooling.cli import pool_cost_text
+    from tooling.render import pool_cost_text
 
     for price, text in (
         (40, " — $40.00/h (the class's own price), $87,600.00/month"),

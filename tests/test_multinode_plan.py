@@ -16,9 +16,9 @@ import yaml
 from infra.facts import derive_cluster
 from infra.serving.pods import pod_placement
 from tests.conftest import fleet_of
-from tooling.cli import groups_text
 from tooling.placement import audit
 from tooling.plan import plan_stack
+from tooling.render import groups_text
 
 ROOT = Path(__file__).resolve().parent.parent
 NEBIUS = ROOT / "stacks" / "Pulumi.nebius-671b.yaml"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from infra.facts import ClusterFacts, Taint, derive_cluster
+from infra.facts import ClusterFacts, NodeTaint, derive_cluster
 from infra.placement import DISCOVERED_LABELS, UNPOOLED, PodPlacement, Toleration, affinity_matches, untolerated
 from infra.serving.catalog import node_agents, release_values
 from infra.serving.chart import any_label_in
@@ -109,16 +109,18 @@ def checks(report: Any) -> set[tuple[str, str]]:
 # --------------------------------------------------------------------------------------------
 # Kubernetes' matching rules
 
-GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+GPU_TAINT = NodeTaint("nvidia.com/gpu", "true", "NoSchedule")
 
 
 def test_exists_toleration_ignores_the_taint_value() -> None:
-    assert Toleration("nvidia.com/gpu", "Exists", effect="NoSchedule").tolerates(Taint("nvidia.com/gpu", "present"))
+    assert Toleration("nvidia.com/gpu", "Exists", effect="NoSchedule").tolerates(NodeTaint("nvidia.com/gpu", "present"))
 
 
 def test_equal_toleration_requires_the_same_value() -> None:
     assert Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule").tolerates(GPU_TAINT)
-    assert not Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule").tolerates(Taint("nvidia.com/gpu", "present"))
+    assert not Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule").tolerates(
+        NodeTaint("nvidia.com/gpu", "present")
+    )
 
 
 def test_operator_defaults_to_equal() -> None:
@@ -129,18 +131,18 @@ def test_operator_defaults_to_equal() -> None:
 
 def test_empty_effect_matches_every_effect() -> None:
     tol = Toleration("k", "Exists")
-    assert all(tol.tolerates(Taint("k", "v", e)) for e in ("NoSchedule", "NoExecute", "PreferNoSchedule"))
+    assert all(tol.tolerates(NodeTaint("k", "v", e)) for e in ("NoSchedule", "NoExecute", "PreferNoSchedule"))
 
 
 def test_effect_must_match_when_set() -> None:
-    assert not Toleration("k", "Exists", effect="NoSchedule").tolerates(Taint("k", "v", "NoExecute"))
+    assert not Toleration("k", "Exists", effect="NoSchedule").tolerates(NodeTaint("k", "v", "NoExecute"))
 
 
 def test_empty_key_with_exists_matches_every_key() -> None:
     tol = Toleration("", "Exists", effect="NoSchedule")
     assert tol.wildcard
-    assert tol.tolerates(GPU_TAINT) and tol.tolerates(Taint("modelplane.ai/cpu", "true"))
-    assert not tol.tolerates(Taint("x", "y", "NoExecute"))
+    assert tol.tolerates(GPU_TAINT) and tol.tolerates(NodeTaint("modelplane.ai/cpu", "true"))
+    assert not tol.tolerates(NodeTaint("x", "y", "NoExecute"))
 
 
 def test_key_mismatch_is_not_tolerated() -> None:
@@ -148,8 +150,8 @@ def test_key_mismatch_is_not_tolerated() -> None:
 
 
 def test_prefer_no_schedule_taint_does_not_block() -> None:
-    assert untolerated([], [Taint("soft", "x", "PreferNoSchedule")]) == []
-    assert untolerated([], [Taint("hard", "x", "NoExecute")]) == [Taint("hard", "x", "NoExecute")]
+    assert untolerated([], [NodeTaint("soft", "x", "PreferNoSchedule")]) == []
+    assert untolerated([], [NodeTaint("hard", "x", "NoExecute")]) == [NodeTaint("hard", "x", "NoExecute")]
 
 
 def _required(*terms: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,7 +248,7 @@ def test_each_cloud_stack_reaches_its_own_pool_and_stays_off_the_others(cloud: s
 
 def test_gke_gpu_taint_value_present_is_tolerated_by_exists() -> None:
     facts, _ = facts_of(cloud_fleet("GKE"))
-    assert Taint("nvidia.com/gpu", "present") in facts.pool("gpu").taints
+    assert NodeTaint("nvidia.com/gpu", "present") in facts.pool("gpu").taints
     assert audit(facts, release_values(facts), []).lands_on("mp-dra-driver-nvidia-gpu", "kubelet-plugin") == ("gpu",)
 
 
@@ -640,7 +642,7 @@ def test_values_without_tolerations_get_the_charts_default_and_an_empty_list_get
 def test_an_agent_missing_a_pool_for_two_taints_names_both() -> None:
     # A pool whose nodes carry a second blocking taint besides the vendor's (one the cluster owner adds).
     facts, _ = facts_of(cloud_fleet("GKE"))
-    extra = Taint("example.com/dedicated", "ml", "NoExecute")
+    extra = NodeTaint("example.com/dedicated", "ml", "NoExecute")
     pools = tuple(dataclasses.replace(p, taints=(*p.taints, extra)) if p.name == "gpu" else p for p in facts.pools)
     facts = dataclasses.replace(facts, pools=pools)
     releases = {k: copy.deepcopy(dict(v)) for k, v in release_values(facts).items()}

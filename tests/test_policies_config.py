@@ -22,10 +22,14 @@ from infra.devices import (
 )
 from infra.facts import derive_cluster
 from infra.guard import guard
-from policies.config_rules import CONFIG_POLICIES, _validator, accelerator_driver_mismatch, class_provider_mismatch
-from policies.config_rules import unsupported_devices as unsupported_devices_policy
+from policies.config_rules import CONFIG_POLICIES, _validator
+from policies.pack import POLICIES_BY_NAME
 from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
 from tests.policy_harness import UNKNOWN_ARRAY_VALUE, resource_args, run
+
+accelerator_driver_mismatch = POLICIES_BY_NAME[ACCELERATOR_DRIVER_MISMATCH]
+class_provider_mismatch = POLICIES_BY_NAME[CLASS_PROVIDER_MISMATCH]
+unsupported_devices_policy = POLICIES_BY_NAME[UNSUPPORTED_DEVICES]
 
 GKE = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"}
 VULTR = {"region": "ewr", "kubernetesVersion": "v1.36.2+1"}

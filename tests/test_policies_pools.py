@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from clouds import CLUSTER_TYPES, POOL_TYPES
-from policies.resource_rules import pool_role_marking, protect_clusters
+from policies.pool_rules import pool_role_marking, protect_clusters
 from tests.conftest import cpu_class, gpu_class, run_fleet
 from tests.policy_harness import UNKNOWN_OBJECT_VALUE, resource_args, run, verdict
 

@@ -21,9 +21,9 @@ from infra.devices import (
 )
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
-from tooling.cli import derived_text
 from tooling.plan import plan_stack, resources_json
 from tooling.reference import THREE_MODELS
+from tooling.render import derived_text
 
 FILE = "Pulumi.test.yaml"
 SOURCES = [c.source for c in PROVISIONED]

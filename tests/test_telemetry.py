@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from clouds import SOURCES
-from infra.serving import telemetry
 from infra.serving.catalog import catalog_for
 from infra.serving.telemetry import (
     METRIC_MAPPINGS,
@@ -21,13 +20,14 @@ from infra.serving.telemetry import (
     collector_config,
     collector_values,
     metric_statements,
-    render_telemetry_doc,
 )
 from tests.conftest import cpu_class, named, of_type, run_fleet
 from tests.tools import require
+from tooling import telemetry_doc
+from tooling.telemetry_doc import render_telemetry_doc
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "run `make docs` (modelplane docs), or `python -m infra.serving.telemetry`, and commit the result"
+REGENERATE = "run `make docs` (modelplane docs), or `python -m tooling.telemetry_doc`, and commit the result"
 
 # --------------------------------------------------------------------------------------------
 # The mapping table
@@ -473,9 +473,11 @@ def test_gpu_operator_turns_on_dcgm_dra_attribution_the_docs_rely_on() -> None:
 
 
 def test_telemetry_doc_is_current() -> None:
-    path = ROOT / telemetry.DOC_PATH
-    assert path.exists(), f"{telemetry.DOC_PATH} is missing: {REGENERATE}"
-    assert path.read_text(encoding="utf-8") == render_telemetry_doc(), f"{telemetry.DOC_PATH} is stale: {REGENERATE}"
+    path = ROOT / telemetry_doc.DOC_PATH
+    assert path.exists(), f"{telemetry_doc.DOC_PATH} is missing: {REGENERATE}"
+    assert path.read_text(encoding="utf-8") == render_telemetry_doc(), (
+        f"{telemetry_doc.DOC_PATH} is stale: {REGENERATE}"
+    )
 
 
 def test_telemetry_doc_lists_every_mapping_and_explains_energy_and_tensor() -> None:
@@ -491,7 +493,7 @@ def test_telemetry_doc_lists_every_mapping_and_explains_energy_and_tensor() -> N
 
 
 def test_main_writes_the_doc_under_the_given_root(tmp_path: Path) -> None:
-    assert telemetry.main([str(tmp_path)]) == 0
+    assert telemetry_doc.main([str(tmp_path)]) == 0
     assert (tmp_path / "docs" / "telemetry.md").read_text(encoding="utf-8") == render_telemetry_doc()
 
 

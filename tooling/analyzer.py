@@ -25,16 +25,13 @@ policy.py, `PolicyPack.__init__`) in one Python process, so it uses one core; a 
 resources are dealt over several pack processes (`pack_processes`), each configured as the engine
 configures its one, and `AnalyzeStack` goes to the first. At most `MAX_IN_FLIGHT` resources are
 being analyzed at once per process, and a failed call fails the run: nothing is retried. What
-still differs from the engine is listed in docs/policies.md.
+still differs from the engine is listed in docs/policies.md. Starting and stopping a pack process
+is `tooling.pack_process`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent import futures
@@ -45,10 +42,10 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2_grpc
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tooling.mockrun import Registration
-from tooling.stackconfig import MAX_ENV_STRING
+from tooling.pack_process import ORGANIZATION, PolicyPackError, engine_service, start_pack
 
 POLICY_PACK_DIR = Path(__file__).resolve().parents[1] / "policies"
 # How long the pack may take to start, and to answer any one call. The engine sets no deadline;
@@ -60,9 +57,6 @@ MAX_IN_FLIGHT = 4
 # Resources per pack process: below this, another process costs more to start (about a second of
 # CPU to import the pack) than it saves (docs/benchmarks.md, "Plan cost as the fleet grows").
 RESOURCES_PER_PROCESS = 400
-# Each `ConfigureStack` needs an organization; a file backend has none and the engine sends this.
-ORGANIZATION = "organization"
-
 # The engine's spelling of "this value is computed and not yet known" (pulumi/runtime/rpc.py).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
@@ -86,10 +80,6 @@ class PackViolation:
     enforcement: str  # "mandatory" | "advisory"
     message: str
     resource: str  # the resource's name; the stack's name for a stack-wide violation
-
-
-class PolicyPackError(RuntimeError):
-    """The pack could not be started, configured or asked; carries what the pack wrote to stderr."""
 
 
 def pack_processes(resources: int) -> int:
@@ -140,13 +130,11 @@ class PackSession:
 
     def __enter__(self) -> PackSession:
         try:
-            engine_address = self._stack.enter_context(_engine())
+            engine_address = self._stack.enter_context(engine_service())
             deadline = time.monotonic() + self.timeout
             started = [
                 self._stack.enter_context(
-                    _pack_process(
-                        self.pack_dir, engine_address, self.stack, self.project, self.dry_run, self.stack_config
-                    )
+                    start_pack(self.pack_dir, engine_address, self.stack, self.project, self.dry_run, self.stack_config)
                 )
                 for _ in range(self.processes)
             ]
@@ -414,109 +402,3 @@ def _violations(response: Any, names: Mapping[str, str], default: str) -> list[P
             )
         )
     return found
-
-
-class _Engine(engine_pb2_grpc.EngineServicer):
-    """The part of the engine service a pack may call: it logs. Logs are kept for error reports."""
-
-    def __init__(self) -> None:
-        self.logs: list[str] = []
-
-    def Log(self, request: Any, context: Any) -> empty_pb2.Empty:  # noqa: N802 - gRPC method name
-        self.logs.append(request.message)
-        return empty_pb2.Empty()
-
-
-@contextmanager
-def _engine() -> Iterator[str]:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
-    engine_pb2_grpc.add_EngineServicer_to_server(_Engine(), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(0)
-
-
-@dataclass
-class _PackProcess:
-    """A started pack: its process, and what it has written to stderr so far."""
-
-    process: subprocess.Popen[str]
-    stderr: list[str]
-    drain: threading.Thread
-
-    def port(self, deadline: float) -> int:
-        """The port the pack prints once it serves; PolicyPackError when it exits or is late."""
-        stdout = self.process.stdout
-        assert stdout is not None, "started with stdout=PIPE"
-        port_line: list[str] = []
-        reader = threading.Thread(target=lambda: port_line.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(max(deadline - time.monotonic(), 0.1))
-        line = port_line[0].strip() if port_line else ""
-        if not line.isdigit():
-            exited = self.process.poll() is not None
-            self.process.kill()
-            self.drain.join(5)
-            why = "exited" if exited else "printed no port in time"
-            raise PolicyPackError(f"the policy pack {why}:\n{''.join(self.stderr)}")
-        return int(line)
-
-
-@contextmanager
-def _pack_process(
-    pack_dir: Path,
-    engine_address: str,
-    stack: str,
-    project: str,
-    dry_run: bool,
-    stack_config: Mapping[str, str],
-) -> Iterator[_PackProcess]:
-    """Start the pack as the engine does, without waiting for its port; always stop it."""
-    env = {
-        **os.environ,
-        "PULUMI_PROJECT": project,
-        "PULUMI_STACK": stack,
-        "PULUMI_ORGANIZATION": ORGANIZATION,
-        "PULUMI_DRY_RUN": "true" if dry_run else "false",
-        "PULUMI_CONFIG": json.dumps(dict(stack_config)),
-        # The pack prints its port and then blocks; unbuffered, as the language host runs Python,
-        # or the port would sit in a pipe buffer that is never flushed.
-        "PYTHONUNBUFFERED": "1",
-    }
-    if len(f"PULUMI_CONFIG={env['PULUMI_CONFIG']}".encode()) >= MAX_ENV_STRING:
-        # The language host would fail to start the pack here (E2BIG); the pack still gets the
-        # config through `ConfigureStack`, and this pack reads none of it. docs/policies.md
-        # lists this difference.
-        del env["PULUMI_CONFIG"]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.policy", engine_address, str(pack_dir / "__main__.py")],
-        cwd=pack_dir,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    stderr: list[str] = []
-    drain = threading.Thread(target=lambda: stderr.extend(process.stderr or []), daemon=True)
-    drain.start()
-    try:
-        yield _PackProcess(process, stderr, drain)
-    finally:
-        _stop(process)
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-    for stream in (process.stdout, process.stderr):
-        if stream is not None:
-            stream.close()

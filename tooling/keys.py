@@ -246,7 +246,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("InferenceCluster", "labels"): Key("Labels for readers and tooling.", "the plan", "labels: {team: ml}"),
     ("InferenceCluster", "source"): Key(
         "Where the cluster comes from; the block of the same name (lowercase) must be set, and only it.",
-        "the cluster component (`components/<cloud>.py`), supported drivers",
+        "the cluster component (`clouds/<cloud>/component.py`), supported drivers",
         "source: GKE",
     ),
     ("InferenceCluster", "nodePools"): Key(

@@ -32,10 +32,11 @@ from infra.guard import guard
 from infra.serving.catalog import cluster_charts, relied_on
 from infra.serving.chart import Chart
 from program.main import run
-from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack
+from tooling.analyzer import PackViolation, run_policy_pack
 from tooling.changes import PLAN_FORMAT
 from tooling.hooks import PlanContext, PlanHook
 from tooling.mockrun import Registration, run_under_mocks
+from tooling.pack_process import PolicyPackError
 from tooling.placement import placement_hook
 from tooling.stackconfig import config_of, config_size_issue
 

@@ -101,8 +101,8 @@ class AksCluster(ClusterComponent):
         self.connect(self._kubeconfig())
         self.finish()
 
-    def _on_azure(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.azure_provider, **extra)
+    def _on_azure(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.azure_provider, **extra)
 
     def _network(self, location: str) -> None:
         """The resource group, the VNet and the node subnet."""
@@ -111,21 +111,21 @@ class AksCluster(ClusterComponent):
             f"{name}-rg",
             location=location,
             # Deleting the group deletes everything in it, the cluster included.
-            opts=self._on_azure("rg"),
+            opts=self._on_azure(),
         )
         self.vnet = network.VirtualNetwork(
             f"{name}-vnet",
             resource_group_name=self.resource_group.name,
             location=self.resource_group.location,
             address_space=network.AddressSpaceArgs(address_prefixes=[VNET_CIDR]),
-            opts=self._on_azure("vnet"),
+            opts=self._on_azure(),
         )
         self.subnet = network.Subnet(
             f"{name}-subnet",
             resource_group_name=self.resource_group.name,
             virtual_network_name=self.vnet.name,
             address_prefix=NODE_SUBNET_CIDR,
-            opts=self._on_azure("subnet"),
+            opts=self._on_azure(),
         )
 
     def _cluster(self, kubernetes_version: str) -> None:
@@ -160,7 +160,7 @@ class AksCluster(ClusterComponent):
                     **pool_fields(system, self.subnet.id),
                 )
             ],
-            opts=self._on_azure("cluster", ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")),
+            opts=self._on_azure(ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")),
         )
 
     def _pools(self) -> None:
@@ -179,7 +179,7 @@ class AksCluster(ClusterComponent):
                     **pool_fields(pool, self.subnet.id),
                     # AKS refuses an agent-pool operation while another runs on the same cluster
                     # (OperationNotAllowed), so pools are created one after another.
-                    opts=self._on_azure(pool.name, depends_on=previous, ignore_changes=autoscaler_owned(pool)),
+                    opts=self._on_azure(depends_on=previous, ignore_changes=autoscaler_owned(pool)),
                 )
             )
 

@@ -33,7 +33,7 @@ class AksCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only AKS has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only AKS has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("AksMachine", "vmSize"): KeyDoc("Azure VM size.", "AKS agent pool `vmSize`", "vmSize: Standard_NC24ads_A100_v4"),
     ("AksCluster", "location"): KeyDoc("The Azure location.", "the cluster's Azure provider", "location: eastus"),

@@ -78,13 +78,13 @@ class CivoCluster(ClusterComponent):
         self.connect(self.cluster.kubeconfig)
         self.finish()
 
-    def _on_civo(self, suffix: str) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.civo_provider)
+    def _on_civo(self) -> pulumi.ResourceOptions:
+        return self.child(provider=self.civo_provider)
 
     def _network(self) -> None:
         """The cluster's private network and its firewall."""
         name = self._name
-        self.network = civo.Network(f"{name}-network", label=name, region=self.region, opts=self._on_civo("network"))
+        self.network = civo.Network(f"{name}-network", label=name, region=self.region, opts=self._on_civo())
         self.firewall = civo.Firewall(
             f"{name}-firewall",
             name=name,
@@ -93,7 +93,7 @@ class CivoCluster(ClusterComponent):
             create_default_rules=False,
             ingress_rules=firewall_ingress(),
             egress_rules=firewall_egress(),
-            opts=self._on_civo("firewall"),
+            opts=self._on_civo(),
         )
 
     def _cluster(self, kubernetes_version: str) -> None:
@@ -116,7 +116,7 @@ class CivoCluster(ClusterComponent):
             ),
             # Without it the provider leaves `kubeconfig` empty in state.
             write_kubeconfig=True,
-            opts=self._on_civo("cluster"),
+            opts=self._on_civo(),
         )
 
     def _pools(self) -> None:
@@ -132,7 +132,7 @@ class CivoCluster(ClusterComponent):
                 taints=node_pool_taints(pool),
                 # No public address per node: traffic enters through the gateway's load balancer.
                 public_ip_node_pool=False,
-                opts=self._on_civo(pool.name),
+                opts=self._on_civo(),
             )
             for pool in self.facts.user_pools
         ]

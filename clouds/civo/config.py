@@ -17,7 +17,7 @@ class CivoCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only Civo has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only Civo has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("CivoMachine", "size"): KeyDoc("Civo node size.", "Civo node pool `size`", "size: g4p.kube.medium"),
 }

@@ -69,12 +69,12 @@ class DigitalOceanCluster(ClusterComponent):
         self.connect(self._kubeconfig())
         self.finish()
 
-    def _on_do(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.do_provider, **extra)
+    def _on_do(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.do_provider, **extra)
 
     def _network(self) -> None:
         """The cluster's own VPC in its region; DigitalOcean picks a free private range."""
-        self.vpc = do.Vpc(f"{self._name}-vpc", name=self._name, region=self.region, opts=self._on_do("vpc"))
+        self.vpc = do.Vpc(f"{self._name}-vpc", name=self._name, region=self.region, opts=self._on_do())
 
     def _cluster(self, kubernetes_version: str) -> None:
         """The DOKS cluster: HA control plane, the system pool inline, DOKS's GPU device plugins off."""
@@ -105,7 +105,7 @@ class DigitalOceanCluster(ClusterComponent):
             # added later must not bring one.
             nvidia_gpu_device_plugin=do.KubernetesClusterNvidiaGpuDevicePluginArgs(enabled=False),
             amd_gpu_device_plugin=do.KubernetesClusterAmdGpuDevicePluginArgs(enabled=False),
-            opts=self._on_do("cluster"),
+            opts=self._on_do(),
         )
 
     def _pools(self) -> None:
@@ -120,7 +120,7 @@ class DigitalOceanCluster(ClusterComponent):
                 taints=pool_taints(pool, do.KubernetesNodePoolTaintArgs),
                 **scaling(pool),
                 # Pool names are unique within a cluster: a replacement deletes the old pool first.
-                opts=self._on_do(pool.name, delete_before_replace=True),
+                opts=self._on_do(delete_before_replace=True),
             )
             for pool in self.facts.user_pools
         ]

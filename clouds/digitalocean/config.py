@@ -19,7 +19,7 @@ class DigitalOceanCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only DigitalOcean has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only DigitalOcean has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("DigitalOceanMachine", "size"): KeyDoc(
         "Droplet size slug of the pool's nodes.",

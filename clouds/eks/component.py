@@ -168,8 +168,8 @@ class EksCluster(ClusterComponent):
         self._addons()
         self.finish()
 
-    def _on_aws(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.aws_provider, **extra)
+    def _on_aws(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.aws_provider, **extra)
 
     def _network(self, declared: Sequence[str]) -> None:
         """The VPC, subnets, NAT gateway and route tables (`clouds.eks.network`), with an EFA security
@@ -185,13 +185,13 @@ class EksCluster(ClusterComponent):
             # TagSession: EKS tags its sessions when it assumes the cluster role.
             assume_role_policy=assume_role_policy("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             tags=tags,
-            opts=self._on_aws("cluster-role"),
+            opts=self._on_aws(),
         )
         self.node_role = aws.iam.Role(
             f"{name}-node-role",
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             tags=tags,
-            opts=self._on_aws("node-role"),
+            opts=self._on_aws(),
         )
         self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, self.partition)
         self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, self.partition)
@@ -217,7 +217,7 @@ class EksCluster(ClusterComponent):
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             deletion_protection=self.protect,
             tags=tags,
-            opts=self._on_aws("cluster", depends_on=self.cluster_policies),
+            opts=self._on_aws(depends_on=self.cluster_policies),
         )
         self.addons: dict[str, aws.eks.Addon] = {
             addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES
@@ -231,7 +231,7 @@ class EksCluster(ClusterComponent):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             tags=self.tags,
-            opts=self._on_aws(addon, depends_on=list(depends_on)),
+            opts=self._on_aws(depends_on=list(depends_on)),
         )
 
     def _pools(self) -> None:
@@ -288,19 +288,19 @@ class EksCluster(ClusterComponent):
         """
         name, tags = self._name, self.tags
         self.autoscaler_policy = aws.iam.Policy(
-            f"{name}-autoscaler", policy=AUTOSCALER_POLICY, tags=tags, opts=self._on_aws("autoscaler")
+            f"{name}-autoscaler", policy=AUTOSCALER_POLICY, tags=tags, opts=self._on_aws()
         )
         self.autoscaler_role = aws.iam.Role(
             f"{name}-autoscaler-role",
             assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
             tags=tags,
-            opts=self._on_aws("autoscaler-role"),
+            opts=self._on_aws(),
         )
         attachment = aws.iam.RolePolicyAttachment(
             f"{name}-autoscaler-role-policy",
             role=self.autoscaler_role.name,
             policy_arn=self.autoscaler_policy.arn,
-            opts=self._on_aws("autoscaler-role"),
+            opts=self._on_aws(),
         )
         association = aws.eks.PodIdentityAssociation(
             f"{name}-autoscaler-identity",
@@ -309,7 +309,7 @@ class EksCluster(ClusterComponent):
             service_account=AUTOSCALER_SERVICE_ACCOUNT,
             role_arn=self.autoscaler_role.arn,
             tags=tags,
-            opts=self._on_aws("autoscaler-identity", depends_on=[attachment]),
+            opts=self._on_aws(depends_on=[attachment]),
         )
         self.autoscaler = k8s.helm.v3.Release(
             f"{name}-cluster-autoscaler",
@@ -338,7 +338,7 @@ class EksCluster(ClusterComponent):
                 f"{name}-{role_suffix}-{policy.lower().replace('_', '-')}",
                 role=role.name,
                 policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
-                opts=self.child(role_suffix, provider=self.aws_provider),
+                opts=self.child(provider=self.aws_provider),
             )
             for policy in policies
         ]
@@ -363,7 +363,7 @@ class EksCluster(ClusterComponent):
                 f"{name}-{pool.name}-placement",
                 strategy="cluster",
                 tags=tags,
-                opts=self.child(f"{pool.name}-placement", provider=self.aws_provider),
+                opts=self.child(provider=self.aws_provider),
             )
             self.placement_groups.append(group)
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
@@ -391,7 +391,7 @@ class EksCluster(ClusterComponent):
             placement=placement,
             update_default_version=True,
             tags=tags,
-            opts=self.child(f"{pool.name}-template", provider=self.aws_provider),
+            opts=self.child(provider=self.aws_provider),
         )
         self.launch_templates.append(template)
         return aws.eks.NodeGroup(
@@ -412,7 +412,6 @@ class EksCluster(ClusterComponent):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             opts=self.child(
-                pool.name,
                 provider=self.aws_provider,
                 depends_on=[*self.node_policies, *self.addons.values()],
                 ignore_changes=autoscaler_owned(pool),

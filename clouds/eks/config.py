@@ -22,7 +22,7 @@ class EksCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only EKS has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only EKS has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("EksMachine", "instanceType"): KeyDoc(
         "EC2 instance type.", "EKS node group `instanceTypes`", "instanceType: g6.xlarge"

@@ -77,10 +77,10 @@ class Network:
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**tags, "Name": name},
-            opts=self._on_aws("vpc"),
+            opts=self._on_aws(),
         )
         self.internet_gateway = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws("igw")
+            f"{name}-igw", vpc_id=self.vpc.id, tags={**tags, "Name": name}, opts=self._on_aws()
         )
 
     def _subnets(self, zones: pulumi.Output[list[str]], zone_count: int) -> None:
@@ -102,7 +102,7 @@ class Network:
             availability_zone=zone,
             map_public_ip_on_launch=True,
             tags={**self.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-            opts=self._on_aws(f"public-{i}"),
+            opts=self._on_aws(),
         )
 
     def _private_subnet(self, i: int, zone: pulumi.Output[str]) -> aws.ec2.Subnet:
@@ -114,7 +114,7 @@ class Network:
             cidr_block=private_cidr(i),
             availability_zone=zone,
             tags={**self.tags, "Name": f"{name}-private-{i}", "kubernetes.io/role/internal-elb": "1"},
-            opts=self._on_aws(f"private-{i}"),
+            opts=self._on_aws(),
         )
 
     def _nat(self) -> None:
@@ -123,14 +123,14 @@ class Network:
         # One NAT gateway: private nodes pull images and charts through it. A gateway per zone
         # would survive a zone outage at three times the cost; the cluster itself is regional.
         self.nat_ip = aws.ec2.Eip(
-            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws("nat-ip")
+            f"{name}-nat-ip", domain="vpc", tags={**tags, "Name": f"{name}-nat"}, opts=self._on_aws()
         )
         self.nat_gateway = aws.ec2.NatGateway(
             f"{name}-nat",
             allocation_id=self.nat_ip.id,
             subnet_id=self.public_subnets[0].id,
             tags={**tags, "Name": name},
-            opts=self._on_aws("nat", depends_on=[self.internet_gateway]),
+            opts=self._on_aws(depends_on=[self.internet_gateway]),
         )
 
     def _route_tables(self) -> None:
@@ -141,21 +141,21 @@ class Network:
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=self.internet_gateway.id)],
             tags={**tags, "Name": f"{name}-public"},
-            opts=self._on_aws("public-routes"),
+            opts=self._on_aws(),
         )
         self.private_routes = aws.ec2.RouteTable(
             f"{name}-private-routes",
             vpc_id=self.vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=self.nat_gateway.id)],
             tags={**tags, "Name": f"{name}-private"},
-            opts=self._on_aws("private-routes"),
+            opts=self._on_aws(),
         )
         self.route_associations = [
             aws.ec2.RouteTableAssociation(
                 f"{name}-{kind}-{i}-routes",
                 subnet_id=subnet.id,
                 route_table_id=table.id,
-                opts=self._on_aws(f"{kind}-{i}-routes"),
+                opts=self._on_aws(),
             )
             for kind, subnets, table in (
                 ("public", self.public_subnets, self.public_routes),
@@ -181,5 +181,5 @@ class Network:
                     aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"]),
                 ],
                 tags={**self.tags, "Name": f"{name}-efa"},
-                opts=self._on_aws("efa"),
+                opts=self._on_aws(),
             )

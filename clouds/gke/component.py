@@ -191,7 +191,7 @@ class GkeCluster(ClusterComponent):
             project=project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
-            opts=self.child("network", **on_gcp),
+            opts=self.child(**on_gcp),
         )
         self.subnetwork = gcp.compute.Subnetwork(
             f"{name}-subnet",
@@ -206,7 +206,7 @@ class GkeCluster(ClusterComponent):
             ],
             # Private nodes reach Google APIs (Artifact Registry, logging) without public addresses.
             private_ip_google_access=True,
-            opts=self.child("subnet", **on_gcp),
+            opts=self.child(**on_gcp),
         )
         self.router = gcp.compute.Router(
             f"{name}-router",
@@ -214,7 +214,7 @@ class GkeCluster(ClusterComponent):
             project=project,
             region=region,
             network=self.network.id,
-            opts=self.child("router", **on_gcp),
+            opts=self.child(**on_gcp),
         )
         # Private nodes have no external address: without NAT they could not pull images or charts.
         self.nat = gcp.compute.RouterNat(
@@ -226,7 +226,7 @@ class GkeCluster(ClusterComponent):
             nat_ip_allocate_option="AUTO_ONLY",
             source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
             log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
-            opts=self.child("nat", **on_gcp),
+            opts=self.child(**on_gcp),
         )
 
     def _identity(self) -> None:
@@ -238,7 +238,7 @@ class GkeCluster(ClusterComponent):
             project=project,
             account_id=node_account_id(project, pulumi.get_stack(), name),
             display_name=f"GKE nodes of {name}"[:100],
-            opts=self.child("nodes", **on_gcp),
+            opts=self.child(**on_gcp),
         )
         member = self.node_account.email.apply(lambda email: f"serviceAccount:{email}")
         self.node_roles = [
@@ -247,7 +247,7 @@ class GkeCluster(ClusterComponent):
                 project=project,
                 role=role,
                 member=member,
-                opts=self.child("nodes-role", **on_gcp),
+                opts=self.child(**on_gcp),
             )
             for role in NODE_ROLES
         ]
@@ -283,7 +283,7 @@ class GkeCluster(ClusterComponent):
             enable_shielded_nodes=True,
             resource_labels=gcp_labels(dict(self.facts.spec.labels)),
             deletion_protection=self.protect,
-            opts=self.child("cluster", depends_on=[self.nat], provider=self.gcp_provider),
+            opts=self.child(depends_on=[self.nat], provider=self.gcp_provider),
         )
 
     def _pools(self) -> None:
@@ -342,7 +342,6 @@ class GkeCluster(ClusterComponent):
                 ),
             ),
             opts=self.child(
-                pool.name,
                 provider=self.gcp_provider,
                 depends_on=self.node_roles,
                 # The name is fixed, so a replacement must delete the old pool before creating the new.

@@ -23,7 +23,7 @@ class GkeCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only GKE has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only GKE has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("GkeMachine", "machineType"): KeyDoc(
         "Compute Engine machine type.", "GKE node pool `machineType`", "machineType: g2-standard-8"

@@ -130,8 +130,8 @@ class NebiusCluster(ClusterComponent):
         self.connect(self._kubeconfig())
         self.finish()
 
-    def _on_nebius(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.nebius_provider, **extra)
+    def _on_nebius(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.nebius_provider, **extra)
 
     def _network(self) -> None:
         """The cluster's own VPC network and its subnet, addressed from the network's default pools."""
@@ -139,7 +139,7 @@ class NebiusCluster(ClusterComponent):
             f"{self._name}-network",
             parent_id=self.project_id,
             name=self._name,
-            opts=self._on_nebius("network"),
+            opts=self._on_nebius(),
         )
         self.subnet = nebius.VpcV1Subnet(
             f"{self._name}-subnet",
@@ -147,7 +147,7 @@ class NebiusCluster(ClusterComponent):
             name=self._name,
             network_id=self.network.id,
             ipv4_private_pools=nebius.VpcV1SubnetIpv4PrivatePoolsArgs(use_network_pools=True),
-            opts=self._on_nebius("subnet"),
+            opts=self._on_nebius(),
         )
 
     def _gpu_clusters(self) -> None:
@@ -158,7 +158,7 @@ class NebiusCluster(ClusterComponent):
                 parent_id=self.project_id,
                 name=nebius_name(f"{self._name}-{fabric}"),
                 infiniband_fabric=fabric,
-                opts=self._on_nebius(fabric),
+                opts=self._on_nebius(),
             )
             for fabric in pool_fabrics(self.facts.user_pools)
         }
@@ -179,7 +179,7 @@ class NebiusCluster(ClusterComponent):
                 ),
                 etcd_cluster_size=ETCD_CLUSTER_SIZE,
             ),
-            opts=self._on_nebius("cluster"),
+            opts=self._on_nebius(),
         )
 
     def _pools(self, kubernetes_version: str) -> None:
@@ -218,8 +218,6 @@ class NebiusCluster(ClusterComponent):
                 else None,
             ),
             opts=self._on_nebius(
-                pool.name,
-                # The name is fixed within the cluster: a replacement deletes the old group first.
                 delete_before_replace=True,
             ),
         )

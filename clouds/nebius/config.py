@@ -81,7 +81,7 @@ class NebiusCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only Nebius has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only Nebius has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("NebiusMachine", "platform"): KeyDoc(
         "Nebius compute platform of the pool's nodes.",

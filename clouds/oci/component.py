@@ -169,13 +169,13 @@ class OkeCluster(ClusterComponent):
         )
         self._network()
         self._cluster()
-        self._addons()
+        self._park_nvidia_device_plugin()
         self._pools()
         self.connect(self._kubeconfig())
         self.finish()
 
-    def _on_oci(self, suffix: str, **extra: Any) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.oci_provider, **extra)
+    def _on_oci(self, **extra: Any) -> pulumi.ResourceOptions:
+        return self.child(provider=self.oci_provider, **extra)
 
     def _invoke(self) -> pulumi.InvokeOutputOptions:
         return pulumi.InvokeOutputOptions(provider=self.oci_provider, parent=self)
@@ -191,12 +191,12 @@ class OkeCluster(ClusterComponent):
             compartment_id=self.compartment_id,
             cidr_blocks=[VCN_CIDR],
             display_name=name,
-            opts=self._on_oci("vcn"),
+            opts=self._on_oci(),
         )
         internet = oci.core.InternetGateway(
-            f"{name}-igw", display_name=name, enabled=True, **self._in_vcn(), opts=self._on_oci("igw")
+            f"{name}-igw", display_name=name, enabled=True, **self._in_vcn(), opts=self._on_oci()
         )
-        nat = oci.core.NatGateway(f"{name}-nat", display_name=name, **self._in_vcn(), opts=self._on_oci("nat"))
+        nat = oci.core.NatGateway(f"{name}-nat", display_name=name, **self._in_vcn(), opts=self._on_oci())
         services = oci.core.get_services_output(
             filters=[oci.core.GetServicesFilterArgs(name="name", values=[ALL_SERVICES], regex=True)],
             opts=self._invoke(),
@@ -208,14 +208,14 @@ class OkeCluster(ClusterComponent):
             display_name=name,
             services=[oci.core.ServiceGatewayServiceArgs(service_id=service_id)],
             **self._in_vcn(),
-            opts=self._on_oci("sgw"),
+            opts=self._on_oci(),
         )
         public_routes = oci.core.RouteTable(
             f"{name}-public",
             display_name=f"{name}-public",
             route_rules=[oci.core.RouteTableRouteRuleArgs(destination=ANYWHERE, network_entity_id=internet.id)],
             **self._in_vcn(),
-            opts=self._on_oci("public"),
+            opts=self._on_oci(),
         )
         private_routes = oci.core.RouteTable(
             f"{name}-private",
@@ -227,7 +227,7 @@ class OkeCluster(ClusterComponent):
                 ),
             ],
             **self._in_vcn(),
-            opts=self._on_oci("private"),
+            opts=self._on_oci(),
         )
         api_rules = oci.core.SecurityList(
             f"{name}-api",
@@ -252,7 +252,7 @@ class OkeCluster(ClusterComponent):
                 mtu_out(NODES_CIDR),
             ],
             **self._in_vcn(),
-            opts=self._on_oci("api"),
+            opts=self._on_oci(),
         )
         node_rules = oci.core.SecurityList(
             f"{name}-nodes",
@@ -279,7 +279,7 @@ class OkeCluster(ClusterComponent):
                 oci.core.SecurityListEgressSecurityRuleArgs(protocol=ALL, destination=ANYWHERE),
             ],
             **self._in_vcn(),
-            opts=self._on_oci("nodes"),
+            opts=self._on_oci(),
         )
         lb_rules = oci.core.SecurityList(
             f"{name}-lb",
@@ -288,7 +288,7 @@ class OkeCluster(ClusterComponent):
             ingress_security_rules=[tcp_in(ANYWHERE, 80), tcp_in(ANYWHERE, 443)],
             egress_security_rules=[tcp_out(NODES_CIDR, *NODE_PORTS), tcp_out(NODES_CIDR, KUBE_PROXY_HEALTH)],
             **self._in_vcn(),
-            opts=self._on_oci("lb"),
+            opts=self._on_oci(),
         )
 
         def subnet(
@@ -303,7 +303,7 @@ class OkeCluster(ClusterComponent):
                 security_list_ids=[rules.id],
                 prohibit_public_ip_on_vnic=not public,
                 **self._in_vcn(),
-                opts=self._on_oci(f"{suffix}-subnet"),
+                opts=self._on_oci(),
             )
 
         self.api_subnet = subnet("api", API_CIDR, public_routes, api_rules, True)
@@ -331,10 +331,10 @@ class OkeCluster(ClusterComponent):
                     pods_cidr=PODS_CIDR, services_cidr=SERVICES_CIDR
                 ),
             ),
-            opts=self._on_oci("cluster"),
+            opts=self._on_oci(),
         )
 
-    def _addons(self) -> None:
+    def _park_nvidia_device_plugin(self) -> None:
         """OKE's NVIDIA device plugin, pinned to a label no node carries: the DRA driver serves the GPUs."""
         self.nvidia_plugin = oci.containerengine.Addon(
             f"{self._name}-nvidia-gpu-plugin",
@@ -347,7 +347,7 @@ class OkeCluster(ClusterComponent):
             configurations=[
                 oci.containerengine.AddonConfigurationArgs(key="nodeSelectors", value=json.dumps(PARKED_LABEL))
             ],
-            opts=self._on_oci("nvidia-gpu-plugin"),
+            opts=self._on_oci(),
         )
 
     def _pools(self) -> None:
@@ -410,7 +410,7 @@ class OkeCluster(ClusterComponent):
             ],
             node_metadata={USER_DATA: user_data([f"{t.key}={t.value}:{t.effect}" for t in pool.taints])},
             # Pool names are unique within a cluster: a replacement deletes the old pool first.
-            opts=self._on_oci(pool.name, delete_before_replace=True),
+            opts=self._on_oci(delete_before_replace=True),
         )
 
     def _kubeconfig(self) -> pulumi.Output[str]:

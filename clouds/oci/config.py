@@ -91,7 +91,7 @@ class OciCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only Oracle Cloud has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only Oracle Cloud has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("OciMachine", "shape"): KeyDoc(
         "OCI Compute shape of the pool's nodes.",

@@ -48,8 +48,8 @@ class VultrCluster(ClusterComponent):
         self.connect(self.cluster.kube_config.apply(decode_kubeconfig))
         self.finish()
 
-    def _on_vultr(self, suffix: str) -> pulumi.ResourceOptions:
-        return self.child(suffix, provider=self.vultr_provider)
+    def _on_vultr(self) -> pulumi.ResourceOptions:
+        return self.child(provider=self.vultr_provider)
 
     def _cluster(self, region: str, kubernetes_version: str) -> None:
         """The VKE cluster with the system pool inline (VKE creates the cluster's VPC)."""
@@ -68,7 +68,7 @@ class VultrCluster(ClusterComponent):
                 max_nodes=system.max_node_count,
                 labels=dict(system.labels),
             ),
-            opts=self._on_vultr("cluster"),
+            opts=self._on_vultr(),
         )
 
     def _pools(self) -> None:
@@ -85,7 +85,7 @@ class VultrCluster(ClusterComponent):
                 max_nodes=pool.max_node_count if pool.autoscaled else None,
                 labels=dict(pool.labels),
                 taints=node_pool_taints(pool),
-                opts=self._on_vultr(pool.name),
+                opts=self._on_vultr(),
             )
             for pool in self.facts.user_pools
         ]

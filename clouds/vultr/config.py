@@ -17,7 +17,7 @@ class VultrCluster(ProvisionedClusterBlock):
     kubernetes_version: str
 
 
-# The reference's entries for the keys only Vultr has (the shared ones: `tooling.reference`).
+# The reference's entries for the keys only Vultr has (the shared ones: `tooling.keys.KEYS`).
 KEYS = {
     ("VultrMachine", "plan"): KeyDoc("Vultr plan.", "Vultr node pool `plan`", "plan: vcg-l40s-16c-180g-48vram"),
 }
