@@ -13,6 +13,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, Policy, StackValidationPolicy
 
 from infra.devices import check_pool
+from infra.serving.catalog import catalog_for
 from policies.config_rules import CONFIG_POLICIES
 from policies.pack import ALL_POLICIES, PACK_NAME
 from policies.pool_rules import POOL_POLICIES
@@ -31,6 +32,9 @@ them all, in the order the pack runs them. A policy is **mandatory** unless its 
 """
 
 # Everything below the table: hand-written prose that restates no policy's rule.
+# The release a node exporter ships in, named as the catalog names it, for the config example.
+CATALOG_RELEASE = next(r.release for r in catalog_for("GKE") if r.key == "kube-prometheus-stack")
+
 PROSE = """## What each policy reads, in each mode
 
 The engine hands the pack different things (pulumi/pulumi v3.259.0):
@@ -109,7 +113,7 @@ With the Pulumi CLI (any backend), after `uv sync`:
 A pack config file maps policy names, or `all`, to an enforcement level or to an object:
 
     {"protect-clusters": "mandatory",
-     "no-wildcard-tolerations": {"allowedReleases": ["mp-kube-prometheus-stack"]}}
+     "no-wildcard-tolerations": {"allowedReleases": ["<prometheus-release>"]}}
 
 Pulumi.yaml cannot name a pack, so pass `--policy-pack` on every command. CI does this in
 `.github/workflows/preview.yml`: `make test`, then `modelplane plan --all`, then `pulumi preview
@@ -317,7 +321,7 @@ def policy_table() -> list[str]:
 def render_policies_doc() -> str:
     """docs/policies.md: the generated table between the introduction and the template's prose."""
     rules = check_pool.__module__
-    prose = PROSE.replace("<check_pool>", f"{rules}.check_pool").replace("<check_machine>", f"{rules}.check_machine")
+    prose = PROSE.replace("<prometheus-release>", CATALOG_RELEASE).replace("<check_pool>", f"{rules}.check_pool").replace("<check_machine>", f"{rules}.check_machine")
     lines = [
         INTRO,
         "## Policies",
