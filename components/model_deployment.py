@@ -2,7 +2,7 @@
 
 It turns a validated `modelplane:deployments[]` entry into a `resource.k8s.io/v1`
 ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service.
-It is not a scheduler: the config names the cluster and pool, and `infra.config.references.check_references`
+It is not a scheduler: the config names the cluster and pool, and `infra.checks.references.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
 and CPU claims without a CPU count. The pod placement built here (`pod_placement`) is the same one
 the placement audit (`tooling.placement`) checks.
@@ -24,7 +24,6 @@ from components.base import ComponentError
 from infra import tokens
 from infra.config.model import CacheVolume, ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
-from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts, PoolFacts
 from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
@@ -35,6 +34,7 @@ from infra.serving.autoscaling import (
     pod_monitor_spec,
     scaled_object_spec,
 )
+from infra.serving.vllm_args import PORT_FLAG, port_args
 
 # The telemetry collector's engine job scrapes pods by this label (port `http`).
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
@@ -186,7 +186,7 @@ def container_resources(claims: list[DeviceClaim], memory: str | None = None) ->
 def engine_args(spec: ModelDeploymentSpec) -> list[str]:
     """The container args: the deployment's own, plus `--port` unless they already set that port."""
     if port_args(spec.args):
-        return list(spec.args)  # the same port as `port` (infra.config.rules.check_serving)
+        return list(spec.args)  # the same port as `port` (infra.checks.services.check_serving)
     return [*spec.args, PORT_FLAG, str(spec.port)]
 
 
@@ -477,7 +477,7 @@ class ModelDeployment(pulumi.ComponentResource):
             f"{name}-cache",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=claim_name, namespace=spec.namespace, labels=meta.labels),
             spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                # One node mounts it at a time: a single replica (infra.config.rules.check_serving).
+                # One node mounts it at a time: a single replica (infra.checks.services.check_serving).
                 access_modes=["ReadWriteOnce"],
                 storage_class_name=cache_storage_class(spec, cluster),
                 resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cache.size}),

@@ -5,7 +5,7 @@ Gateway API HTTPRoute; here a `modelplane:services[]` entry does the same on the
 cluster. `ClusterGateway` is the cluster's entry point (a GatewayClass for Envoy Gateway, which the
 serving stack installs on every cluster, and one Gateway, with a TLS listener and a cert-manager
 Certificate per TLS host); `ModelService` is one HTTPRoute to the deployment's Service. Both exist
-only on a cluster with at least one service. `infra.config.rules.check_serving` has already resolved each
+only on a cluster with at least one service. `infra.checks.services.check_serving` has already resolved each
 service to exactly one deployment and rejected clashing routes and TLS without a host.
 
 Not here: the address. Envoy Gateway writes it to the Gateway's `status.addresses` once the cloud

@@ -32,13 +32,13 @@ from components.model_service import (
     service_routes,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
+from infra.checks.guard import guard, guard_report
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_fleet
 from infra.cost import Budget
 from infra.facts import ClusterFacts
-from infra.guard import guard, guard_report
 
 
 def stack_file() -> str:

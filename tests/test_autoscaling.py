@@ -12,9 +12,9 @@ import yaml
 
 from clouds import profile
 from components.model_deployment import workload_ref
+from infra.checks.services import check_autoscaling, check_serving
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
-from infra.config.rules import check_autoscaling, check_serving
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from infra.serving.autoscaling import WorkloadRef, scaled_object_spec

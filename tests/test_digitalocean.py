@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
+from infra.checks.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION
+from infra.checks.machines import fleet_violations
 from infra.config.stackfile import parse_fleet
-from infra.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION, fleet_violations
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun
 

@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from clouds import ACCELERATOR_TYPES, MACHINES
+from infra.checks.devices import ACCELERATOR_DRIVER_MISMATCH, ACCELERATOR_TYPE_UNKNOWN
+from infra.checks.machines import fleet_violations
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import load_stack_file
-from infra.devices import ACCELERATOR_DRIVER_MISMATCH, ACCELERATOR_TYPE_UNKNOWN, fleet_violations
 from infra.facts import derive_cluster
 from tests.conftest import cpu_class, fleet_of, gke_fleet
 

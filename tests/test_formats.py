@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from infra.checks.rules import check_images
 from infra.config.issues import ConfigError
 from infra.config.model import Fleet
-from infra.config.rules import check_images
 from infra.formats import parse_image, parse_quantity
 from policies.resource_rules import pinned_versions
 from tests.conftest import cpu_class, fleet_of

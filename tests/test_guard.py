@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import yaml
 
+from infra.checks.guard import guard, guard_report
 from infra.config.issues import ConfigIssue
-from infra.guard import guard, guard_report
 from program.main import run
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, gpu_class, run_fleet
 from tooling.mockrun import run_under_mocks
@@ -56,7 +56,7 @@ EKS_SEVEN_ZONES = {
     "source": "EKS",
     "eks": CLUSTER_BLOCKS["EKS"],
     "nodePools": [
-        # Names of the region's form (`infra.devices.zone_problem`), seven of them.
+        # Names of the region's form (`infra.checks.machines.zone_problem`), seven of them.
         {"name": "a", "className": "eks-cpu", "zones": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]},
         # us-east-1 has six zones (clouds/eks/zones.py): the seventh is taken as not catalogued yet.
         {

@@ -11,22 +11,17 @@ from typing import Any
 
 import pytest
 
-from infra.config.model import Fleet, InferenceClass
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
     UNKNOWN_MACHINE_TYPE,
     ZONE_OUTSIDE_REGION,
     Violation,
-    check_fleet_machines,
-    check_machine,
-    class_cpu_claim,
-    cluster_region,
-    cpuset_size,
-    fleet_violations,
-    violation_path,
 )
+from infra.checks.machines import check_fleet_machines, check_machine, class_cpu_claim, fleet_violations, violation_path
+from infra.config.model import Fleet, InferenceClass, cluster_region
+from infra.cpus import cpuset_size
 from tests.conftest import CLUSTER_BLOCKS, fleet_of
 
 NVIDIA, AMD, CPU = "gpu.nvidia.com", "gpu.amd.com", "dra.cpu"

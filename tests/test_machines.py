@@ -15,6 +15,15 @@ import pytest
 from clouds import MACHINES, catalog_date, cloud, machine
 from components.base import policy_inputs
 from infra import tokens
+from infra.checks.devices import (
+    ACCELERATOR_TYPE_UNKNOWN,
+    CPU_CLAIM_EXCEEDS_MACHINE,
+    MACHINE_ACCELERATOR_MISMATCH,
+    UNKNOWN_MACHINE_TYPE,
+    ZONE_OUTSIDE_REGION,
+)
+from infra.checks.guard import format_violations, guard
+from infra.checks.machines import check_machine, fleet_violations
 from infra.config.model import InferenceClass
 from infra.cost import (
     PoolSize,
@@ -25,19 +34,8 @@ from infra.cost import (
     over_budget,
     total_json,
 )
-from infra.devices import (
-    ACCELERATOR_TYPE_UNKNOWN,
-    CPU_CLAIM_EXCEEDS_MACHINE,
-    MACHINE_ACCELERATOR_MISMATCH,
-    UNKNOWN_MACHINE_TYPE,
-    ZONE_OUTSIDE_REGION,
-    check_machine,
-    cpuset_size,
-    fleet_violations,
-    reserved_cpus,
-)
+from infra.cpus import cpuset_size, reserved_cpus
 from infra.facts import derive_cluster
-from infra.guard import format_violations, guard
 from infra.machines import UNPRICED_REASONS, MachineType, Unpriced
 from infra.machines import priced as priced_rows
 from policies.config_rules import CONFIG_POLICIES

@@ -1,7 +1,7 @@
 """Replicas of several nodes (`nodes`): the rules that refuse a group that could never run.
 
 Parallelism across the group (`check_serving`), whole nodes per pod (`check_multinode`), a pool
-holding every node of every group and a group kept in one zone (`infra.schedulable`).
+holding every node of every group and a group kept in one zone (`infra.checks.schedulable`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from infra.checks.guard import guard
+from infra.checks.services import check_serving
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
-from infra.config.rules import check_serving
-from infra.guard import guard
 from tests.conftest import fleet_of, gpu_class
 
 FILE = "Pulumi.test.yaml"

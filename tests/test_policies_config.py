@@ -13,15 +13,15 @@ from pulumi_policy.proxy import UnknownValueError
 
 from clouds import cloud
 from components.base import policy_inputs
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
     UNSUPPORTED_DEVICES,
     ZONE_OUTSIDE_REGION,
-    fleet_violations,
 )
+from infra.checks.guard import guard
+from infra.checks.machines import fleet_violations
 from infra.facts import derive_cluster
-from infra.guard import guard
 from policies.config_rules import CONFIG_POLICIES, _validator, accelerator_driver_mismatch, class_provider_mismatch
 from policies.config_rules import unsupported_devices as unsupported_devices_policy
 from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet

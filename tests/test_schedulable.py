@@ -1,4 +1,4 @@
-"""Deployments that could never be scheduled stop the run, each at its path with a fix (`infra.schedulable`)."""
+"""Deployments that could never be scheduled stop the run, each at its path with a fix (`infra.checks.schedulable`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,9 @@ import pytest
 import yaml
 
 from clouds import MACHINES, machine
-from infra.config.issues import ConfigError, ConfigIssue
-from infra.devices import CPU_CLAIM_EXCEEDS_MACHINE
-from infra.facts import derive_fleet
-from infra.guard import guard
-from infra.reservations import GIB, MIB
-from infra.reservations import tiered_reservation as gke_reserved
-from infra.schedulable import (
+from infra.checks.devices import CPU_CLAIM_EXCEEDS_MACHINE
+from infra.checks.guard import guard
+from infra.checks.schedulable import (
     NODE_AGENTS,
     gib_down,
     gib_round,
@@ -30,6 +26,10 @@ from infra.schedulable import (
     reserved_memory,
     schedulability_issues,
 )
+from infra.config.issues import ConfigError, ConfigIssue
+from infra.facts import derive_fleet
+from infra.reservations import GIB, MIB
+from infra.reservations import tiered_reservation as gke_reserved
 from infra.serving.catalog import catalog_for
 from tests.conftest import CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, run_fleet
 from tests.conftest import cloud_fleet as two_pools

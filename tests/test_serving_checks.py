@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 
+from infra.checks.clusters import check_capacity_claims
+from infra.checks.rules import check_images
+from infra.checks.services import check_serving
 from infra.config.model import Device, Fleet, InferenceCluster
 from infra.config.roles import claimed_cpus
-from infra.config.rules import check_capacity_claims, check_images, check_serving, port_args
+from infra.serving.vllm_args import port_args
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class
 
 FILE = "Pulumi.test.yaml"

@@ -13,7 +13,8 @@ import yaml
 from infra.config.issues import ConfigError, ConfigIssue, format_path
 from infra.config.model import SecureValue
 from infra.config.names import shown
-from infra.config.stackfile import MAX_EXPANDED_SIZE, MAX_FILE_BYTES, load_stack_file, parse_fleet, read_yaml
+from infra.config.reader import MAX_EXPANDED_SIZE, MAX_FILE_BYTES, read_yaml
+from infra.config.stackfile import load_stack_file, parse_fleet
 from tests.conftest import gke_fleet
 
 FILE = "Pulumi.dev.yaml"

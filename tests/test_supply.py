@@ -11,14 +11,14 @@ from pydantic import ValidationError
 
 import clouds
 from clouds import PROVISIONED, machine
-from infra.config.issues import ConfigError
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
-    fleet_violations,
 )
+from infra.checks.machines import fleet_violations
+from infra.config.issues import ConfigError
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
 from tooling.cli import derived_text
@@ -261,8 +261,8 @@ def test_a_cpu_machine_that_leaves_no_cpu_to_claim_is_refused_at_the_machine() -
 def test_a_cpu_machine_with_one_cpu_past_the_reserved_ones_claims_that_one() -> None:
     import dataclasses
 
-    from infra.devices import reserved_cpus
-    from infra.supply import machine_devices
+    from infra.checks.supply import machine_devices
+    from infra.cpus import reserved_cpus
 
     row = machine("AKS", "Standard_D2s_v5")
     assert row is not None and row.gpu is None
@@ -344,7 +344,7 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
 ) -> None:
     import dataclasses
 
-    import infra.supply
+    import infra.checks.supply
 
     raw = needing("GKE", accelerator={"type": "nvidia-l4"})
     raw["classes"].append(
@@ -362,9 +362,9 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
     cheaper = dataclasses.replace(row, name="g2-cheaper-4", price_usd_hour=row.price_usd_hour / 2)  # type: ignore[operator]
     gke = clouds.cloud("GKE")
     moved = dataclasses.replace(gke, machines=(*gke.machines, cheaper))
-    monkeypatch.setattr(infra.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
+    monkeypatch.setattr(infra.checks.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
     monkeypatch.setattr(
-        infra.supply, "machine", lambda source, name: cheaper if name == cheaper.name else machine(source, name)
+        infra.checks.supply, "machine", lambda source, name: cheaper if name == cheaper.name else machine(source, name)
     )
     after = plan_of_pools()
     # The class that named what it needs moves, and its plan says so; the class that named its machine stays.

@@ -22,13 +22,13 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
 from infra import tokens
+from infra.checks.guard import guard
 from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.stackfile import load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
-from infra.guard import guard
 from infra.serving.catalog import Component, cluster_components, relied_on
 from program.main import run
 from tooling.analyzer import PackViolation, PolicyPackError, run_policy_pack

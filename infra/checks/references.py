@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from clouds import CLOUDS, PROVISIONED, cloud, profile
+from infra.checks.clusters import check_capacity_claims, check_cloud_names, check_owner_version, check_version
 from infra.config.base import OwnerClusterBlock, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
 from infra.config.model import (
@@ -16,8 +17,14 @@ from infra.config.model import (
     NodePool,
 )
 from infra.config.names import NAMESPACE
-from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, role_of
-from infra.config.rules import check_capacity_claims, check_cloud_names, check_owner_version, check_version
+from infra.config.roles import (
+    CPU_CLAIM_CAPACITY,
+    CPU_CLAIM_DRIVER,
+    claimed_cpus,
+    claimed_drivers,
+    pools_without_role,
+    role_of,
+)
 from infra.profiles import nodes_per_zone_at_start, pool_nodes, zone_count
 
 
@@ -40,7 +47,7 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     """One block, the provider's, under `provisioning`; unique device names."""
     issues = unique_names(file, [d.name for d in cls.devices], f"classes[{ci}].devices[{{i}}].name", "device")
     prov = cls.provisioning
-    # What a class needs chooses a machine only where it names none (`infra.supply`).
+    # What a class needs chooses a machine only where it names none (`infra.checks.supply`).
     names_machine = prov is not None and getattr(prov, cloud(prov.provider).key) is not None
     if cls.min_gpu_memory_gib is not None and (prov is None or names_machine):
         issues.append(
@@ -56,7 +63,7 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
         return issues
     wanted = cloud(prov.provider).key
     if getattr(prov, wanted) is None and (cls.accelerator is not None or cls.min_gpu_memory_gib is not None):
-        return issues  # the class says what it needs, and no machine fitted it (`infra.supply` says so)
+        return issues  # the class says what it needs, and no machine fitted it (`infra.checks.supply` says so)
     if cls.accelerator is not None:
         issues.append(
             ConfigIssue(
@@ -364,4 +371,22 @@ def _check_device_requests(
                     f'{CPU_CLAIM_CAPACITY}.value to the CPUs a pod takes, such as "6"',
                 )
             )
+    return issues
+
+
+def pools_without_devices(fleet: Fleet, file: str) -> list[ConfigIssue]:
+    """Each pool whose class claims no CPU or GPU DRA device: it has no role (`infra.config.roles`)."""
+    issues = []
+    unsupplied = {c.name for c in fleet.classes if not c.devices}  # `supply_fleet` said so: no devices to take
+    for ki, pi, cls in pools_without_role(fleet):
+        if cls in unsupplied:
+            continue
+        issues.append(
+            ConfigIssue(
+                file,
+                f"clusters[{ki}].nodePools[{pi}].className",
+                f"class '{cls}' claims no CPU or GPU DRA device, so it cannot back a pool",
+                "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
+            )
+        )
     return issues

@@ -4,7 +4,7 @@ A class may say only its machine (`provisioning: {provider: GKE, gke: {machineTy
 the catalog row (`clouds.machine`) says which GPUs the machine carries, and the vocabulary says
 which DRA driver and DeviceClass serve them, so the class's accelerator and its devices follow. A
 class on a machine without GPUs claims dra.cpu with every CPU a claim may take on it
-(`infra.devices.claimable_cpus`: the most `cpu-claim-exceeds-machine` accepts). A class without a
+(`infra.cpus.claimable_cpus`: the most `cpu-claim-exceeds-machine` accepts). A class without a
 machine (an Existing cluster's nodes) that declares its `accelerator` gets that many GPU devices
 of its vendor.
 
@@ -16,12 +16,12 @@ row, so a catalog change that moves the choice shows as a change of the plan (th
 fail on it); to hold a pool on its machine whatever the catalog says, name the machine.
 
 What is written stays as written, and is never overwritten: the device and machine rules
-(`infra.devices`) check it against the row and name both values when they disagree. An accelerator
+(`infra.checks.devices`) check it against the row and name both values when they disagree. An accelerator
 is supplied only where the written devices agree with the row; where they do not, the machine rules
 say why. Every later step (the rules, the facts, the program, the policy pack, the plan) reads the
 long form; each class keeps what was supplied and from which row (`InferenceClass.supplied`).
 
-Not here: the rules themselves (`infra.devices`) and the rows (`clouds/<cloud>/machines.py`).
+Not here: the rules themselves (`infra.checks.devices`) and the rows (`clouds/<cloud>/machines.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from infra.config.base import Accelerator
 from infra.config.issues import ConfigIssue, issues_from_validation
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
 from infra.config.roles import CPU_CLAIM_CAPACITY
-from infra.devices import claimable_cpus, reserved_cpus
+from infra.cpus import claimable_cpus, reserved_cpus
 from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, DEVICE_CLASS, GPU_VENDORS, VENDOR_DRIVER
 

@@ -9,7 +9,7 @@ independently (docs/serving.md, "What is checked before anything runs"):
   (`reserved_memory`: each cloud's rule in its record, `Cloud.memory_reservation`) and what this stack's own per-node pods
   request (`NODE_AGENTS`). Only provisioned pools whose machine the catalog knows are checked; an
   Existing cluster's nodes are the owner's, and an unknown machine is reported as
-  `unknown-machine-type` (`infra.devices`).
+  `unknown-machine-type` (`infra.checks.devices`).
 - claims: the devices every deployment on a pool claims, replicas x devices per replica, against
   the devices the pool's nodes carry at its largest (`PoolFacts.nodes`: `maxNodeCount` when
   autoscaled); GPU devices by the class's `count` per node, `dra.cpu` claims by the CPUs
@@ -18,9 +18,9 @@ independently (docs/serving.md, "What is checked before anything runs"):
   `nodeCount` does not say how many nodes the owner runs.
 
 Not here, because a rule already covers it: one replica's CPU claim against the machine
-(`cpu-claim-exceeds-machine`, `infra.devices`: the class's whole claim, which bounds any
+(`cpu-claim-exceeds-machine`, `infra.checks.devices`: the class's whole claim, which bounds any
 deployment's, against the vCPUs less the reserved ones), and a PersistentVolumeClaim cache
-shared by several replicas (`check_serving`, `infra.config.rules`).
+shared by several replicas (`check_serving`, `infra.checks.rules`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from clouds import cloud, machine
 from infra.config.issues import ConfigIssue
 from infra.config.model import ClaimMode, Device, Fleet, InferenceCluster, ModelDeploymentSpec
 from infra.config.roles import CPU_CLAIM_DRIVER, Role, claimed_cpus
-from infra.devices import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpus
+from infra.cpus import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpus
 from infra.facts import ClusterFacts, PoolFacts
 from infra.formats import parse_quantity
 from infra.machines import MachineType
@@ -322,7 +322,7 @@ class PoolAt:
         """One issue when the demands exceed the pool, at the deployment whose replicas push the total over.
 
         A replica that claims more than a node carries fits on no number of nodes: that is
-        `cpu-claim-exceeds-machine`'s to report (`infra.devices`), and the rest are judged without it.
+        `cpu-claim-exceeds-machine`'s to report (`infra.checks.devices`), and the rest are judged without it.
         """
         demands = [d for d in demands if d.each <= capacity.per_node]
         total, holds = sum(d.total for d in demands), self.pool.nodes * capacity.per_node
