@@ -38,6 +38,14 @@ MODULES: dict[str, list[str]] = {
         "tests/test_guard.py",
         "tests/test_policies_config.py",
     ],
+    "infra/checks/machines.py": [
+        "tests/test_devices.py",
+        "tests/test_properties.py",
+        "tests/test_machine_rules.py",
+        "tests/test_machines.py",
+        "tests/test_guard.py",
+        "tests/test_policies_config.py",
+    ],
     "infra/serving/catalog.py": [
         "tests/test_catalog.py",
         "tests/test_values.py",
@@ -80,6 +88,24 @@ MODULES: dict[str, list[str]] = {
         "tests/test_model_deployment.py",
         "tests/test_devices.py",
     ],
+    # The checks across keys, read by the same tests as the model.
+    "infra/checks/*": [
+        "tests/test_config.py",
+        "tests/test_serving_checks.py",
+        "tests/test_config_checks.py",
+        "tests/test_model_service.py",
+        "tests/test_reference.py",
+        "tests/test_guard.py",
+        "tests/test_cloud_values.py",
+        "tests/test_formats.py",
+        "tests/test_stack_file_bounds.py",
+        "tests/test_stack_reader.py",
+        "tests/test_config_size.py",
+        "tests/test_existing_hardware.py",
+        "tests/test_secure_env.py",
+        "tests/test_model_deployment.py",
+        "tests/test_devices.py",
+    ],
     # The guard's own rules (zone limits, pool names a cloud shortens, what stops a run) and the
     # schedulability rules it runs.
     "infra/checks/guard.py": [
@@ -96,7 +122,16 @@ MODULES: dict[str, list[str]] = {
     "policies/server.py": ["tests/test_pack_server.py"],
 }
 # Files a pattern above matches that belong to another row.
-ELSEWHERE: dict[str, list[str]] = {"policies/*": ["policies/server.py"]}
+ELSEWHERE: dict[str, list[str]] = {
+    "policies/*": ["policies/server.py"],
+    "infra/checks/*": [
+        "infra/checks/devices.py",
+        "infra/checks/machines.py",
+        "infra/checks/guard.py",
+        "infra/checks/schedulable.py",
+        "infra/checks/supply.py",
+    ],
+}
 
 CONFIG = """
 [tool.mutmut]
