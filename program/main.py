@@ -92,10 +92,10 @@ def read_checked(file: str) -> Checked:
             if secret:
                 issues.append(
                     ConfigIssue(
-                        file,
                         f"config.{NAMESPACE}:{key}",
                         "the secret value is not the list this key takes (its text is not shown)",
                         "write the list in the stack file and mark only the values that are secret with `secure:`",
+                        file=file,
                     )
                 )
                 continue
@@ -103,7 +103,7 @@ def read_checked(file: str) -> Checked:
         except RecursionError:
             issues.append(
                 ConfigIssue(
-                    file, f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value"
+                    f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value", file=file
                 )
             )
             continue

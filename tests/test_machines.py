@@ -24,7 +24,9 @@ from infra.checks.devices import (
 )
 from infra.checks.guard import format_violations, guard
 from infra.checks.machines import check_machine, fleet_violations
+from infra.config.issues import located as in_file
 from infra.config.model import InferenceClass
+from infra.config.stackfile import located_checked
 from infra.cost import (
     PoolSize,
     cluster_cost,
@@ -247,7 +249,7 @@ def uncatalogued_fleet(acknowledged: bool) -> dict[str, Any]:
 def test_an_unknown_machine_stops_the_program_until_the_class_takes_it_uncatalogued() -> None:
     raw = uncatalogued_fleet(acknowledged=False)
     assert [v.policy for v in fleet_violations(fleet_of(raw))] == [UNKNOWN_MACHINE_TYPE]
-    assert guard(fleet_of(raw), "Pulumi.t.yaml").stops
+    assert located_checked(guard(fleet_of(raw)), "Pulumi.t.yaml").stops
     assert isinstance(run_fleet(raw).error, pulumi.RunError)
     taken = uncatalogued_fleet(acknowledged=True)
     assert fleet_violations(fleet_of(taken)) == []
@@ -338,11 +340,11 @@ HELD = {
 @pytest.mark.parametrize("case", sorted(HELD))
 def test_held_example_is_an_error_naming_file_path_and_fix(case: str) -> None:
     raw, policy, problem = HELD[case]
-    [v] = fleet_violations(fleet_of(raw), "Pulumi.held.yaml")
+    [v] = in_file(fleet_violations(fleet_of(raw)), "Pulumi.held.yaml")
     assert (v.policy, v.enforcement) == (policy, "mandatory")
     assert v.message.startswith("Pulumi.held.yaml: ")
     assert problem in v.message and "(at " in v.message and ". Fix: " in v.message
-    checked = guard(fleet_of(raw), "Pulumi.held.yaml")
+    checked = located_checked(guard(fleet_of(raw)), "Pulumi.held.yaml")
     assert checked.stopping_violations == [v]
     assert v.message in format_violations(checked.stopping_violations)
 

@@ -21,6 +21,7 @@ from infra.checks.devices import (
 )
 from infra.checks.guard import guard
 from infra.checks.machines import fleet_violations
+from infra.config.stackfile import located_checked
 from infra.facts import derive_cluster
 from policies.config_rules import CONFIG_POLICIES, _validator, accelerator_driver_mismatch, class_provider_mismatch
 from policies.config_rules import unsupported_devices as unsupported_devices_policy
@@ -110,7 +111,7 @@ def test_pack_and_guard_reject_the_same_violations(case: str) -> None:
     # The program stops on the mandatory ones, naming each; advisory ones never stop it.
     error = run_fleet(raw).error
     assert isinstance(error, pulumi.RunError)
-    for v in guard(fleet_of(raw), "Pulumi.test.yaml").violations:
+    for v in located_checked(guard(fleet_of(raw)), "Pulumi.test.yaml").violations:
         assert (f"[{v.policy}] {v.message}" in str(error)) == v.mandatory
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from infra.checks.guard import fleet_issues
 from infra.checks.machines import fleet_violations
-from infra.config.issues import ConfigError
+from infra.config.issues import ConfigError, located
 from infra.config.names import NAMESPACE
 from infra.config.stackfile import load_stack_file
 from infra.facts import derive_fleet
@@ -183,12 +183,12 @@ def classify(data: bytes, tmp: Path, stack: str) -> str:
         verdict = "path"
     else:
         # The guard stops on every mandatory device and machine rule (`infra.checks.machines.fleet_violations`).
-        violations = [v for v in fleet_violations(loaded.fleet, loaded.file) if v.mandatory]
+        violations = [v for v in located(fleet_violations(loaded.fleet), loaded.file) if v.mandatory]
         if violations:
             verdict = "device-rule"
         else:
             facts = derive_fleet(loaded.fleet)
-            verdict = "guard" if fleet_issues(loaded.fleet, facts, loaded.file) else "accepted"
+            verdict = "guard" if located(fleet_issues(loaded.fleet, facts), loaded.file) else "accepted"
     given = cli_config(data)
     if given is not None:
         result = run_under_mocks(run, stack, *given)

@@ -101,12 +101,12 @@ def config_size_issue(stack: StackConfig) -> ConfigIssue | None:
     if size <= MAX_ENV_STRING:
         return None
     return ConfigIssue(
-        stack.file,
         "",
         f"the stack's config is {size} bytes as the Pulumi language host hands it to the program "
         f"(one environment string, PULUMI_CONFIG), over the {MAX_ENV_STRING} bytes Linux allows one "
         "environment string, so `pulumi preview` and `pulumi up` would fail before the program starts",
         f"split the fleet into several stacks (for example one per region or team), each under {MAX_ENV_STRING} bytes",
+        file=stack.file,
     )
 
 

@@ -1,6 +1,6 @@
 """The checks: every rule a fleet must pass before the program registers anything, behind one entry.
 
-`guard.check(fleet, file)` runs them all, once, and returns what it found (`guard.Checked`): the
+`guard.check(fleet)` runs them all, once, and returns what it found (`guard.Checked`): the
 fleet with what its classes left out supplied, the issues, the device rules' violations and the
 derived facts. The modules, by topic:
 

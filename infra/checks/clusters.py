@@ -21,12 +21,11 @@ MIN_KUBERNETES = (1, 34)
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)")
 
 
-def check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
+def check_version(path: str, version: str) -> list[ConfigIssue]:
     m = _VERSION_RE.match(version)
     if m is None:
         return [
             ConfigIssue(
-                file,
                 path,
                 f"'{version}' is not a Kubernetes version",
                 "write it as the cloud does, e.g. 1.34 or 1.34.1-k3s1",
@@ -35,9 +34,7 @@ def check_version(file: str, path: str, version: str) -> list[ConfigIssue]:
     if (int(m[1]), int(m[2])) < MIN_KUBERNETES:
         floor = ".".join(map(str, MIN_KUBERNETES))
         return [
-            ConfigIssue(
-                file, path, f"Kubernetes {version} predates DRA's v1 API (GA in {floor})", f"use {floor} or newer"
-            )
+            ConfigIssue(path, f"Kubernetes {version} predates DRA's v1 API (GA in {floor})", f"use {floor} or newer")
         ]
     return []
 
@@ -64,17 +61,14 @@ def capacity_claiming_pools(fleet: Fleet, cluster: InferenceCluster) -> list[str
     ]
 
 
-def check_owner_version(
-    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str | None
-) -> list[ConfigIssue]:
+def check_owner_version(fleet: Fleet, cluster: InferenceCluster, path: str, version: str | None) -> list[ConfigIssue]:
     """An owner-run cluster's Kubernetes version: optional, but required once a pool claims capacity,
     where the version decides whether the claim can ever schedule (`check_capacity_claims`)."""
     if version is not None:
-        return check_version(file, path, version) or check_capacity_claims(fleet, cluster, file, path, version)
+        return check_version(path, version) or check_capacity_claims(fleet, cluster, path, version)
     return _capacity_issue(
         fleet,
         cluster,
-        file,
         path,
         f"which schedules only from Kubernetes {CAPACITY_FLOOR} (the DRAConsumableCapacity gate), but the cluster "
         "does not say which version it runs",
@@ -82,16 +76,13 @@ def check_owner_version(
     )
 
 
-def check_capacity_claims(
-    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, version: str
-) -> list[ConfigIssue]:
+def check_capacity_claims(fleet: Fleet, cluster: InferenceCluster, path: str, version: str) -> list[ConfigIssue]:
     m = _VERSION_RE.match(version)
     if m is None or (int(m[1]), int(m[2])) >= MIN_KUBERNETES_CONSUMABLE_CAPACITY:
         return []
     return _capacity_issue(
         fleet,
         cluster,
-        file,
         path,
         f"which needs the DRAConsumableCapacity feature gate: off before Kubernetes {CAPACITY_FLOOR}, so on {version} "
         "the claim never schedules",
@@ -99,17 +90,15 @@ def check_capacity_claims(
     )
 
 
-def _capacity_issue(
-    fleet: Fleet, cluster: InferenceCluster, file: str, path: str, why: str, fix: str
-) -> list[ConfigIssue]:
+def _capacity_issue(fleet: Fleet, cluster: InferenceCluster, path: str, why: str, fix: str) -> list[ConfigIssue]:
     """One issue naming the cluster's pools that claim capacity, or none when no pool does."""
     claiming = capacity_claiming_pools(fleet, cluster)
     if not claiming:
         return []
-    return [ConfigIssue(file, path, f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, {why}", fix)]
+    return [ConfigIssue(path, f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, {why}", fix)]
 
 
-def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+def check_cloud_names(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
     """The names and values a cluster's cloud API refuses (its `CloudProfile`), checked where the fleet declares them."""
     issues: list[ConfigIssue] = []
     cloud = profile(cluster.source)
@@ -118,14 +107,13 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
         if not rule.pattern.match(cluster.name):
             issues.append(
                 ConfigIssue(
-                    file, f"{base}.name", f"{cloud.name} cluster names {rule.says}, not {shown(cluster.name)}", rule.fix
+                    f"{base}.name", f"{cloud.name} cluster names {rule.says}, not {shown(cluster.name)}", rule.fix
                 )
             )
         for pi, pool in enumerate(cluster.node_pools):
             if not rule.pattern.match(pool.name):
                 issues.append(
                     ConfigIssue(
-                        file,
                         f"{base}.nodePools[{pi}].name",
                         f"{cloud.name} node pool names {rule.says}, not {shown(pool.name)}",
                         rule.fix,
@@ -134,7 +122,6 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
     if cloud.name_max_length is not None and len(cluster.name) > cloud.name_max_length:
         issues.append(
             ConfigIssue(
-                file,
                 f"{base}.name",
                 f"the name is the {cloud.name} {cloud.name_used_as}, which holds at most {cloud.name_max_length} "
                 f"characters, not {len(cluster.name)}",
@@ -146,7 +133,6 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
     if cloud.version_pattern is not None and version is not None and not cloud.version_pattern.match(version):
         issues.append(
             ConfigIssue(
-                file,
                 f"{base}.{cluster.cloud.key}.kubernetesVersion",
                 f"{cloud.name} takes {cloud.version_form}, not {shown(version)}",
                 f"write it as {cloud.name} lists it, e.g. {cloud.version_example}",
@@ -159,7 +145,6 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
             if key.lower().startswith(tags.reserved_prefix):
                 issues.append(
                     ConfigIssue(
-                        file,
                         where,
                         f"the tag key {shown(key)} uses the prefix '{tags.reserved_prefix}' that {tags.owner} reserves",
                         "rename the label",
@@ -168,7 +153,6 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
             elif not 1 <= len(key) <= tags.key_max:
                 issues.append(
                     ConfigIssue(
-                        file,
                         where,
                         f"an {tags.owner} tag key holds 1-{tags.key_max} characters, not {len(key)}",
                         "shorten the key",
@@ -177,7 +161,6 @@ def check_cloud_names(file: str, base: str, cluster: InferenceCluster) -> list[C
             if len(value) > tags.value_max:
                 issues.append(
                     ConfigIssue(
-                        file,
                         where,
                         f"an {tags.owner} tag value holds at most {tags.value_max} characters, not {len(value)}",
                         "shorten the value",

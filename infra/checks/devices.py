@@ -59,7 +59,8 @@ class Violation:
     driver: str | None
     problem: str
     fix: str
-    # Where to fix it, when the rule knows: the stack file and the path inside it.
+    # Where to fix it, when the rule knows: the stack file and the path inside it. The rules know
+    # the path only; the file is attached where violations are reported (`infra.config.stackfile.located_checked`).
     file: str = ""
     path: str = ""
 

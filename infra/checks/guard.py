@@ -9,6 +9,8 @@ cannot see (zone limits, pool names the cloud shortens), deployments that could 
 found. The program (`program.main.run`) stops on it before the first registration, since a
 program that registered fewer resources would make `pulumi up` delete the rest; the offline plan
 (`tooling.plan`) reports it and hands the same result to the program. Neither repeats a step.
+A check knows the paths inside the stack file, never its name: the loader attaches it once
+(`infra.config.stackfile.located_checked`).
 """
 
 from __future__ import annotations
@@ -51,29 +53,27 @@ class Checked:
         return self.violations_stop or bool(self.issues)
 
 
-def check(fleet: Fleet, file: str) -> Checked:
+def check(fleet: Fleet) -> Checked:
     """Every check over a validated fleet (`infra.config.stackfile.parse_fleet`), in order, once."""
     # What classes leave out is supplied before any rule reads them (`infra.checks.supply`).
-    fleet, issues = supply_fleet(fleet, file)
-    issues += check_references(fleet, file) + check_rules(fleet, file)
-    issues += mirror_issues(fleet.chart_mirror, component_keys(), file)
-    issues += pools_without_devices(fleet, file)
+    fleet, issues = supply_fleet(fleet)
+    issues += check_references(fleet) + check_rules(fleet)
+    issues += mirror_issues(fleet.chart_mirror, component_keys())
+    issues += pools_without_devices(fleet)
     if issues:
         # The guard's rules read derived facts, which need a fleet whose own rules hold.
         return Checked(fleet, [], issues, [], guarded=False)
-    return guard(fleet, file)
+    return guard(fleet)
 
 
-def guard(fleet: Fleet, file: str) -> Checked:
+def guard(fleet: Fleet) -> Checked:
     """Every device rule, cloud rule and schedulability rule over a fleet whose own rules hold, and its derived facts."""
     facts = derive_fleet(fleet)
-    issues = (
-        fleet_issues(fleet, facts, file) + preinstalled_issues(fleet, file) + schedulability_issues(fleet, facts, file)
-    )
-    return Checked(fleet, fleet_violations(fleet, file), issues, facts)
+    issues = fleet_issues(fleet, facts) + preinstalled_issues(fleet) + schedulability_issues(fleet, facts)
+    return Checked(fleet, fleet_violations(fleet), issues, facts)
 
 
-def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def preinstalled_issues(fleet: Fleet) -> list[ConfigIssue]:
     """Each `existing.preinstalled` name that is not a component of the cluster's catalog (`preinstalled_problems`)."""
     issues = []
     for ki, cluster in enumerate(fleet.clusters):
@@ -82,11 +82,11 @@ def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
             continue
         block = f"clusters[{ki}].{cloud(cluster.source).key}.preinstalled"
         for i, problem, fix in preinstalled_problems(cluster.source, owner.preinstalled):
-            issues.append(ConfigIssue(file, f"{block}[{i}]", problem, fix))
+            issues.append(ConfigIssue(f"{block}[{i}]", problem, fix))
     return issues
 
 
-def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
+def fleet_issues(fleet: Fleet, facts: list[ClusterFacts]) -> list[ConfigIssue]:
     """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
 
     The cloud's record holds the values (`Cloud.zone_limit`, `Cloud.pool_naming`); the rule is stated
@@ -104,7 +104,6 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
             over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{base}.nodePools[{pool_index[over.name]}].zones",
                     f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the {cluster.source} network has "
                     f"subnets for at most {limit}",
@@ -119,7 +118,6 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
                 if cloud_name in seen and pool.name in pool_index:
                     issues.append(
                         ConfigIssue(
-                            file,
                             f"{base}.nodePools[{pool_index[pool.name]}].name",
                             f"pool '{pool.name}' gets the {naming.kind} '{cloud_name}', as pool "
                             f"'{seen[cloud_name]}' does",

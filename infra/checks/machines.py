@@ -96,7 +96,6 @@ def check_machine(
     zones: Sequence[str] = (),
     *,
     uncatalogued_zones: bool = False,
-    file: str = "",
     pool_path: str = "",
     class_path: str = "",
 ) -> list[Violation]:
@@ -114,7 +113,7 @@ def check_machine(
     class_at = class_path or f"classes[name={cls.name}]"
 
     def reject(policy: str, problem: str, fix: str, *, path: str, driver: str | None = None) -> None:
-        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, file, path))
+        out.append(Violation(policy, cluster, pool, cls.name, driver, problem, fix, path=path))
 
     if region is not None:
         for i, zone in enumerate(zones):
@@ -251,8 +250,8 @@ def _check_cpu_machine(
         )
 
 
-def check_fleet_machines(fleet: Fleet, file: str) -> list[Violation]:
-    """Every machine-rule violation of a fleet, in config order, in `file`.
+def check_fleet_machines(fleet: Fleet) -> list[Violation]:
+    """Every machine-rule violation of a fleet, in config order.
 
     Paths name the cluster, pool and class (`classes[name=l4].provisioning.gke.machineType`), as
     the policy pack, which sees no config indices, names them too: both say the same thing.
@@ -274,17 +273,16 @@ def check_fleet_machines(fleet: Fleet, file: str) -> list[Violation]:
                     region,
                     pool.zones,
                     uncatalogued_zones=pool.uncatalogued_zones,
-                    file=file,
                 )
             )
     return out
 
 
-def fleet_violations(fleet: Fleet, file: str = "") -> list[Violation]:
-    """Every device and machine rule violation of a fleet, located in `file`: what the guard evaluates."""
+def fleet_violations(fleet: Fleet) -> list[Violation]:
+    """Every device and machine rule violation of a fleet, each at its path: what the guard evaluates."""
     # A rule that names the key it refuses keeps that path (the pack, without indices, says the same).
-    located = [replace(v, file=file, path=v.path or violation_path(fleet, v)) for v in check_fleet(fleet)]
-    return located + check_fleet_machines(fleet, file)
+    located = [replace(v, path=v.path or violation_path(fleet, v)) for v in check_fleet(fleet)]
+    return located + check_fleet_machines(fleet)
 
 
 def cpu_device_index(cls: InferenceClass) -> int:

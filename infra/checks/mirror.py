@@ -12,7 +12,7 @@ from infra.config.model import ChartMirror
 KEY = "chartMirror"  # paths as the model's own errors name them (`infra.config.issues`)
 
 
-def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str], file: str) -> list[ConfigIssue]:
+def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str]) -> list[ConfigIssue]:
     """Component keys the catalog does not know (with the closest names), and versions with no mirror to serve them."""
     if mirror is None:
         return []
@@ -24,7 +24,6 @@ def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str], f
             hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "no component is named like it;"
             issues.append(
                 ConfigIssue(
-                    file,
                     path,
                     f"'{key}' is not a serving-stack component",
                     f"{hint} the components are {', '.join(sorted(component_keys))}",
@@ -33,7 +32,6 @@ def mirror_issues(mirror: ChartMirror | None, component_keys: Collection[str], f
         elif own.url is None and mirror.url is None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{path}.version",
                     f"a version is given for '{key}' but no mirror serves it, so it would come from its public "
                     "repository at a version nobody pinned",

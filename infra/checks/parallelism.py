@@ -27,7 +27,7 @@ def claimed_gpus(cls: InferenceClass, dep: ModelDeploymentSpec) -> int:
     return sum(r.count for r in dep.devices if r.name in gpu)
 
 
-def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int, nodes: int = 1) -> list[ConfigIssue]:
+def parallelism_issues(dpath: str, args: Sequence[str], gpus: int, nodes: int = 1) -> list[ConfigIssue]:
     """The parallelism the args ask for against the GPU devices one replica claims.
 
     Checked only when the args set one of vLLM's parallelism flags (another engine's args are
@@ -43,7 +43,6 @@ def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int, no
         if value is None or not value.isdigit() or int(value) < 1:
             return [
                 ConfigIssue(
-                    file,
                     f"{dpath}.args[{i}]",
                     f"args[{i}] sets {kind} parallelism to {shown(value) if value else 'nothing'}, not a whole number",
                     f"give it a whole number, such as {args[i].partition('=')[0]} {gpus}",
@@ -75,7 +74,6 @@ def parallelism_issues(file: str, dpath: str, args: Sequence[str], gpus: int, no
     )
     return [
         ConfigIssue(
-            file,
             f"{dpath}.args[{first}]",
             f"args ask for {wanted} GPUs (tensor {tensor} x pipeline {pipeline} x data {data} parallel) but one "
             f"replica claims {gpus} GPU devices{spans}",
@@ -112,9 +110,7 @@ def gpu_memory_gib(cluster: InferenceCluster, cls: InferenceClass) -> float | No
     return None
 
 
-def weights_issues(
-    file: str, dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: float | None
-) -> list[ConfigIssue]:
+def weights_issues(dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: float | None) -> list[ConfigIssue]:
     """A model whose weights alone exceed the GPU memory one replica may use: it can never load.
 
     The estimate errs low, so only the clearly impossible is refused: parameters read from the
@@ -152,7 +148,6 @@ def weights_issues(
         return []
     return [
         ConfigIssue(
-            file,
             f"{dpath}.args[{model[0]}]",
             f"model {shown(model[1])} has about {params:g}B parameters, {weights:.1f} GiB of {width} weights, more "
             f"than the {usable:.1f} GiB vLLM may use of the {gpus} x {per_gpu_gib:g} GiB GPUs one replica claims "
@@ -185,7 +180,7 @@ def memory_fix(fleet: Fleet, cluster: InferenceCluster, class_name: str, shm_siz
     )
 
 
-def check_multinode(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_multinode(fleet: Fleet) -> list[ConfigIssue]:
     """Replicas of several nodes (`nodes` > 1): each pod of a group takes a whole node.
 
     A group is one engine whose pods vLLM places one per node, each driving the GPUs of its node;
@@ -211,7 +206,6 @@ def check_multinode(fleet: Fleet, file: str) -> list[ConfigIssue]:
                 continue
             issues.append(
                 ConfigIssue(
-                    file,
                     f"deployments[{di}].devices[{ri}].count",
                     f"a replica spanning {dep.nodes} nodes runs one pod per node, and each pod claims "
                     f"{req.count} of the {device.count} '{req.name}' devices of a node of pool '{pool.name}'",

@@ -22,18 +22,18 @@ CREDENTIAL_NAME_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDEN
 CREDENTIAL_VALUE_PREFIXES = ("hf_", "ghp_", "github_pat_", "sk-", "AKIA")
 
 
-def check_rules(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_rules(fleet: Fleet) -> list[ConfigIssue]:
     """Every rule of this module that looks at the whole fleet; each reports what it finds, independently."""
     return (
-        check_images(fleet, file)
-        + check_serving(fleet, file)
-        + check_plain_credentials(fleet, file)
-        + check_autoscaling(fleet, file)
-        + check_multinode(fleet, file)
+        check_images(fleet)
+        + check_serving(fleet)
+        + check_plain_credentials(fleet)
+        + check_autoscaling(fleet)
+        + check_multinode(fleet)
     )
 
 
-def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_plain_credentials(fleet: Fleet) -> list[ConfigIssue]:
     """Env values that look like credentials but are written in plain text.
 
     A plain value goes into the pod spec, the state and the plan's JSON as written; only a
@@ -52,14 +52,13 @@ def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
             why = "its name says it holds a credential" if by_name else "its value has a credential's prefix"
             issues.append(
                 ConfigIssue(
-                    file,
                     f"deployments[{di}].env.{name}",
                     f"env {shown(name)} is written in plain text and {why} (the value is not shown)",
                     f"store it as a secret: pulumi config set --secret --path "
                     f"'{NAMESPACE}:deployments[{di}].env.{name}' <value>",
                 )
             )
-        issues += credential_arg_issues(file, di, dep.args)
+        issues += credential_arg_issues(di, dep.args)
     return issues
 
 
@@ -70,7 +69,7 @@ def check_plain_credentials(fleet: Fleet, file: str) -> list[ConfigIssue]:
 CREDENTIAL_FLAGS = {"--hf-token": "HF_TOKEN", "--token": "HF_TOKEN", "--api-key": "VLLM_API_KEY"}
 
 
-def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[ConfigIssue]:
+def credential_arg_issues(di: int, args: Sequence[str]) -> list[ConfigIssue]:
     """Args that pass a credential on the command line, which lands as written in the pod spec,
     the state and the plan's JSON: a credential flag (`--hf-token x`, `--api-key=x`), or a value with
     a credential's prefix. The message names the flag, never the value."""
@@ -95,7 +94,6 @@ def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[Confi
             continue
         issues.append(
             ConfigIssue(
-                file,
                 f"deployments[{di}].args[{ai}]",
                 f"args[{ai}] is plain text in the pod spec and the plan, and {why} (the value is not shown)",
                 f"remove {remove} from args and pass it through env as a secret: pulumi config set --secret --path "
@@ -105,7 +103,7 @@ def credential_arg_issues(file: str, di: int, args: Sequence[str]) -> list[Confi
     return issues
 
 
-def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_images(fleet: Fleet) -> list[ConfigIssue]:
     """Deployment images are pinned: a digest, or a tag that does not float (`infra.formats`).
 
     An untagged image means `latest`, and a floating tag lets a node pull an engine nobody
@@ -118,7 +116,6 @@ def check_images(fleet: Fleet, file: str) -> list[ConfigIssue]:
             pin = "" if parse_image(dep.image) is None else "is not pinned: it "
             issues.append(
                 ConfigIssue(
-                    file,
                     f"deployments[{di}].image",
                     f"image {shown(dep.image)} {pin}{problem}",
                     "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0",

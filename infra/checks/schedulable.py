@@ -148,10 +148,10 @@ def suggested_memory(source: str, row: MachineType | None, role: Role, shm_size:
 # The issues
 
 
-def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts], file: str) -> list[ConfigIssue]:
+def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts]) -> list[ConfigIssue]:
     """Deployments that could never be scheduled: every memory and claim issue, each at its path."""
     located = Located(fleet, facts)
-    return memory_issues(located, file) + claim_issues(located, file) + group_zone_issues(located, file)
+    return memory_issues(located) + claim_issues(located) + group_zone_issues(located)
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class Located:
         return next(ci for ci, c in enumerate(self.fleet.classes) if c.name == name)
 
 
-def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
+def memory_issues(located: Located) -> list[ConfigIssue]:
     """Each deployment's memory request against what one node of its pool can give a pod."""
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(located.fleet.deployments):
@@ -193,7 +193,6 @@ def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
         agents = f" and {mib(node.agents)} MiB this stack's node agents request" if node.agents else ""
         issues.append(
             ConfigIssue(
-                file,
                 f"deployments[{di}].memory",
                 f"memory {dep.memory} is more than the {gib_down(node.for_pods)} GiB a {node.row.name} node of pool "
                 f"'{pool.name}' (cluster '{cluster.name}') can give a pod: {gib_text(node.machine)} GiB less "
@@ -244,7 +243,7 @@ class Capacity:
     per_node_says: str  # "1 per node", "6 claimable CPUs per node (8 vCPUs of n2-standard-8 less 2 ...)"
 
 
-def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
+def claim_issues(located: Located) -> list[ConfigIssue]:
     """The devices every deployment on a pool claims against what the pool's nodes carry at most."""
     issues: list[ConfigIssue] = []
     for ki, (cluster, cf) in enumerate(zip(located.fleet.clusters, located.facts, strict=True)):
@@ -259,7 +258,7 @@ def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
             ]
             if not on_pool:
                 continue
-            where = PoolAt(file, f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
+            where = PoolAt(f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
             for device in pool.devices:
                 if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS:
                     issues += where.over(gpu_demands(on_pool, device), gpu_capacity(device))
@@ -313,7 +312,6 @@ def cpu_capacity(cf: ClusterFacts, pool: PoolFacts) -> Capacity | None:
 class PoolAt:
     """A provisioned pool, where it sits in the stack file, and the issue of claims it cannot hold."""
 
-    file: str
     path: str
     cluster: InferenceCluster
     pool: PoolFacts
@@ -352,7 +350,6 @@ class PoolAt:
         )
         return [
             ConfigIssue(
-                self.file,
                 f"deployments[{pusher.index}].{dep.peak_replicas_key}",
                 f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
                 f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
@@ -370,7 +367,7 @@ class PoolAt:
         return f"let the pool have at least {needed} nodes ({self.path}.nodeCount: {per_zone}{counted})"
 
 
-def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
+def group_zone_issues(located: Located) -> list[ConfigIssue]:
     """A multi-node replica on a pool that spans several zones: its group could be split over them.
 
     The pods of one group run one engine whose collectives cross the network between them every
@@ -397,7 +394,6 @@ def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
         one = f"[{pool.zones[0]}]" if pool.zones else "[<one zone of the region>]"
         issues.append(
             ConfigIssue(
-                file,
                 f"deployments[{di}].nodes",
                 f"deployment '{dep.name}' spans {dep.nodes} nodes per replica on pool '{pool.name}' (cluster "
                 f"'{cluster.name}'), which spreads its nodes over {spread}: a group could be split between zones",

@@ -14,7 +14,7 @@ from infra.formats import parse_quantity
 from infra.serving.vllm_args import PORT_FLAG, port_args
 
 
-def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_serving(fleet: Fleet) -> list[ConfigIssue]:
     """The engine's port, memory and cache, and `services[]` references (docs/serving.md)."""
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(fleet.deployments):
@@ -25,7 +25,6 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             shown = f"'{PORT_FLAG} {value}'" if value else f"'{PORT_FLAG}' without a value"
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.args[{ai}]",
                     f"args set {shown} but the deployment's port is {dep.port}",
                     f"remove it from args and set {dpath}.port"
@@ -42,12 +41,11 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if role == "GPU":
             cls = fleet.class_named(pool.class_name)
             gpus = claimed_gpus(cls, dep) * dep.nodes
-            issues += parallelism_issues(file, dpath, dep.args, gpus, dep.nodes)
-            issues += weights_issues(file, dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
+            issues += parallelism_issues(dpath, dep.args, gpus, dep.nodes)
+            issues += weights_issues(dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
         if role == "GPU" and dep.memory is None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.memory",
                     f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
                     memory_fix(fleet, cluster, pool.class_name, dep.shm_size),
@@ -56,7 +54,6 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.memory",
                     f"memory {dep.memory} does not exceed shmSize {dep.shm_size}, which counts against it",
                     "raise memory above shmSize plus what the engine needs",
@@ -72,7 +69,6 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
             )
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.cache.volume",
                     f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {spread}",
                     f"use volume: NodeLocal for several replicas, or {dep.peak_replicas_key}: 1"
@@ -88,18 +84,17 @@ def check_serving(fleet: Fleet, file: str) -> list[ConfigIssue]:
         ):
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.cache.storageClassName",
                     f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
                     "set storageClassName to a class the cluster has (install its CSI driver first), "
                     "or use volume: NodeLocal",
                 )
             )
-    issues.extend(_check_services(fleet, file))
+    issues.extend(_check_services(fleet))
     return issues
 
 
-def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
     """`autoscaling` across keys: it replaces `replicas`, and it cannot scale from zero.
 
     KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
@@ -117,7 +112,6 @@ def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if "replicas" in dep.model_fields_set:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.replicas",
                     f"deployment '{dep.name}' sets both replicas and autoscaling; the autoscaler owns the replica count",
                     f"remove replicas, or remove autoscaling for a fixed count (bounds: {dpath}.autoscaling.minReplicas "
@@ -129,7 +123,6 @@ def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
             # replicas the query returns nothing, KEDA reads 0, and no request ever brings one back.
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{dpath}.autoscaling.minReplicas",
                     f"at minReplicas 0 deployment '{dep.name}' would never start again: its metric comes from "
                     "the engine's own /metrics, which no pod serves at zero replicas",
@@ -139,8 +132,8 @@ def check_autoscaling(fleet: Fleet, file: str) -> list[ConfigIssue]:
     return issues
 
 
-def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
-    issues = unique_names(file, [s.name for s in fleet.services], "services[{i}].name", "service")
+def _check_services(fleet: Fleet) -> list[ConfigIssue]:
+    issues = unique_names([s.name for s in fleet.services], "services[{i}].name", "service")
     routes: dict[tuple[str, str, str], int] = {}
     for si, svc in enumerate(fleet.services):
         spath = f"services[{si}]"
@@ -149,7 +142,6 @@ def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
             names = sorted({d.name for d in fleet.deployments})
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{spath}.deployment",
                     f"no deployment '{svc.deployment}'" + (f" on cluster '{svc.cluster}'" if svc.cluster else ""),
                     f"use one of: {', '.join(names) or '(none declared)'}",
@@ -159,7 +151,6 @@ def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if len(matches) > 1:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{spath}.cluster",
                     f"deployment '{svc.deployment}' runs on clusters {', '.join(d.cluster for d in matches)}",
                     "set cluster to the one whose gateway publishes this service",
@@ -169,7 +160,6 @@ def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if svc.tls is not None and svc.host is None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{spath}.tls",
                     "TLS needs a host to issue the certificate for",
                     f"set {spath}.host to the DNS name clients use, or remove tls",
@@ -179,7 +169,6 @@ def _check_services(fleet: Fleet, file: str) -> list[ConfigIssue]:
         if key in routes:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{spath}.path",
                     f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
                     f"on cluster '{key[0]}'",

@@ -175,10 +175,16 @@ def read_yaml(path: Path, file: str) -> Any:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise ConfigError([ConfigIssue(file, "", f"cannot read the file ({err.strerror})", "check the path")]) from None
+        raise ConfigError(
+            [ConfigIssue("", f"cannot read the file ({err.strerror})", "check the path", file=file)]
+        ) from None
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError(
-            [ConfigIssue(file, "", f"the file has {len(data)} bytes, more than {MAX_FILE_BYTES}", "shorten the file")]
+            [
+                ConfigIssue(
+                    "", f"the file has {len(data)} bytes, more than {MAX_FILE_BYTES}", "shorten the file", file=file
+                )
+            ]
         )
     try:
         text = data.decode("utf-8")
@@ -188,10 +194,10 @@ def read_yaml(path: Path, file: str) -> Any:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file,
                     f"line {line}, column {column}",
                     f"byte 0x{data[err.start]:02x} is not UTF-8",
                     "save the file as UTF-8",
+                    file=file,
                 )
             ]
         ) from None
@@ -208,11 +214,11 @@ def read_yaml(path: Path, file: str) -> Any:
         # (yaml/pyyaml lib/yaml/reader.py at 6.0.4, Reader.check_printable).
         where = _line_and_column(text, err.position)
         problem = f"character #x{err.character:04x} is not allowed in YAML"
-        raise ConfigError([ConfigIssue(file, where, problem, "remove the character")]) from None
+        raise ConfigError([ConfigIssue(where, problem, "remove the character", file=file)]) from None
     except StackFileError as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError([ConfigIssue(file, where, str(err.problem), err.fix)]) from None
+        raise ConfigError([ConfigIssue(where, str(err.problem), err.fix, file=file)]) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -226,11 +232,11 @@ def read_yaml(path: Path, file: str) -> Any:
             at = f" at line {began.line + 1}, column {began.column + 1}" if began else ""
             problem = f"{cut(str(context))}{at}, {problem}"
         fix = _YAML_FIXES.get(str(context), "fix the YAML syntax")
-        raise ConfigError([ConfigIssue(file, where, f"not valid YAML: {problem}", fix)]) from None
+        raise ConfigError([ConfigIssue(where, f"not valid YAML: {problem}", fix, file=file)]) from None
     except RecursionError:
         # A safety net behind MAX_DEPTH: no input may end in a traceback.
         raise ConfigError(
-            [ConfigIssue(file, "", "values nest too deeply to read", "flatten the nested values")]
+            [ConfigIssue("", "values nest too deeply to read", "flatten the nested values", file=file)]
         ) from None
     finally:
         if loader is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from clouds import BY_SOURCE
 
 # The one arrow up from the fleet model: the loader runs the checks (`infra.checks.guard.check`) on what it read.
 from infra.checks.guard import Checked, check
-from infra.config.issues import ConfigError, ConfigIssue, issues_from_validation
+from infra.config.issues import ConfigError, ConfigIssue, issues_from_validation, located
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS, cut, shown
 from infra.config.reader import read_yaml
@@ -43,7 +43,9 @@ _FIRST_KEYS = "modelplane:classes and modelplane:clusters (every key: docs/confi
 def stack_name_of(path: Path) -> str:
     name = path.name
     if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
-        raise ConfigError([ConfigIssue(str(path), "", "a stack file is named Pulumi.<stack>.yaml", "rename the file")])
+        raise ConfigError(
+            [ConfigIssue("", "a stack file is named Pulumi.<stack>.yaml", "rename the file", file=str(path))]
+        )
     return name[len("Pulumi.") :].rsplit(".", 1)[0]
 
 
@@ -60,21 +62,30 @@ def parse_checked(raw: Mapping[str, Any], file: str) -> Checked:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file,
                     f"config.{NAMESPACE}:clusters",
                     "no clusters are declared (modelplane:clusters is missing or empty)",
                     f"add {_FIRST_KEYS}; to remove every cluster on purpose, run `pulumi destroy`",
+                    file=file,
                 )
             ]
         )
     try:
         fleet = Fleet.model_validate(dict(raw))
     except ValidationError as err:
-        raise ConfigError(issues_from_validation(file, err)) from None
-    checked = check(fleet, file)
+        raise ConfigError(issues_from_validation(err), file=file) from None
+    checked = located_checked(check(fleet), file)
     if not checked.guarded:
         raise ConfigError(checked.issues)
     return checked
+
+
+def located_checked(checked: Checked, file: str) -> Checked:
+    """What the checks found, in the stack file `file`: the context every issue and violation is reported with."""
+    return replace(
+        checked,
+        issues=located(checked.issues, file),
+        violations=located(checked.violations, file),
+    )
 
 
 def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
@@ -97,22 +108,22 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
             old, _, name = key.partition(":")
             issues.append(
                 ConfigIssue(
-                    file,
                     f"config.{cut(str(full_key))}",
                     f"{shown(str(full_key))} holds a second ':'; a config key is <namespace>:<name>",
                     f"write it as '{NAMESPACE}:{cut(name)}'"
                     if old == "config" and ":" not in name
                     else "rename the key without the second ':'",
+                    file=file,
                 )
             )
             continue
         if f"{ns}:{key}" in seen:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"config.{cut(str(full_key))}",
                     f"'{cut(f'{ns}:{key}')}' is set twice (with and without the '{ns}:' namespace)",
                     "keep one of them",
+                    file=file,
                 )
             )
             continue
@@ -151,10 +162,10 @@ def namespace_key_issues(
         if key in kube_keys:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"config.{full}",
                     f"the kubeconfig key '{key}' holds a plain value",
                     f"store it as a secret: {set_kubeconfig_command(key)}",
+                    file=file,
                 )
             )
             continue
@@ -164,15 +175,15 @@ def namespace_key_issues(
             if close
             else f"remove or rename it (known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)})"
         )
-        issues.append(ConfigIssue(file, f"config.{cut(full)}", f"unknown config key {shown(full)}", hint))
+        issues.append(ConfigIssue(f"config.{cut(full)}", f"unknown config key {shown(full)}", hint, file=file))
     for key in secret_keys:
         if key in FLEET_KEYS and key not in SECRET_FLEET_KEYS:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"config.{NAMESPACE}:{key}",
                     f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
                     "store it as plain config (set it without --secret)",
+                    file=file,
                 )
             )
     return issues
@@ -202,12 +213,12 @@ def path_key_issue(file: str, key: str, *, secret: bool) -> ConfigIssue:
     full = f"{NAMESPACE}:{key}"
     flag = "--secret --path" if secret else "--path"
     return ConfigIssue(
-        file,
         f"config.{cut(full)}",
         f"{shown(full)} is a config key of its own, not a value inside '{NAMESPACE}:{head}' (it was set "
         "without --path), so nothing reads it",
         f"remove it and set the value again with --path: pulumi config rm '{cut(full)}' && "
         f"pulumi config set {flag} '{cut(full)}' <value>",
+        file=file,
     )
 
 
@@ -245,10 +256,10 @@ def check_existing_secrets(fleet_raw: Mapping[str, Any], secrets: Mapping[str, s
     kubeconfig is reported in the same run as any other mistake of the fleet."""
     return [
         ConfigIssue(
-            file,
             f"clusters[{ki}].{block}.kubeconfigKey",
             f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{name}'",
             f"run: {set_kubeconfig_command(key)}",
+            file=file,
         )
         for ki, name, block, key in owner_kubeconfigs(fleet_raw)
         if key not in secrets
@@ -264,19 +275,26 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file, "line 1, column 1", "the stack file is empty", f"start it with 'config:' and {_FIRST_KEYS}"
+                    "line 1, column 1",
+                    "the stack file is empty",
+                    f"start it with 'config:' and {_FIRST_KEYS}",
+                    file=file,
                 )
             ]
         )
     if not isinstance(doc, Mapping):
         raise ConfigError(
-            [ConfigIssue(file, "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'")]
+            [
+                ConfigIssue(
+                    "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'", file=file
+                )
+            ]
         )
     if doc.get("config") is None:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file, "config", "the stack file has no 'config:' section", f"add 'config:' with {_FIRST_KEYS}"
+                    "config", "the stack file has no 'config:' section", f"add 'config:' with {_FIRST_KEYS}", file=file
                 )
             ]
         )
@@ -285,10 +303,10 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file,
                     "config",
                     "'config' is a mapping of keys to values",
                     "write 'config:' followed by indented keys",
+                    file=file,
                 )
             ]
         )
@@ -297,10 +315,10 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
         raise ConfigError(
             [
                 ConfigIssue(
-                    file,
                     "config",
                     f"'config:' has no {NAMESPACE}: keys ({', '.join(f'{NAMESPACE}:{k}' for k in FLEET_KEYS)})",
                     f"add {_FIRST_KEYS}",
+                    file=file,
                 )
             ]
         )
