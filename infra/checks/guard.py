@@ -6,7 +6,7 @@ rule and the roles of pools. A fleet that passes them is guarded (`guard`): the 
 violations (mandatory and advisory), the rules a cloud's API enforces that the fleet model alone
 cannot see (zone limits, pool names the cloud shortens), deployments that could never be scheduled
 (`infra.checks.schedulable`), and the derived facts. Nothing raises: `Checked` holds what was
-found. The program (`program.main.run`) stops on it before the first registration, since a
+found. The program (`program.main.deploy`) stops on it before the first registration, since a
 program that registered fewer resources would make `pulumi up` delete the rest; the offline plan
 (`tooling.plan`) reports it and hands the same result to the program. Neither repeats a step.
 A check knows the paths inside the stack file, never its name: the loader attaches it once
@@ -33,6 +33,8 @@ from infra.serving.catalog import component_keys, preinstalled_problems
 
 @dataclass(frozen=True)
 class Checked:
+    """What `check` found over one fleet, and the fleet and facts the program builds from when nothing stops it."""
+
     fleet: Fleet  # the fleet with what its classes left out supplied
     violations: list[Violation]  # every device-rule violation, mandatory or advisory
     issues: list[ConfigIssue]  # the fleet's own rules; or the clouds' (`fleet_issues`), then `schedulability_issues`
