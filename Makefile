@@ -75,7 +75,7 @@ bench-check: sync
 
 # Mutation testing of the rule modules against the intent-level tests (not the golden plans);
 # 1 to 10 minutes per module on two idle cores, so not part of .ci/run.
-# One module: make mutate MODULES=infra/devices.py
+# One module: make mutate MODULES=infra/checks/devices.py
 mutate: sync
 	nice -n 19 $(RUN) python -m bench.mutate $(MODULES)
 

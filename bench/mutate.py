@@ -8,7 +8,7 @@ run the program in a subprocess, where the mutant is not active, so they are lef
 
 Usage: `python -m bench.mutate [MODULE ...] [--max-children N] [--mutants PATTERN ...]` (default:
 every module, in the order below). `--mutants` runs only the mutants whose names match a pattern
-(fnmatch, as `mutmut results` prints them, e.g. `infra.config.rules.x_port_args__mutmut_*`), to check that
+(fnmatch, as `mutmut results` prints them, e.g. `infra.serving.vllm_args.x_port_args__mutmut_*`), to check that
 new tests kill what survived without measuring the whole module again. Prints one line per module (killed, survived, no tests, timeout, kill rate) and the
 names of the survivors; `mutmut show NAME` in the module's scratch directory prints a survivor's
 diff. Not part of .ci/run: a module takes 1 to 10 minutes on two idle cores (docs/benchmarks.md).
@@ -30,7 +30,15 @@ OUT = ROOT / "out" / "mutate"
 
 # Module -> the test files that state its rules (in priority order: the device rules first).
 MODULES: dict[str, list[str]] = {
-    "infra/devices.py": [
+    "infra/checks/devices.py": [
+        "tests/test_devices.py",
+        "tests/test_properties.py",
+        "tests/test_machine_rules.py",
+        "tests/test_machines.py",
+        "tests/test_guard.py",
+        "tests/test_policies_config.py",
+    ],
+    "infra/checks/machines.py": [
         "tests/test_devices.py",
         "tests/test_properties.py",
         "tests/test_machine_rules.py",
@@ -87,23 +95,50 @@ MODULES: dict[str, list[str]] = {
         "tests/test_model_deployment.py",
         "tests/test_devices.py",
     ],
+    # The checks across keys, read by the same tests as the model.
+    "infra/checks/*": [
+        "tests/test_config.py",
+        "tests/test_serving_checks.py",
+        "tests/test_config_checks.py",
+        "tests/test_model_service.py",
+        "tests/test_reference.py",
+        "tests/test_guard.py",
+        "tests/test_cloud_values.py",
+        "tests/test_formats.py",
+        "tests/test_stack_file_bounds.py",
+        "tests/test_stack_reader.py",
+        "tests/test_config_size.py",
+        "tests/test_existing_hardware.py",
+        "tests/test_secure_env.py",
+        "tests/test_model_deployment.py",
+        "tests/test_devices.py",
+    ],
     # The guard's own rules (zone limits, pool names a cloud shortens, what stops a run) and the
     # schedulability rules it runs.
-    "infra/guard.py": [
+    "infra/checks/guard.py": [
         "tests/test_guard.py",
         "tests/test_schedulable.py",
         "tests/test_machines.py",
         "tests/test_policies_config.py",
     ],
-    "infra/schedulable.py": ["tests/test_schedulable.py", "tests/test_guard.py"],
+    "infra/checks/schedulable.py": ["tests/test_schedulable.py", "tests/test_guard.py"],
     # The short config form: a class filled in from its machine or from a stated need.
-    "infra/supply.py": ["tests/test_supply.py", "tests/test_config.py", "tests/test_guard.py"],
+    "infra/checks/supply.py": ["tests/test_supply.py", "tests/test_config.py", "tests/test_guard.py"],
     # The pack's servicer: the SDK's answers, one parse per resource. Its own row, left out of
     # `policies/*`: its test compares every committed stack and would run for each policy mutant.
     "policies/server.py": ["tests/test_pack_server.py"],
 }
 # Files a pattern above matches that belong to another row.
-ELSEWHERE: dict[str, list[str]] = {"policies/*": ["policies/server.py"]}
+ELSEWHERE: dict[str, list[str]] = {
+    "policies/*": ["policies/server.py"],
+    "infra/checks/*": [
+        "infra/checks/devices.py",
+        "infra/checks/machines.py",
+        "infra/checks/guard.py",
+        "infra/checks/schedulable.py",
+        "infra/checks/supply.py",
+    ],
+}
 
 CONFIG = """
 [tool.mutmut]

@@ -27,8 +27,8 @@ from typing import Any
 import pulumi
 
 from bench.fleets import CLOUDS, fleet
+from infra.checks.devices import check_fleet
 from infra.config.stackfile import parse_fleet
-from infra.devices import check_fleet
 from infra.facts import derive_fleet
 from program.main import run
 from tooling.analyzer import run_policy_pack

@@ -55,7 +55,7 @@ assert all(m.cloud == c.source for c in CLOUDS for m in c.machines), "a cloud's 
 
 
 # The accelerator types a class may name for an owner's nodes (`accelerator-type-unknown` on Existing
-# clusters, `infra.devices`): every type a catalog row accepts (the NVIDIA names all come from the
+# clusters, `infra.checks.devices`): every type a catalog row accepts (the NVIDIA names all come from the
 # rows), the AMD Instinct products (`infra.vocabulary.AMD_ACCELERATOR_TYPES`, with its source), and
 # the vendor-only names the facts give a class that names none (`amd-gpu`).
 ACCELERATOR_TYPES: tuple[str, ...] = tuple(

@@ -95,7 +95,7 @@ class ClusterArgs:
 def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[str, Any]:
     """Facts registered on the cluster component as its inputs and its outputs, read by the pack.
 
-    They carry what `infra.devices.check_pool` needs (source, each pool's class as written), so
+    They carry what `infra.checks.devices.check_pool` needs (source, each pool's class as written), so
     the pack reaches the same verdict as the program's guard. The engine gives resource policies
     a component's inputs and stack policies its outputs, which are only what `register_outputs`
     passed (pulumi/pulumi v3.259.0, pkg/resource/deploy/step_generator.go, `AnalyzeResources`);

@@ -4,7 +4,7 @@ It turns a validated `modelplane:deployments[]` entry into its workload, a `reso
 ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service, and
 composes the serving features the deployment uses (`components.features`: the model cache,
 multi-node replicas, autoscaling), each decorating or adding to what the workload built.
-It is not a scheduler: the config names the cluster and pool, and `infra.config.references.check_references`
+It is not a scheduler: the config names the cluster and pool, and `infra.checks.references.check_references`
 has already rejected unknown clusters, pools and devices, counts above the class's, floating images
 and CPU claims without a CPU count. The pods' placement (`infra.serving.pods.pod_placement`) is the
 same one the placement audit (`tooling.placement`) checks.
@@ -25,11 +25,11 @@ from components.features import DeploymentContext, autoscaling, cache, multinode
 from infra import tokens
 from infra.config.model import ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
-from infra.config.rules import PORT_FLAG, port_args
 from infra.facts import ClusterFacts, PoolFacts
 from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
 from infra.serving.pods import pod_placement
+from infra.serving.vllm_args import PORT_FLAG, port_args
 from infra.vocabulary import DEPLOYMENT_LABEL
 
 # The name under which the pod and its container refer to the claim built from the template.
@@ -150,7 +150,7 @@ def container_resources(claims: list[DeviceClaim], memory: str | None = None) ->
 def engine_args(spec: ModelDeploymentSpec) -> list[str]:
     """The container args: the deployment's own, plus `--port` unless they already set that port."""
     if port_args(spec.args):
-        return list(spec.args)  # the same port as `port` (infra.config.rules.check_serving)
+        return list(spec.args)  # the same port as `port` (infra.checks.services.check_serving)
     return [*spec.args, PORT_FLAG, str(spec.port)]
 
 

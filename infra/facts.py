@@ -26,9 +26,8 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
-from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied
+from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied, cluster_region
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
-from infra.devices import cluster_region
 from infra.machines import MachineType
 from infra.profiles import CloudProfile, pool_nodes, zone_count
 from infra.vocabulary import (
@@ -87,7 +86,7 @@ class PoolFacts:
     # What the cloud multiplies `node_count` by: the pool's zones where the cloud counts nodes per
     # zone (GKE regional clusters), else 1.
     zone_count: int = 1
-    # What the pool's class left out and what supplied it (`infra.supply`); None when written in full.
+    # What the pool's class left out and what supplied it (`infra.checks.supply`); None when written in full.
     supplied: Supplied | None = None
     # Whether the cloud's autoscaler can bring the pool up from zero nodes: a GPU pool's is the
     # cloud profile's `scaling.gpu_from_zero`; None where nothing here judges it (CPU and system

@@ -12,7 +12,7 @@ price or says why it has none (`Unpriced`, one reason of `UNPRICED_REASONS`): th
 machine's cost as unknown with that reason, never as zero. A machine whose shape we could not read
 has no row (the plan reports it as `unknown-machine-type`).
 
-What this module is not: the rules that compare a pool with its machine live in `infra.devices`;
+What this module is not: the rules that compare a pool with its machine live in `infra.checks.devices`;
 the cost arithmetic lives in `infra.cost`. This module imports nothing of ours.
 """
 

@@ -94,7 +94,7 @@ class Zones:
     # without zones spans `default_count` zones.
     nodes_per_zone: bool = False
     default_count: int = 1
-    # Multi-node replicas (`check_multinode`, infra/config/rules.py): the zones the nodes of a pool
+    # Multi-node replicas (`check_multinode`, infra/checks/parallelism.py): the zones the nodes of a pool
     # that lists none may land in.
     unlisted_pool_count: int = 1
     # Whether the cloud labels every node with its zone (`topology.kubernetes.io/zone`, set by the
@@ -122,7 +122,7 @@ class ScaleFromZero:
     nodes publishes none. An autoscaler copies a new node's shape from a live node of the pool;
     at zero it must model the node itself, slices included, which the Kubernetes Cluster
     Autoscaler leaves to each cloud provider (kubernetes/autoscaler#7799, open). `minNodeCount: 0`
-    on a GPU pool where `can` is false is refused (`infra.config.references`, `check_gpu_scale_from_zero`).
+    on a GPU pool where `can` is false is refused (`infra.checks.references`, `check_gpu_scale_from_zero`).
     """
 
     can: bool
@@ -265,7 +265,7 @@ def pool_nodes(node_count: int, max_node_count: int | None, zones: int) -> tuple
     number of nodes per instance group"), a fixed pool has `nodeCount` nodes in each zone, and an
     autoscaled one starts with `nodes_per_zone_at_start` in each zone. An autoscaled pool is
     bounded by `maxNodeCount` in total on every cloud here (GKE's `total_max_node_count`);
-    `check_pool_start` (infra/config/references.py) refuses a start above it. The tree, the plan's
+    `check_pool_start` (infra/checks/references.py) refuses a start above it. The tree, the plan's
     JSON, the cost, the budget policy and the placement audit all count with this.
     """
     if max_node_count is None:

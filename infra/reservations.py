@@ -2,7 +2,7 @@
 
 Each cloud's record names its rule (`infra.profiles.CloudProfile.memory_reservation`, with its source); a cloud
 that publishes none is judged by GKE's tiers (`default_reservation`). The schedulability checks
-(`infra.schedulable`) read it. This module imports only the machine rows.
+(`infra.checks.schedulable`) read it. This module imports only the machine rows.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Config-level policies: the device rules of `infra.devices`, evaluated on what the program registered.
+"""Config-level policies: the device rules of `infra.checks.devices`, evaluated on what the program registered.
 
 Each cluster component registers, as its inputs, the cluster's `source` and every pool with its
 class as written in config (`components.base.policy_inputs`). These policies rebuild each class
-with the same pydantic model and ask `infra.devices.check_pool`, the one module that states the
+with the same pydantic model and ask `infra.checks.devices.check_pool`, the one module that states the
 rules, for its verdict (and `check_machine` for the machine rules); the program's guard
-(`program.main.guard`) asks the same functions before it registers anything. Nothing here restates
+(`infra.checks.guard.check`) asks the same functions before it registers anything. Nothing here restates
 a rule: a policy only keeps the violations of its own name, and takes its text from the rule's row.
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from clouds import COMPONENT_TOKENS
+from infra.checks.devices import DEVICE_RULES, Violation, check_pool
+from infra.checks.machines import check_machine
 from infra.config.model import InferenceClass
-from infra.devices import DEVICE_RULES, Violation, check_machine, check_pool
 from policies.props import mappings, plain
 
 

@@ -1,10 +1,12 @@
 """The Pulumi program: stack config -> fleet -> rules -> one cluster component and serving stack each.
 
-`run()` is what `__main__.py` calls under the Pulumi CLI, and what `modelplane plan` runs under
-Pulumi's mock runtime; it never knows which. It reads config and every kubeconfig secret once,
-stops with `pulumi.RunError` before registering anything when the config is bad, a device rule
-or a cloud's rule is broken, or the fleet is empty (a program that registered fewer resources
-would make `pulumi up` delete the rest), then builds the fleet.
+`run()` is what `__main__.py` calls under the Pulumi CLI: it reads the config, checks the fleet
+once (`infra.checks.guard.check`) and hands the result to `deploy`. `modelplane plan` has checked
+the stack file itself and calls `deploy` under Pulumi's mock runtime; `deploy` never knows which.
+It reads every kubeconfig secret once, stops with `pulumi.RunError` before registering anything
+when the config is bad, a device rule or a cloud's rule is broken, or the fleet is empty (a
+program that registered fewer resources would make `pulumi up` delete the rest), then builds the
+fleet.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ from components.model_deployment import (
     namespaces_of,
 )
 from components.serving_stack import ServingStack, ServingStackArgs
+from infra.checks.guard import Checked, guard_report
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
-from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_fleet
+from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_checked
 from infra.facts import ClusterFacts
-from infra.guard import guard, guard_report
 from infra.serving.routes import gateway_namespace, service_routes
 
 
@@ -55,8 +57,8 @@ def config_keys() -> tuple[list[str], list[str]]:
     ]
 
 
-def read_fleet(file: str) -> Fleet:
-    """The fleet from this stack's `modelplane:` config, validated by the same parser as the plan.
+def read_checked(file: str) -> Checked:
+    """The fleet from this stack's `modelplane:` config, validated and checked by the same parser as the plan.
 
     Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
     text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
@@ -84,10 +86,10 @@ def read_fleet(file: str) -> Fleet:
             if secret:
                 issues.append(
                     ConfigIssue(
-                        file,
                         f"config.{NAMESPACE}:{key}",
                         "the secret value is not the list this key takes (its text is not shown)",
                         "write the list in the stack file and mark only the values that are secret with `secure:`",
+                        file=file,
                     )
                 )
                 continue
@@ -95,7 +97,7 @@ def read_fleet(file: str) -> Fleet:
         except RecursionError:
             issues.append(
                 ConfigIssue(
-                    file, f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value"
+                    f"config.{NAMESPACE}:{key}", "the value nests too deeply to read", "flatten the value", file=file
                 )
             )
             continue
@@ -105,11 +107,11 @@ def read_fleet(file: str) -> Fleet:
             raw[key] = value
     if issues:
         raise ConfigError(issues)
-    fleet = parse_fleet(raw, file)
+    checked = parse_checked(raw, file)
     issues = namespace_key_issues(file, plain_keys, [], kubeconfig_keys(raw))
     if issues:
         raise ConfigError(issues)
-    return fleet
+    return checked
 
 
 def secure_env(deployment: Any) -> Any:
@@ -147,13 +149,21 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
 
 
 def run() -> None:
-    file = stack_file()
+    """The program under the Pulumi CLI: the stack's config read and checked once, then `deploy`."""
     try:
-        fleet = read_fleet(file)
-        checked = guard(fleet, file)
+        checked = read_checked(stack_file())
+    except ConfigError as err:
+        raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None
+    deploy(checked)
+
+
+def deploy(checked: Checked) -> None:
+    """Register the fleet of a checked stack, or stop before the first registration when the checks stop it."""
+    file = stack_file()
+    fleet, facts = checked.fleet, checked.facts
+    try:
         if checked.stops:
             raise pulumi.RunError(guard_report(checked))
-        facts = checked.facts
         kubeconfigs = read_kubeconfigs(fleet, file)
     except ConfigError as err:
         raise pulumi.RunError(f"invalid stack config; nothing was created, changed or deleted:\n{err}") from None

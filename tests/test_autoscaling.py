@@ -12,9 +12,9 @@ import yaml
 
 from clouds import CLOUDS, profile
 from components.features.autoscaling import workload_ref
-from infra.config.issues import ConfigError
+from infra.checks.services import check_autoscaling, check_serving
+from infra.config.issues import ConfigError, located
 from infra.config.model import Fleet
-from infra.config.rules import check_autoscaling, check_serving
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
@@ -39,7 +39,7 @@ def scaled(**fields: Any) -> dict[str, Any]:
 
 
 def rule_issues(*deps: dict[str, Any]) -> list[tuple[str, str, str]]:
-    found = check_autoscaling(Fleet.model_validate(copy.deepcopy(raw_fleet("GKE", *deps))), FILE)
+    found = located(check_autoscaling(Fleet.model_validate(copy.deepcopy(raw_fleet("GKE", *deps)))), FILE)
     return [(i.path, i.problem, i.fix) for i in found]
 
 
@@ -112,7 +112,7 @@ def test_scale_to_zero_is_rejected_because_no_pod_serves_the_metric_that_would_w
 
 def test_claim_cache_is_judged_at_max_replicas_of_an_autoscaled_deployment() -> None:
     raw = raw_fleet("GKE", scaled(cache={"size": "50Gi"}))
-    found = check_serving(Fleet.model_validate(raw), FILE)
+    found = located(check_serving(Fleet.model_validate(raw)), FILE)
     cache = [i for i in found if i.path == "deployments[0].cache.volume"]
     assert len(cache) == 1
     assert "not 3 replicas" in cache[0].problem

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from clouds import machine
+from infra.checks.schedulable import most_pod_memory, node_agents_memory
 from infra.facts import derive_fleet
 from infra.formats import parse_quantity
 from infra.reservations import MIB
-from infra.schedulable import most_pod_memory, node_agents_memory
 from infra.serving.catalog import CATALOG, node_agents, release_values
 from infra.serving.chart import Chart, DeviceClass, NodeAgent
 from tests.conftest import fleet_of, gke_fleet

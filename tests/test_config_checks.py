@@ -111,7 +111,7 @@ def test_a_file_not_named_pulumi_stack_yaml_is_refused(name: str) -> None:
     with pytest.raises(ConfigError) as err:
         stack_name_of(Path("stacks") / name)
     assert err.value.issues == [
-        ConfigIssue(f"stacks/{name}", "", "a stack file is named Pulumi.<stack>.yaml", "rename the file")
+        ConfigIssue("", "a stack file is named Pulumi.<stack>.yaml", "rename the file", file=f"stacks/{name}")
     ]
 
 
@@ -119,8 +119,8 @@ def test_a_file_not_named_pulumi_stack_yaml_is_refused(name: str) -> None:
 
 
 def test_a_config_error_reads_one_issue_per_line() -> None:
-    first = ConfigIssue(FILE, "clusters[0].name", "bad name", "rename it")
-    second = ConfigIssue(FILE, "classes[1].devices", "no devices", "add one")
+    first = ConfigIssue("clusters[0].name", "bad name", "rename it", file=FILE)
+    second = ConfigIssue("classes[1].devices", "no devices", "add one", file=FILE)
     error = ConfigError([first, second])
     assert error.issues == [first, second]
     assert str(error) == (
@@ -158,28 +158,28 @@ def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() 
         FILE, ["classes", "protect", "kubeconfig", "protcet", "kubeconfg", "zzz"], [], {"kubeconfig"}
     ) == [
         ConfigIssue(
-            FILE,
             "config.modelplane:kubeconfig",
             "the kubeconfig key 'kubeconfig' holds a plain value",
             "store it as a secret: pulumi config set --secret modelplane:kubeconfig < path/to/kubeconfig",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:protcet",
             "unknown config key 'modelplane:protcet'",
             "did you mean 'modelplane:protect'? Remove or rename it",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:kubeconfg",
             "unknown config key 'modelplane:kubeconfg'",
             "did you mean 'modelplane:kubeconfig'? Remove or rename it",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:zzz",
             "unknown config key 'modelplane:zzz'",
             f"remove or rename it (known keys: {KNOWN_KEYS})",
+            file=FILE,
         ),
     ]
 
@@ -187,10 +187,10 @@ def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() 
 def test_only_deployments_among_the_fleet_keys_may_be_a_secret() -> None:
     assert namespace_key_issues(FILE, [], ["deployments", "kubeconfig", "clusters"], {"kubeconfig"}) == [
         ConfigIssue(
-            FILE,
             "config.modelplane:clusters",
             "'modelplane:clusters' is a secret but holds fleet config",
             "store it as plain config (set it without --secret)",
+            file=FILE,
         )
     ]
 
@@ -216,16 +216,16 @@ def test_config_splits_into_fleet_values_secrets_and_other_namespaces() -> None:
 def test_a_key_set_with_and_without_the_namespace_is_reported_and_the_rest_still_checked() -> None:
     assert split_issues({"modelplane:protect": True, "protect": False, "modelplane:protcet": True}) == [
         ConfigIssue(
-            FILE,
             "config.protect",
             "'modelplane:protect' is set twice (with and without the 'modelplane:' namespace)",
             "keep one of them",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:protcet",
             "unknown config key 'modelplane:protcet'",
             "did you mean 'modelplane:protect'? Remove or rename it",
+            file=FILE,
         ),
     ]
 
@@ -243,22 +243,22 @@ def test_a_modelplane_key_with_a_second_colon_is_refused_plain_or_secret(value: 
         }
     ) == [
         ConfigIssue(
-            FILE,
             "config.modelplane:protect:x",
             "'modelplane:protect:x' holds a second ':'; a config key is <namespace>:<name>",
             "rename the key without the second ':'",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:config:protect",
             "'modelplane:config:protect' holds a second ':'; a config key is <namespace>:<name>",
             "write it as 'modelplane:protect'",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "config.modelplane:config:protect:x",
             "'modelplane:config:protect:x' holds a second ':'; a config key is <namespace>:<name>",
             "rename the key without the second ':'",
+            file=FILE,
         ),
     ]
 
@@ -289,10 +289,10 @@ def test_the_key_an_existing_cluster_names_for_its_kubeconfig_must_be_secret(
 ) -> None:
     assert split_issues({"modelplane:clusters": clusters, f"modelplane:{key}": "apiVersion: v1"}) == [
         ConfigIssue(
-            FILE,
             f"config.modelplane:{key}",
             f"the kubeconfig key '{key}' holds a plain value",
             f"store it as a secret: pulumi config set --secret modelplane:{key} < path/to/kubeconfig",
+            file=FILE,
         )
     ]
 
@@ -310,10 +310,10 @@ def test_only_an_existing_cluster_names_a_kubeconfig_key(clusters: list[Any]) ->
     # The other entries are checked by the fleet's parser, after this split; here they name no key.
     assert split_issues({"modelplane:clusters": clusters, "modelplane:kubeconfig": "apiVersion: v1"}) == [
         ConfigIssue(
-            FILE,
             "config.modelplane:kubeconfig",
             "unknown config key 'modelplane:kubeconfig'",
             f"remove or rename it (known keys: {KNOWN_KEYS})",
+            file=FILE,
         )
     ]
 
@@ -336,10 +336,10 @@ def test_a_missing_cluster_block_names_the_keys_it_takes(source: str, hint: str)
     del raw["clusters"][0][source.lower()]
     assert issues(raw) == [
         ConfigIssue(
-            FILE,
             f"clusters[0].{source.lower()}",
             f"source is {source} but the '{source.lower()}' block is missing",
             hint,
+            file=FILE,
         )
     ]
 
@@ -355,7 +355,7 @@ def test_a_missing_cluster_block_names_the_keys_it_takes(source: str, hint: str)
 def test_a_version_before_dra_v1_is_refused_at_its_path(version: str, problem: str, fix: str) -> None:
     raw = one_cluster()
     raw["clusters"][0]["gke"]["kubernetesVersion"] = version
-    assert issues(raw) == [ConfigIssue(FILE, "clusters[0].gke.kubernetesVersion", problem, fix)]
+    assert issues(raw) == [ConfigIssue("clusters[0].gke.kubernetesVersion", problem, fix, file=FILE)]
 
 
 @pytest.mark.parametrize("version", ["1.36", "2.0", "1.40.1-gke.100"])
@@ -408,11 +408,11 @@ def test_a_fleet_without_clusters_is_refused_before_anything_else() -> None:
     for raw in ({}, {"clusters": [], "classes": "not a list"}):
         assert issues(raw) == [
             ConfigIssue(
-                FILE,
                 "config.modelplane:clusters",
                 "no clusters are declared (modelplane:clusters is missing or empty)",
                 "add modelplane:classes and modelplane:clusters (every key: docs/configuration.md); "
                 "to remove every cluster on purpose, run `pulumi destroy`",
+                file=FILE,
             )
         ]
 
@@ -423,10 +423,10 @@ def test_a_pool_whose_class_claims_no_compute_device_is_refused_with_the_fix() -
     raw["clusters"][0]["nodePools"].append({"name": "nic", "className": "nic"})
     assert issues(raw) == [
         ConfigIssue(
-            FILE,
             "clusters[0].nodePools[1].className",
             "class 'nic' claims no CPU or GPU DRA device, so it cannot back a pool",
             "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
+            file=FILE,
         )
     ]
 
@@ -468,14 +468,17 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
     (
         "GKE",
         renamed("1prod"),
-        [ConfigIssue(FILE, "clusters[0].name", "GKE cluster names start with a letter, not '1prod'", NAME_FIX)],
+        [ConfigIssue("clusters[0].name", "GKE cluster names start with a letter, not '1prod'", NAME_FIX, file=FILE)],
     ),
     (
         "GKE",
         pool_renamed("2cpu"),
         [
             ConfigIssue(
-                FILE, "clusters[0].nodePools[1].name", "GKE node pool names start with a letter, not '2cpu'", NAME_FIX
+                "clusters[0].nodePools[1].name",
+                "GKE node pool names start with a letter, not '2cpu'",
+                NAME_FIX,
+                file=FILE,
             )
         ],
     ),
@@ -485,10 +488,10 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
         renamed("a" * 55),
         [
             ConfigIssue(
-                FILE,
                 "clusters[0].name",
                 "the name is the AKS dnsPrefix, which holds at most 54 characters, not 55",
                 "shorten the name to 54 characters",
+                file=FILE,
             )
         ],
     ),
@@ -498,10 +501,10 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
         version("1.36.2"),
         [
             ConfigIssue(
-                FILE,
                 "clusters[0].eks.kubernetesVersion",
                 "EKS takes a major.minor version, not '1.36.2'",
                 "write it as EKS lists it, e.g. 1.34",
+                file=FILE,
             )
         ],
     ),
@@ -512,16 +515,16 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
         labelled("AWS:team", "v" * 257),
         [
             ConfigIssue(
-                FILE,
                 "clusters[0].labels.AWS:team",
                 "the tag key 'AWS:team' uses the prefix 'aws:' that AWS reserves",
                 "rename the label",
+                file=FILE,
             ),
             ConfigIssue(
-                FILE,
                 "clusters[0].labels.AWS:team",
                 "an AWS tag value holds at most 256 characters, not 257",
                 "shorten the value",
+                file=FILE,
             ),
         ],
     ),
@@ -530,17 +533,21 @@ CLOUD_RULES: list[tuple[str, Any, list[ConfigIssue]]] = [
         labelled(T129),
         [
             ConfigIssue(
-                FILE,
                 f"clusters[0].labels.{'t' * 79}… (129 characters)",
                 "an AWS tag key holds 1-128 characters, not 129",
                 "shorten the key",
+                file=FILE,
             )
         ],
     ),
     (
         "EKS",
         labelled(""),
-        [ConfigIssue(FILE, "clusters[0].labels.", "an AWS tag key holds 1-128 characters, not 0", "shorten the key")],
+        [
+            ConfigIssue(
+                "clusters[0].labels.", "an AWS tag key holds 1-128 characters, not 0", "shorten the key", file=FILE
+            )
+        ],
     ),
     # Clouds without the rule take what another refuses.
     ("EKS", renamed("1prod"), []),
@@ -639,7 +646,7 @@ def both(*edits: Any) -> Any:
 
 
 def issue(path: str, problem: str, fix: str) -> ConfigIssue:
-    return ConfigIssue(FILE, path, problem, fix)
+    return ConfigIssue(path, problem, fix, file=FILE)
 
 
 MINMAX = "make minNodeCount <= nodeCount <= maxNodeCount"
@@ -983,12 +990,12 @@ def test_a_key_set_without_path_is_refused_with_the_command_that_sets_it_inside_
     head = key.split("[")[0].split(".")[0]
     assert split_issues({"modelplane:clusters": CLUSTERS, f"modelplane:{key}": value}) == [
         ConfigIssue(
-            FILE,
             f"config.modelplane:{key}",
             f"'modelplane:{key}' is a config key of its own, not a value inside 'modelplane:{head}' (it was set "
             "without --path), so nothing reads it",
             f"remove it and set the value again with --path: pulumi config rm 'modelplane:{key}' && "
             f"pulumi config set {flag} 'modelplane:{key}' <value>",
+            file=FILE,
         )
     ]
 

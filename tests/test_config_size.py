@@ -61,12 +61,12 @@ def test_a_config_at_the_limit_is_accepted_and_one_byte_over_refused(tmp_path: P
     assert config_size_issue(at_limit) is None
     over = load_stack_file(stack_file(tmp_path, SMALL, {"x:pad": "p" * (MAX_ENV_STRING - base + 1)}), "Pulumi.big.yaml")
     assert config_size_issue(over) == ConfigIssue(
-        "Pulumi.big.yaml",
         "",
         "the stack's config is 131073 bytes as the Pulumi language host hands it to the program (one "
         "environment string, PULUMI_CONFIG), over the 131072 bytes Linux allows one environment string, so "
         "`pulumi preview` and `pulumi up` would fail before the program starts",
         "split the fleet into several stacks (for example one per region or team), each under 131072 bytes",
+        file="Pulumi.big.yaml",
     )
 
 

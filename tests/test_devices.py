@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 from clouds import PROVISIONED
-from infra.config.issues import ConfigError
-from infra.config.model import InferenceClass
-from infra.config.roles import claimed_drivers, cluster_dra_drivers, role_of
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
     UNSUPPORTED_DEVICES,
     check_fleet,
     check_pool,
-    zone_problem,
 )
+from infra.checks.machines import zone_problem
+from infra.config.issues import ConfigError
+from infra.config.model import InferenceClass
+from infra.config.roles import claimed_drivers, cluster_dra_drivers, role_of
 from infra.facts import derive_fleet
 from tests.conftest import GPU_BLOCKS, cpu_class, fleet_of, gpu_class
 

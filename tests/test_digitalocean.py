@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
+from infra.checks.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION
+from infra.checks.machines import fleet_violations
+from infra.config.issues import located
 from infra.config.stackfile import parse_fleet
-from infra.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION, fleet_violations
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun
 
@@ -132,7 +134,7 @@ def test_protect_covers_cluster_pools_and_network() -> None:
 
 
 def test_a_region_without_the_machine_is_refused_with_its_path_and_the_regions_that_have_it() -> None:
-    (v,) = fleet_violations(parse_fleet(do_fleet(region="nyc2"), "Pulumi.do.yaml"), "Pulumi.do.yaml")
+    (v,) = located(fleet_violations(parse_fleet(do_fleet(region="nyc2"), "Pulumi.do.yaml")), "Pulumi.do.yaml")
     assert v.policy == MACHINE_OUTSIDE_REGION
     assert v.path == "classes[name=mi300x].provisioning.digitalocean.size"
     assert "only in atl1, not in the cluster's region nyc2" in v.message
@@ -140,8 +142,9 @@ def test_a_region_without_the_machine_is_refused_with_its_path_and_the_regions_t
 
 
 def test_an_amd_claim_on_an_nvidia_machine_is_refused() -> None:
-    found = fleet_violations(
-        parse_fleet(do_fleet(region="nyc2", amd_size="gpu-h100x8-640gb"), "Pulumi.do.yaml"), "Pulumi.do.yaml"
+    found = located(
+        fleet_violations(parse_fleet(do_fleet(region="nyc2", amd_size="gpu-h100x8-640gb"), "Pulumi.do.yaml")),
+        "Pulumi.do.yaml",
     )
     assert [v.policy for v in found] == [MACHINE_ACCELERATOR_MISMATCH]
     assert "claims gpu.amd.com but gpu-h100x8-640gb carries 8x nvidia H100 80GB" in found[0].message

@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from clouds import ACCELERATOR_TYPES, MACHINES
-from infra.config.issues import ConfigError, ConfigIssue
+from infra.checks.devices import ACCELERATOR_DRIVER_MISMATCH, ACCELERATOR_TYPE_UNKNOWN
+from infra.checks.machines import fleet_violations
+from infra.config.issues import ConfigError, ConfigIssue, located
 from infra.config.stackfile import load_stack_file
-from infra.devices import ACCELERATOR_DRIVER_MISMATCH, ACCELERATOR_TYPE_UNKNOWN, fleet_violations
 from infra.facts import derive_cluster
 from tests.conftest import cpu_class, fleet_of, gke_fleet
 
@@ -85,7 +86,7 @@ def test_an_undeclared_existing_class_is_named_by_its_vendor_as_before() -> None
 def test_a_misspelt_accelerator_type_is_refused_at_its_path_with_the_nearest_names(
     written: str, meant: str, vendor: str
 ) -> None:
-    [v] = fleet_violations(fleet_of(byo(gpu(vendor, accelerator={"type": written, "count": 8}))), FILE)
+    [v] = located(fleet_violations(fleet_of(byo(gpu(vendor, accelerator={"type": written, "count": 8})))), FILE)
     assert (v.policy, v.mandatory) == (ACCELERATOR_TYPE_UNKNOWN, True)
     assert v.path == "classes[name=mi300x].accelerator.type"
     assert f"accelerator type '{written}' is not in the accelerator vocabulary" in v.problem
@@ -147,11 +148,11 @@ def test_a_provisioned_class_names_its_accelerator_in_its_provisioning_block() -
         fleet_of(raw)
     assert err.value.issues == [
         ConfigIssue(
-            FILE,
             "classes[0].accelerator",
             "the class provisions on GKE, whose machine block names the accelerator",
             "move it to classes[0].provisioning.gke.accelerator (a class-level accelerator describes an Existing "
             "cluster's nodes)",
+            file=FILE,
         )
     ]
 
@@ -169,11 +170,11 @@ def version_issues(version: str | None) -> list[ConfigIssue]:
 def test_an_existing_cluster_whose_pools_claim_capacity_must_say_its_version() -> None:
     assert version_issues(None) == [
         ConfigIssue(
-            FILE,
             VERSION_PATH,
             f"{CLAIMING}, which schedules only from Kubernetes 1.36 (the DRAConsumableCapacity gate), but the "
             "cluster does not say which version it runs",
             'set kubernetesVersion to the version the cluster runs (`kubectl version`), e.g. kubernetesVersion: "1.36"',
+            file=FILE,
         )
     ]
 
@@ -185,11 +186,11 @@ def test_the_capacity_floor_applies_to_an_existing_clusters_declared_version(ver
         return
     assert version_issues(version) == [
         ConfigIssue(
-            FILE,
             VERSION_PATH,
             f"{CLAIMING}, which needs the DRAConsumableCapacity feature gate: off before Kubernetes 1.36, so on "
             f"{version} the claim never schedules",
             "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default",
+            file=FILE,
         )
     ]
 
@@ -206,7 +207,7 @@ def test_a_declared_version_that_is_no_version_or_predates_dra_is_the_one_issue(
 ) -> None:
     # Held to the version rules a provisioned cluster's version is; the capacity floor is not
     # reported on top of them.
-    assert version_issues(version) == [ConfigIssue(FILE, VERSION_PATH, problem, fix)]
+    assert version_issues(version) == [ConfigIssue(VERSION_PATH, problem, fix, file=FILE)]
 
 
 def test_an_existing_cluster_without_capacity_claims_needs_no_version() -> None:

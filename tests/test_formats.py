@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from infra.config.issues import ConfigError
+from infra.checks.rules import check_images
+from infra.config.issues import ConfigError, located
 from infra.config.model import Fleet
-from infra.config.rules import check_images
 from infra.formats import parse_image, parse_quantity
 from policies.resource_rules import pinned_versions
 from tests.conftest import cpu_class, fleet_of
@@ -57,7 +57,7 @@ def config_pins(image: str) -> bool:
     }
     fleet = fleet_of(raw)
     dep = fleet.deployments[0].model_copy(update={"image": image})
-    return check_images(Fleet(**{**dict(fleet), "deployments": [dep]}), "Pulumi.test.yaml") == []
+    return located(check_images(Fleet(**{**dict(fleet), "deployments": [dep]})), "Pulumi.test.yaml") == []
 
 
 def pack_pins(image: str) -> bool:

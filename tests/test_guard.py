@@ -9,8 +9,9 @@ from typing import Any
 import pulumi
 import yaml
 
+from infra.checks.guard import guard, guard_report
 from infra.config.issues import ConfigIssue
-from infra.guard import guard, guard_report
+from infra.config.stackfile import located_checked
 from program.main import run
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, gpu_class, run_fleet
 from tooling.mockrun import run_under_mocks
@@ -56,7 +57,7 @@ EKS_SEVEN_ZONES = {
     "source": "EKS",
     "eks": CLUSTER_BLOCKS["EKS"],
     "nodePools": [
-        # Names of the region's form (`infra.devices.zone_problem`), seven of them.
+        # Names of the region's form (`infra.checks.machines.zone_problem`), seven of them.
         {"name": "a", "className": "eks-cpu", "zones": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]},
         # us-east-1 has six zones (clouds/eks/zones.py): the seventh is taken as not catalogued yet.
         {
@@ -80,13 +81,13 @@ def test_a_cluster_at_the_zone_limit_passes_and_one_zone_over_it_is_the_issue() 
     at_limit = copy.deepcopy(EKS_SEVEN_ZONES)
     at_limit["nodePools"][1]["zones"] = ["us-east-1d", "us-east-1e", "us-east-1f"]  # six distinct zones
     eks_cpu = cpu_class("eks-cpu", "EKS", CPU_BLOCKS["EKS"])
-    assert guard(fleet_of(fleet_with(at_limit, eks_cpu)), "Pulumi.test.yaml").issues == []
-    assert guard(fleet_of(fleet_with(EKS_SEVEN_ZONES, eks_cpu)), "Pulumi.test.yaml").issues == [
+    assert located_checked(guard(fleet_of(fleet_with(at_limit, eks_cpu))), "Pulumi.test.yaml").issues == []
+    assert located_checked(guard(fleet_of(fleet_with(EKS_SEVEN_ZONES, eks_cpu))), "Pulumi.test.yaml").issues == [
         ConfigIssue(
-            "Pulumi.test.yaml",
             "clusters[1].nodePools[1].zones",
             "the pools of cluster 'eks' name 7 zones; the EKS network has subnets for at most 6",
             "name at most 6 distinct zones across the cluster's pools",
+            file="Pulumi.test.yaml",
         )
     ]
 
@@ -100,12 +101,12 @@ def test_aks_pools_whose_short_names_collide_register_nothing(tmp_path: Path) ->
         "nodePools": [{"name": "gpu-a", "className": "aks-gpu"}, {"name": "gpua6f44f", "className": "aks-gpu"}],
     }
     raw = fleet_with(aks, gpu_class("aks-gpu", "AKS", GPU_BLOCKS["AKS"]))
-    assert guard(fleet_of(raw), "Pulumi.test.yaml").issues == [
+    assert located_checked(guard(fleet_of(raw)), "Pulumi.test.yaml").issues == [
         ConfigIssue(
-            "Pulumi.test.yaml",
             "clusters[1].nodePools[1].name",
             "pool 'gpua6f44f' gets the AKS agent pool name 'gpua6f44f', as pool 'gpu-a' does",
             "rename the pool: AKS names are 1-12 lowercase letters and digits, so longer names are shortened",
+            file="Pulumi.test.yaml",
         )
     ]
     message = refused(raw)
@@ -234,7 +235,7 @@ def test_a_device_rule_and_a_schedulability_issue_are_reported_in_one_run() -> N
     error = str(run_fleet(raw).error)
     assert "[accelerator-driver-mismatch]" in error
     assert "deployments[0].memory" in error
-    checked = guard(fleet_of(raw), "Pulumi.test.yaml")
+    checked = located_checked(guard(fleet_of(raw)), "Pulumi.test.yaml")
     violations, [issue] = checked.stopping_violations, checked.issues
     # The AMD type is wrong twice over: for the class's NVIDIA driver and for the g2 machine.
     assert [v.policy for v in violations] == ["accelerator-driver-mismatch", "accelerator-type-unknown"]

@@ -35,7 +35,24 @@ KERNEL = {
     "infra/config/base.py",
     "infra/__init__.py",
 }
-LAYERS = ("kernel", "cloud records", "registry", "fleet model", "components", "program and policies", "tooling")
+LAYERS = (
+    "kernel",
+    "cloud records",
+    "registry",
+    "fleet model",
+    "facts",
+    "serving",
+    "checks",
+    "components",
+    "program and policies",
+    "tooling",
+)
+# Inside `infra/`: the fleet model (`infra/config/`) is read by the derived facts and helpers at the
+# top of `infra/`, the serving stack as data (`infra/serving/`) builds on the facts, and the checks
+# (`infra/checks/`) judge all of them.
+INFRA_LAYERS = {"config": 3, "serving": 5, "checks": 6}
+# The one arrow up: the stack file's reader runs the checks on the fleet it read.
+UPWARD = {("infra/config/stackfile.py", "infra/checks/guard.py")}
 
 
 def layer(rel: str) -> int:
@@ -45,8 +62,10 @@ def layer(rel: str) -> int:
     if parts[0] == "clouds":
         if rel == "clouds/__init__.py":
             return 2
-        return 1 if rel in cloud_records() else 4
-    return {"infra": 3, "components": 4, "program": 5, "policies": 5, "tooling": 6}[parts[0]]
+        return 1 if rel in cloud_records() else 7
+    if parts[0] == "infra":
+        return INFRA_LAYERS.get(parts[1], 4) if len(parts) > 2 else 4
+    return {"components": 7, "program": 8, "policies": 8, "tooling": 9}[parts[0]]
 
 
 def module_file(module: str) -> str | None:
@@ -101,7 +120,7 @@ def test_every_product_module_imports_only_its_own_layer_or_lower_ones() -> None
     for path in product_files():
         rel = str(path.relative_to(ROOT))
         for target in sorted(project_imports(path)):
-            if layer(target) > layer(rel):
+            if layer(target) > layer(rel) and (rel, target) not in UPWARD:
                 offenders.append(f"{rel} ({LAYERS[layer(rel)]}) imports {target} ({LAYERS[layer(target)]})")
     assert offenders == []
 
@@ -152,6 +171,45 @@ def test_the_layer_test_sees_a_back_arrow() -> None:
     assert module_file("clouds.gke") == "clouds/gke/__init__.py"
     assert project_imports(ROOT / "components" / "base.py") >= {"clouds/spec.py"}
     assert layer("clouds/eks/component.py") == layer("clouds/eks/network.py") == layer("components/base.py")
+    # Inside `infra/`: the model, the facts, the serving stack, the checks, in that order.
+    assert (
+        layer("infra/config/model.py")
+        < layer("infra/facts.py")
+        < layer("infra/serving/catalog.py")
+        < layer("infra/checks/guard.py")
+        < layer("components/base.py")
+    )
+    assert layer("infra/config/names.py") == 0 < layer("infra/config/stackfile.py")
+
+
+def test_the_only_arrow_up_inside_infra_is_the_reader_running_the_checks() -> None:
+    upward = {
+        (str(path.relative_to(ROOT)), target)
+        for path in sorted((ROOT / "infra").rglob("*.py"))
+        for target in project_imports(path)
+        if layer(target) > layer(str(path.relative_to(ROOT)))
+    }
+    assert upward == UPWARD
+
+
+def test_no_product_modules_import_each_other_in_a_circle() -> None:
+    graph = {str(p.relative_to(ROOT)): project_imports(p) for p in product_files()}
+    done: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(rel: str, path: list[str]) -> None:
+        if rel in path:
+            circles.append([*path[path.index(rel) :], rel])
+            return
+        if rel in done:
+            return
+        for target in sorted(graph.get(rel, set()) - {rel}):  # a package's `from package import x`
+            visit(target, [*path, rel])
+        done.add(rel)
+
+    for rel in sorted(graph):
+        visit(rel, [])
+    assert circles == []
 
 
 def test_the_vocabulary_imports_nothing_of_the_project() -> None:

@@ -11,22 +11,18 @@ from typing import Any
 
 import pytest
 
-from infra.config.model import Fleet, InferenceClass
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
     UNKNOWN_MACHINE_TYPE,
     ZONE_OUTSIDE_REGION,
     Violation,
-    check_fleet_machines,
-    check_machine,
-    class_cpu_claim,
-    cluster_region,
-    cpuset_size,
-    fleet_violations,
-    violation_path,
 )
+from infra.checks.machines import check_fleet_machines, check_machine, class_cpu_claim, fleet_violations, violation_path
+from infra.config.issues import located
+from infra.config.model import Fleet, InferenceClass, cluster_region
+from infra.cpus import cpuset_size
 from tests.conftest import CLUSTER_BLOCKS, fleet_of
 
 NVIDIA, AMD, CPU = "gpu.nvidia.com", "gpu.amd.com", "dra.cpu"
@@ -209,7 +205,7 @@ CASES: dict[str, tuple[InferenceClass, list[str], list[tuple[str, str | None, st
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_machine_rule_reports_policy_driver_problem_fix_and_path(case: str) -> None:
     cls, zones, expected = CASES[case]
-    found = check_machine("k", "GKE", "p", cls, "us-central1", zones, file="Pulumi.t.yaml")
+    found = located(check_machine("k", "GKE", "p", cls, "us-central1", zones), "Pulumi.t.yaml")
     assert found == [
         Violation(policy, "k", "p", "x", driver, problem, fix, "Pulumi.t.yaml", path)
         for policy, driver, problem, fix, path in expected
@@ -343,7 +339,7 @@ def two_cluster_fleet() -> dict[str, Any]:
 
 
 def test_fleet_violations_locate_the_pool_and_class_by_index() -> None:
-    [v] = fleet_violations(fleet_of(two_cluster_fleet()), "Pulumi.t.yaml")
+    [v] = located(fleet_violations(fleet_of(two_cluster_fleet())), "Pulumi.t.yaml")
     assert (v.policy, v.cluster, v.pool, v.file) == (CPU_CLAIM_EXCEEDS_MACHINE, "b", "q", "Pulumi.t.yaml")
     assert v.path == "classes[name=greedy].devices[0].capacity.dra.cpu/cpu"
     # Pool `p` exists in both clusters: the path names the pool of the violation's cluster.
@@ -361,7 +357,7 @@ def test_machine_rules_check_the_pools_after_one_whose_class_is_missing() -> Non
     raw = two_cluster_fleet()
     raw["clusters"][1]["nodePools"].insert(0, {"name": "orphan", "className": "missing"})
     fleet = Fleet.model_validate(raw)  # the reference check, which refuses this, is not run here
-    assert [(v.cluster, v.pool, v.file) for v in check_fleet_machines(fleet, "Pulumi.t.yaml")] == [
+    assert [(v.cluster, v.pool, v.file) for v in located(check_fleet_machines(fleet), "Pulumi.t.yaml")] == [
         ("b", "q", "Pulumi.t.yaml")
     ]
 

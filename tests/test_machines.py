@@ -15,7 +15,18 @@ import pytest
 from clouds import MACHINES, catalog_date, cloud, machine
 from components.base import policy_inputs
 from infra import tokens
+from infra.checks.devices import (
+    ACCELERATOR_TYPE_UNKNOWN,
+    CPU_CLAIM_EXCEEDS_MACHINE,
+    MACHINE_ACCELERATOR_MISMATCH,
+    UNKNOWN_MACHINE_TYPE,
+    ZONE_OUTSIDE_REGION,
+)
+from infra.checks.guard import format_violations, guard
+from infra.checks.machines import check_machine, fleet_violations
+from infra.config.issues import located as in_file
 from infra.config.model import InferenceClass
+from infra.config.stackfile import located_checked
 from infra.cost import (
     PoolSize,
     cluster_cost,
@@ -25,19 +36,8 @@ from infra.cost import (
     over_budget,
     total_json,
 )
-from infra.devices import (
-    ACCELERATOR_TYPE_UNKNOWN,
-    CPU_CLAIM_EXCEEDS_MACHINE,
-    MACHINE_ACCELERATOR_MISMATCH,
-    UNKNOWN_MACHINE_TYPE,
-    ZONE_OUTSIDE_REGION,
-    check_machine,
-    cpuset_size,
-    fleet_violations,
-    reserved_cpus,
-)
+from infra.cpus import cpuset_size, reserved_cpus
 from infra.facts import derive_cluster
-from infra.guard import format_violations, guard
 from infra.machines import UNPRICED_REASONS, MachineType, Unpriced
 from infra.machines import priced as priced_rows
 from policies.config_rules import CONFIG_POLICIES
@@ -249,7 +249,7 @@ def uncatalogued_fleet(acknowledged: bool) -> dict[str, Any]:
 def test_an_unknown_machine_stops_the_program_until_the_class_takes_it_uncatalogued() -> None:
     raw = uncatalogued_fleet(acknowledged=False)
     assert [v.policy for v in fleet_violations(fleet_of(raw))] == [UNKNOWN_MACHINE_TYPE]
-    assert guard(fleet_of(raw), "Pulumi.t.yaml").stops
+    assert located_checked(guard(fleet_of(raw)), "Pulumi.t.yaml").stops
     assert isinstance(run_fleet(raw).error, pulumi.RunError)
     taken = uncatalogued_fleet(acknowledged=True)
     assert fleet_violations(fleet_of(taken)) == []
@@ -340,11 +340,11 @@ HELD = {
 @pytest.mark.parametrize("case", sorted(HELD))
 def test_held_example_is_an_error_naming_file_path_and_fix(case: str) -> None:
     raw, policy, problem = HELD[case]
-    [v] = fleet_violations(fleet_of(raw), "Pulumi.held.yaml")
+    [v] = in_file(fleet_violations(fleet_of(raw)), "Pulumi.held.yaml")
     assert (v.policy, v.enforcement) == (policy, "mandatory")
     assert v.message.startswith("Pulumi.held.yaml: ")
     assert problem in v.message and "(at " in v.message and ". Fix: " in v.message
-    checked = guard(fleet_of(raw), "Pulumi.held.yaml")
+    checked = located_checked(guard(fleet_of(raw)), "Pulumi.held.yaml")
     assert checked.stopping_violations == [v]
     assert v.message in format_violations(checked.stopping_violations)
 

@@ -1,7 +1,7 @@
 """Replicas of several nodes (`nodes`): the rules that refuse a group that could never run.
 
 Parallelism across the group (`check_serving`), whole nodes per pod (`check_multinode`), a pool
-holding every node of every group and a group kept in one zone (`infra.schedulable`).
+holding every node of every group and a group kept in one zone (`infra.checks.schedulable`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from infra.config.issues import ConfigError, ConfigIssue
+from infra.checks.guard import guard
+from infra.checks.services import check_serving
+from infra.config.issues import ConfigError, ConfigIssue, located
 from infra.config.model import Fleet
-from infra.config.rules import check_serving
-from infra.guard import guard
+from infra.config.stackfile import located_checked
 from tests.conftest import fleet_of, gpu_class
 
 FILE = "Pulumi.test.yaml"
@@ -60,7 +61,7 @@ def issues(raw: dict[str, Any]) -> dict[str, ConfigIssue]:
         fleet = fleet_of(copy.deepcopy(raw))
     except ConfigError as err:
         return {i.path: i for i in err.issues}
-    return {i.path: i for i in guard(fleet, FILE).issues}
+    return {i.path: i for i in located_checked(guard(fleet), FILE).issues}
 
 
 def test_a_two_node_group_with_parallelism_over_both_nodes_is_accepted() -> None:
@@ -199,7 +200,7 @@ def test_a_one_node_deployment_may_use_a_pool_over_several_zones() -> None:
 
 def test_a_claim_cache_cannot_serve_the_pods_of_a_group() -> None:
     raw = eks(group(cache={"volume": "PersistentVolumeClaim", "size": "1500Gi", "storageClassName": "gp3"}))
-    found = check_serving(Fleet.model_validate(copy.deepcopy(raw)), FILE)
+    found = located(check_serving(Fleet.model_validate(copy.deepcopy(raw))), FILE)
     assert [(i.path, i.problem) for i in found] == [
         (
             "deployments[0].cache.volume",

@@ -10,8 +10,10 @@ import pytest
 from pulumi.runtime import rpc
 
 from clouds.oci.taints import registered_taints, user_data
+from infra.checks.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION, ZONE_OUTSIDE_REGION
+from infra.checks.machines import fleet_violations
+from infra.config.issues import located
 from infra.config.stackfile import parse_fleet
-from infra.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION, ZONE_OUTSIDE_REGION, fleet_violations
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun
 
@@ -151,24 +153,28 @@ def test_protect_covers_cluster_pools_and_network() -> None:
 
 
 def test_a_region_oci_does_not_have_is_refused_with_the_shapes_path() -> None:
-    (v, *_) = fleet_violations(parse_fleet(oci_fleet(region="us-chicago-2"), "Pulumi.oci.yaml"), "Pulumi.oci.yaml")
+    (v, *_) = located(
+        fleet_violations(parse_fleet(oci_fleet(region="us-chicago-2"), "Pulumi.oci.yaml")), "Pulumi.oci.yaml"
+    )
     assert v.policy == MACHINE_OUTSIDE_REGION
     assert v.path == "classes[name=mi300x].provisioning.oci.shape"
     assert "not in the cluster's region us-chicago-2" in v.message
     assert "run the cluster in one of" in v.message
-    assert not fleet_violations(parse_fleet(oci_fleet(region="us-ashburn-1"), "x"), "x")
+    assert not located(fleet_violations(parse_fleet(oci_fleet(region="us-ashburn-1"), "x")), "x")
 
 
 def test_an_availability_domain_the_region_lacks_is_refused_with_its_path() -> None:
-    (v,) = fleet_violations(parse_fleet(oci_fleet(region="us-sanjose-1", zones=["2"]), "Pulumi.oci.yaml"), "x")
+    (v,) = located(fleet_violations(parse_fleet(oci_fleet(region="us-sanjose-1", zones=["2"]), "Pulumi.oci.yaml")), "x")
     assert v.policy == ZONE_OUTSIDE_REGION
     assert v.path == "clusters[name=oke-ord].nodePools[name=mi300x].zones[0]"
     assert "list only zones of us-sanjose-1 (1)" in v.message
     assert "OCI zones are us-sanjose-1's zone numbers 1, not '2'" in v.message
-    assert not fleet_violations(parse_fleet(oci_fleet(region="us-ashburn-1", zones=["2"]), "x"), "x")
+    assert not located(fleet_violations(parse_fleet(oci_fleet(region="us-ashburn-1", zones=["2"]), "x")), "x")
 
 
 def test_an_amd_claim_on_an_nvidia_shape_is_refused() -> None:
-    found = fleet_violations(parse_fleet(oci_fleet(amd_shape="BM.GPU.H100.8"), "Pulumi.oci.yaml"), "Pulumi.oci.yaml")
+    found = located(
+        fleet_violations(parse_fleet(oci_fleet(amd_shape="BM.GPU.H100.8"), "Pulumi.oci.yaml")), "Pulumi.oci.yaml"
+    )
     assert [v.policy for v in found] == [MACHINE_ACCELERATOR_MISMATCH]
     assert "claims gpu.amd.com but BM.GPU.H100.8 carries 8x nvidia H100 80GB" in found[0].message

@@ -13,15 +13,16 @@ from pulumi_policy.proxy import UnknownValueError
 
 from clouds import cloud
 from components.base import policy_inputs
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
     UNSUPPORTED_DEVICES,
     ZONE_OUTSIDE_REGION,
-    fleet_violations,
 )
+from infra.checks.guard import guard
+from infra.checks.machines import fleet_violations
+from infra.config.stackfile import located_checked
 from infra.facts import derive_cluster
-from infra.guard import guard
 from policies.config_rules import CONFIG_POLICIES, _validator
 from policies.pack import POLICIES_BY_NAME
 from tests.conftest import cpu_class, fleet_of, gpu_class, run_fleet
@@ -114,7 +115,7 @@ def test_pack_and_guard_reject_the_same_violations(case: str) -> None:
     # The program stops on the mandatory ones, naming each; advisory ones never stop it.
     error = run_fleet(raw).error
     assert isinstance(error, pulumi.RunError)
-    for v in guard(fleet_of(raw), "Pulumi.test.yaml").violations:
+    for v in located_checked(guard(fleet_of(raw)), "Pulumi.test.yaml").violations:
         assert (f"[{v.policy}] {v.message}" in str(error)) == v.mandatory
 
 

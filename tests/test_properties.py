@@ -19,15 +19,15 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from clouds import CLOUDS, PROVISIONED
-from infra import devices
-from infra.config.model import Fleet
-from infra.devices import (
+from infra.checks import devices
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     CLASS_PROVIDER_MISMATCH,
     UNSUPPORTED_DEVICES,
     Violation,
     check_fleet,
 )
+from infra.config.model import Fleet
 from infra.facts import CPU_LABEL, GPU_LABEL, POOL_LABEL, VENDOR_TAINT_KEY, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, fleet_of
 

@@ -1,4 +1,4 @@
-"""Deployments that could never be scheduled stop the run, each at its path with a fix (`infra.schedulable`)."""
+"""Deployments that could never be scheduled stop the run, each at its path with a fix (`infra.checks.schedulable`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,9 @@ import pytest
 import yaml
 
 from clouds import MACHINES, machine
-from infra.config.issues import ConfigError, ConfigIssue
-from infra.devices import CPU_CLAIM_EXCEEDS_MACHINE
-from infra.facts import derive_fleet
-from infra.guard import guard
-from infra.reservations import GIB, MIB
-from infra.reservations import tiered_reservation as gke_reserved
-from infra.schedulable import (
+from infra.checks.devices import CPU_CLAIM_EXCEEDS_MACHINE
+from infra.checks.guard import guard
+from infra.checks.schedulable import (
     gib_down,
     gib_round,
     gib_text,
@@ -29,6 +25,11 @@ from infra.schedulable import (
     reserved_memory,
     schedulability_issues,
 )
+from infra.config.issues import ConfigError, ConfigIssue, located
+from infra.config.stackfile import located_checked
+from infra.facts import derive_fleet
+from infra.reservations import GIB, MIB
+from infra.reservations import tiered_reservation as gke_reserved
 from infra.serving.catalog import CATALOG, catalog_for
 from tests.conftest import CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gke_fleet, run_fleet
 from tests.conftest import cloud_fleet as two_pools
@@ -60,7 +61,7 @@ def gke_with(*deployments: dict[str, Any], **gpu_pool: Any) -> dict[str, Any]:
 
 
 def found(raw: dict[str, Any]) -> dict[str, ConfigIssue]:
-    issues = guard(fleet_of(raw), FILE).issues
+    issues = located_checked(guard(fleet_of(raw)), FILE).issues
     by_path = {i.path: i for i in issues}
     assert len(by_path) == len(issues), issues
     return by_path
@@ -193,7 +194,10 @@ def test_issues_of_several_pools_are_reported_in_deployment_order() -> None:
     # The cpu pool is declared first, so its issue (deployment 1) is found before the gpu pool's (0).
     raw = gke_with(deployment("a", replicas=3), deployment("b", pool="cpu", memory=None, replicas=2))
     raw["clusters"][0]["nodePools"].reverse()
-    assert [i.path for i in guard(fleet_of(raw), FILE).issues] == ["deployments[0].replicas", "deployments[1].replicas"]
+    assert [i.path for i in located_checked(guard(fleet_of(raw)), FILE).issues] == [
+        "deployments[0].replicas",
+        "deployments[1].replicas",
+    ]
 
 
 def test_a_fixed_pool_in_two_zones_is_told_its_count_per_zone() -> None:
@@ -210,7 +214,7 @@ def test_a_replica_larger_than_a_node_is_left_to_the_device_rule() -> None:
     # cpu-claim-exceeds-machine says; more nodes would not help.
     raw = gke_with(deployment("a", pool="cpu", memory=None))
     raw["classes"][1]["devices"][0]["capacity"]["dra.cpu/cpu"]["value"] = "8"
-    checked = guard(fleet_of(raw), FILE)
+    checked = located_checked(guard(fleet_of(raw)), FILE)
     assert checked.issues == []
     assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
 
@@ -219,7 +223,7 @@ def test_a_machine_with_no_claimable_cpu_is_left_to_the_device_rule() -> None:
     # g4s.kube.medium has 2 vCPUs, both kept by dra-driver-cpu: no replica fits, however many nodes.
     raw = cloud_fleet("Civo", deployment("a", pool="cpu", memory=None, replicas=2))
     raw["classes"][1] = cpu_class("cpu", "Civo", {"size": "g4s.kube.medium"}, cpus="1")
-    checked = guard(fleet_of(raw), FILE)
+    checked = located_checked(guard(fleet_of(raw)), FILE)
     assert checked.issues == []
     assert [v.policy for v in checked.stopping_violations] == [CPU_CLAIM_EXCEEDS_MACHINE]
 
@@ -230,7 +234,7 @@ def test_cpu_claims_on_a_gpu_pool_are_not_counted_against_its_machine() -> None:
     raw["classes"][0]["devices"].append(
         {"name": "cpu", "driver": "dra.cpu", "deviceClassName": "dra.cpu", "capacity": {"dra.cpu/cpu": {"value": "6"}}}
     )
-    checked = guard(fleet_of(raw), FILE)
+    checked = located_checked(guard(fleet_of(raw)), FILE)
     assert checked.issues == []
     assert checked.violations_stop
 
@@ -311,7 +315,7 @@ def test_existing_clusters_are_not_judged() -> None:
         "deployments": [deployment("llm", memory="4000Gi", replicas=9)],
     }
     fleet = fleet_of(raw)
-    assert schedulability_issues(fleet, derive_fleet(fleet), FILE) == []
+    assert located(schedulability_issues(fleet, derive_fleet(fleet)), FILE) == []
 
 
 def test_an_existing_cluster_does_not_end_the_check_of_the_clusters_after_it() -> None:
@@ -468,7 +472,7 @@ def memory_issue(raw: dict[str, Any]) -> ConfigIssue | None:
         fleet = fleet_of(raw)
     except ConfigError as err:
         return next((i for i in err.issues if i.path == "deployments[0].memory"), None)
-    return next((i for i in guard(fleet, FILE).issues if i.path == "deployments[0].memory"), None)
+    return next((i for i in located_checked(guard(fleet), FILE).issues if i.path == "deployments[0].memory"), None)
 
 
 @pytest.mark.parametrize("shm", ["2Gi", "12Gi"])

@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 
+from infra.checks.clusters import check_capacity_claims
+from infra.checks.rules import check_images
+from infra.checks.services import check_serving
+from infra.config.issues import located
 from infra.config.model import Device, Fleet, InferenceCluster
 from infra.config.roles import claimed_cpus
-from infra.config.rules import check_capacity_claims, check_images, check_serving, port_args
+from infra.serving.vllm_args import port_args
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, gpu_class
 
 FILE = "Pulumi.test.yaml"
@@ -66,7 +70,7 @@ def raw_fleet(source: str = "GKE", *deployments: dict[str, Any], services: Any =
 
 def serving(raw: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The issues check_serving finds, each of which names the stack file."""
-    found = check_serving(Fleet.model_validate(copy.deepcopy(raw)), FILE)
+    found = located(check_serving(Fleet.model_validate(copy.deepcopy(raw))), FILE)
     assert [i.file for i in found] == [FILE] * len(found)
     return [(i.path, i.problem, i.fix) for i in found]
 
@@ -462,7 +466,7 @@ IMAGE_FIX = "pin an exact version tag or a digest, e.g. vllm/vllm-openai:v0.23.0
 )
 def test_unpinned_image_is_rejected_at_its_deployment_with_why(image: str, problem: str) -> None:
     fleet = Fleet.model_validate(raw_fleet("GKE", deployment(), deployment("b", image=image)))
-    assert [(i.file, i.path, i.problem, i.fix) for i in check_images(fleet, FILE)] == [
+    assert [(i.file, i.path, i.problem, i.fix) for i in located(check_images(fleet), FILE)] == [
         (FILE, "deployments[1].image", problem, IMAGE_FIX)
     ]
 
@@ -565,14 +569,14 @@ def test_capacity_claim_needs_kubernetes_1_36(version: str, rejected: bool) -> N
             "use Kubernetes 1.36 or newer on this cluster, where the gate is on by default",
         )
     ]
-    found = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, version)
+    found = located(check_capacity_claims(fleet, cluster, VERSION_PATH, version), FILE)
     assert [(i.file, i.path, i.problem, i.fix) for i in found] == (expected if rejected else [])
 
 
 @pytest.mark.parametrize("cls", ["plain-cpu", "synthetic-cpu", "other-driver", "gpu", "unknown"])
 def test_pools_without_a_dra_cpu_capacity_claim_need_no_feature_gate(cls: str) -> None:
     fleet, cluster = capacity_cluster(("p", cls))
-    assert check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35") == []
+    assert located(check_capacity_claims(fleet, cluster, VERSION_PATH, "1.35"), FILE) == []
 
 
 def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
@@ -581,7 +585,7 @@ def test_a_class_with_a_capacity_claim_on_any_of_its_devices_is_gated() -> None:
     plain = fleet.classes[2].devices[0].model_copy(update={"name": "plain"})
     both = cpu.model_copy(update={"devices": [plain, *cpu.devices]})
     fleet = fleet.model_copy(update={"classes": [fleet.classes[0], both]})
-    [issue] = check_capacity_claims(fleet, cluster, FILE, VERSION_PATH, "1.35")
+    [issue] = located(check_capacity_claims(fleet, cluster, VERSION_PATH, "1.35"), FILE)
     assert issue.problem.startswith("pool 'p' (class 'cpu') claims capacity dra.cpu/cpu")
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from infra.config.issues import ConfigError
-from infra.config.stackfile import MAX_EXPANDED_SIZE, load_stack_file
+from infra.config.reader import MAX_EXPANDED_SIZE
+from infra.config.stackfile import load_stack_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,12 +24,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infra.config.issues import ConfigError
+from infra.checks.guard import fleet_issues
+from infra.checks.machines import fleet_violations
+from infra.config.issues import ConfigError, located
 from infra.config.names import NAMESPACE
 from infra.config.stackfile import load_stack_file
-from infra.devices import fleet_violations
 from infra.facts import derive_fleet
-from infra.guard import fleet_issues
 from program.main import run
 from tooling.mockrun import OPAQUE_SECRET, run_under_mocks
 
@@ -182,13 +182,13 @@ def classify(data: bytes, tmp: Path, stack: str) -> str:
         assert err.issues and all(i.path for i in err.issues), err
         verdict = "path"
     else:
-        # The guard stops on every mandatory device and machine rule (`infra.devices.fleet_violations`).
-        violations = [v for v in fleet_violations(loaded.fleet, loaded.file) if v.mandatory]
+        # The guard stops on every mandatory device and machine rule (`infra.checks.machines.fleet_violations`).
+        violations = [v for v in located(fleet_violations(loaded.fleet), loaded.file) if v.mandatory]
         if violations:
             verdict = "device-rule"
         else:
             facts = derive_fleet(loaded.fleet)
-            verdict = "guard" if fleet_issues(loaded.fleet, facts, loaded.file) else "accepted"
+            verdict = "guard" if located(fleet_issues(loaded.fleet, facts), loaded.file) else "accepted"
     given = cli_config(data)
     if given is not None:
         result = run_under_mocks(run, stack, *given)

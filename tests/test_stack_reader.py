@@ -13,7 +13,8 @@ import yaml
 from infra.config.issues import ConfigError, ConfigIssue, format_path
 from infra.config.model import SecureValue
 from infra.config.names import shown
-from infra.config.stackfile import MAX_EXPANDED_SIZE, MAX_FILE_BYTES, load_stack_file, parse_fleet, read_yaml
+from infra.config.reader import MAX_EXPANDED_SIZE, MAX_FILE_BYTES, read_yaml
+from infra.config.stackfile import load_stack_file, parse_fleet
 from tests.conftest import gke_fleet
 
 FILE = "Pulumi.dev.yaml"
@@ -88,21 +89,21 @@ def test_a_missing_file_cannot_be_read(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         read_yaml(tmp_path / FILE, FILE)
     assert err.value.issues == [
-        ConfigIssue(FILE, "", "cannot read the file (No such file or directory)", "check the path")
+        ConfigIssue("", "cannot read the file (No such file or directory)", "check the path", file=FILE)
     ]
 
 
 def test_a_file_one_byte_over_the_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
     assert MAX_FILE_BYTES == 8 * 1024 * 1024
     assert refusal(tmp_path, b"#" * (MAX_FILE_BYTES + 1)) == [
-        ConfigIssue(FILE, "", "the file has 8388609 bytes, more than 8388608", "shorten the file")
+        ConfigIssue("", "the file has 8388609 bytes, more than 8388608", "shorten the file", file=FILE)
     ]
 
 
 def test_a_file_at_the_byte_bound_is_read(tmp_path: Path) -> None:
     # It gets past the size check to the UTF-8 check, which its first byte fails.
     assert refusal(tmp_path, b"\xff" + b"#" * (MAX_FILE_BYTES - 1)) == [
-        ConfigIssue(FILE, "line 1, column 1", "byte 0xff is not UTF-8", "save the file as UTF-8")
+        ConfigIssue("line 1, column 1", "byte 0xff is not UTF-8", "save the file as UTF-8", file=FILE)
     ]
 
 
@@ -119,14 +120,14 @@ AFTER = b"\n  aws:c: y\n\n"
 @pytest.mark.parametrize(("before", "where"), POSITIONS)
 def test_a_non_utf8_byte_names_its_line_and_column(tmp_path: Path, before: bytes, where: str) -> None:
     assert refusal(tmp_path, before + b"\xfe" + AFTER) == [
-        ConfigIssue(FILE, where, "byte 0xfe is not UTF-8", "save the file as UTF-8")
+        ConfigIssue(where, "byte 0xfe is not UTF-8", "save the file as UTF-8", file=FILE)
     ]
 
 
 @pytest.mark.parametrize(("before", "where"), POSITIONS)
 def test_a_control_character_names_its_line_and_column(tmp_path: Path, before: bytes, where: str) -> None:
     assert refusal(tmp_path, before + b"\x07" + AFTER) == [
-        ConfigIssue(FILE, where, "character #x0007 is not allowed in YAML", "remove the character")
+        ConfigIssue(where, "character #x0007 is not allowed in YAML", "remove the character", file=FILE)
     ]
 
 
@@ -189,7 +190,7 @@ SYNTAX = "fix the YAML syntax"
 def test_bad_yaml_names_the_line_column_and_what_the_parser_found(
     tmp_path: Path, data: bytes, where: str, problem: str, fix: str
 ) -> None:
-    assert refusal(tmp_path, data) == [ConfigIssue(FILE, where, problem, fix)]
+    assert refusal(tmp_path, data) == [ConfigIssue(where, problem, fix, file=FILE)]
 
 
 DUPLICATE_FIX = "keep one of them (the YAML loader would silently use the last)"
@@ -206,7 +207,7 @@ DUPLICATE_FIX = "keep one of them (the YAML loader would silently use the last)"
 )
 def test_a_repeated_key_is_refused_at_its_second_line(tmp_path: Path, data: bytes, where: str, key: str) -> None:
     assert refusal(tmp_path, data) == [
-        ConfigIssue(FILE, where, f"key {key} appears twice in one mapping", DUPLICATE_FIX)
+        ConfigIssue(where, f"key {key} appears twice in one mapping", DUPLICATE_FIX, file=FILE)
     ]
 
 
@@ -218,10 +219,10 @@ def test_an_integer_of_100_characters_is_read_and_of_101_refused(tmp_path: Path)
     assert read(tmp_path, b"a: " + b"1" * 100 + b"\n") == {"a": int("1" * 100)}
     assert refusal(tmp_path, b"a: " + b"1" * 101 + b"\n") == [
         ConfigIssue(
-            FILE,
             "line 1, column 4",
             "an integer of 101 characters is larger than any field takes",
             "write the number the field needs",
+            file=FILE,
         )
     ]
 
@@ -244,7 +245,9 @@ def test_nesting_of_64_levels_is_read_and_of_65_refused_where_the_65th_starts(tm
     # The document's mapping is level 1, `config:`'s value level 2, `aws:x`'s outer list level 3:
     # the 63rd `[` (column 10 + 62) is level 65.
     assert refusal(tmp_path, nested(63)) == [
-        ConfigIssue(FILE, "line 2, column 72", "values nest deeper than 64 levels", "flatten the value or remove it")
+        ConfigIssue(
+            "line 2, column 72", "values nest deeper than 64 levels", "flatten the value or remove it", file=FILE
+        )
     ]
 
 
@@ -266,7 +269,7 @@ def test_a_file_read_with_little_stack_left_is_an_error_not_a_traceback(tmp_path
         issues = refusal(tmp_path, nested(62))
     finally:
         sys.setrecursionlimit(limit)
-    assert issues == [ConfigIssue(FILE, "", "values nest too deeply to read", "flatten the nested values")]
+    assert issues == [ConfigIssue("", "values nest too deeply to read", "flatten the nested values", file=FILE)]
     assert read(tmp_path, nested(62)) == {"config": {"aws:x": lists(62)}}
 
 
@@ -287,20 +290,20 @@ def test_aliases_nesting_to_65_levels_are_refused_at_the_value_past_the_bound(tm
     # One list more in l0: l1 holds 64 levels, the document 65.
     assert refusal(tmp_path, alias_chain(32, 32)) == [
         ConfigIssue(
-            FILE,
             "line 1, column 1",
             "this value nests deeper than 64 levels once its YAML aliases are expanded",
             "flatten the value or remove it",
+            file=FILE,
         )
     ]
     # l2's lists hold l1 (60 levels): its 5th list from the inside, the 26th `[` of line 3
     # (column 9 + 25), is the first to hold 65.
     assert refusal(tmp_path, alias_chain(30, 30, 30)) == [
         ConfigIssue(
-            FILE,
             "line 3, column 34",
             "this value nests deeper than 64 levels once its YAML aliases are expanded",
             "flatten the value or remove it",
+            file=FILE,
         )
     ]
 
@@ -321,10 +324,10 @@ def test_aliases_expanding_to_the_size_bound_are_read_and_one_more_character_ref
     assert len(doc["b"]) == 82 and len(doc["c"]) == 8_388_608 - 8_300_009
     assert refusal(tmp_path, sized(MAX_EXPANDED_SIZE + 1)) == [
         ConfigIssue(
-            FILE,
             "line 1, column 1",
             "this value expands to more than 8388608 characters once its YAML aliases are expanded",
             "write the values out instead of repeating aliases",
+            file=FILE,
         )
     ]
 
@@ -341,35 +344,44 @@ FIRST_KEYS = "modelplane:classes and modelplane:clusters (every key: docs/config
         (
             b"",
             ConfigIssue(
-                FILE, "line 1, column 1", "the stack file is empty", f"start it with 'config:' and {FIRST_KEYS}"
+                "line 1, column 1", "the stack file is empty", f"start it with 'config:' and {FIRST_KEYS}", file=FILE
             ),
         ),
         (
             b"- config\n",
-            ConfigIssue(FILE, "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'"),
+            ConfigIssue(
+                "line 1, column 1", "a stack file is a YAML mapping", "start the file with 'config:'", file=FILE
+            ),
         ),
         (
             b"encryptionsalt: x\n",
-            ConfigIssue(FILE, "config", "the stack file has no 'config:' section", f"add 'config:' with {FIRST_KEYS}"),
+            ConfigIssue(
+                "config", "the stack file has no 'config:' section", f"add 'config:' with {FIRST_KEYS}", file=FILE
+            ),
         ),
         (
             b"config:\n",
-            ConfigIssue(FILE, "config", "the stack file has no 'config:' section", f"add 'config:' with {FIRST_KEYS}"),
+            ConfigIssue(
+                "config", "the stack file has no 'config:' section", f"add 'config:' with {FIRST_KEYS}", file=FILE
+            ),
         ),
         (
             b"config: [a]\n",
             ConfigIssue(
-                FILE, "config", "'config' is a mapping of keys to values", "write 'config:' followed by indented keys"
+                "config",
+                "'config' is a mapping of keys to values",
+                "write 'config:' followed by indented keys",
+                file=FILE,
             ),
         ),
         (
             b"config:\n  aws:region: us-east-1\n",
             ConfigIssue(
-                FILE,
                 "config",
                 "'config:' has no modelplane: keys (modelplane:classes, modelplane:clusters, modelplane:deployments, "
                 "modelplane:services, modelplane:protect, modelplane:budget, modelplane:chartMirror)",
                 f"add {FIRST_KEYS}",
+                file=FILE,
             ),
         ),
     ],
@@ -409,10 +421,10 @@ def test_a_stack_file_loads_into_its_stack_fleet_secrets_and_plain_values(tmp_pa
 def test_an_existing_cluster_without_its_kubeconfig_secret_is_refused(tmp_path: Path) -> None:
     assert stack_issues(tmp_path, EXISTING) == [
         ConfigIssue(
-            FILE,
             "clusters[0].existing.kubeconfigKey",
             "no secret config key 'modelplane:lab-kubeconfig' holds the kubeconfig of cluster 'lab'",
             "run: pulumi config set --secret modelplane:lab-kubeconfig < path/to/kubeconfig",
+            file=FILE,
         )
     ]
 
@@ -422,16 +434,16 @@ def test_a_fleet_error_names_the_displayed_file(tmp_path: Path) -> None:
     # The missing kubeconfig secret is reported in the same run, after the fleet's own mistake.
     assert stack_issues(tmp_path, data) == [
         ConfigIssue(
-            FILE,
             "clusters[0].nodePools[0].nodeCount",
             "input should be greater than or equal to 0 (got -1)",
             "raise the value to the minimum",
+            file=FILE,
         ),
         ConfigIssue(
-            FILE,
             "clusters[0].existing.kubeconfigKey",
             "no secret config key 'modelplane:lab-kubeconfig' holds the kubeconfig of cluster 'lab'",
             "run: pulumi config set --secret modelplane:lab-kubeconfig < path/to/kubeconfig",
+            file=FILE,
         ),
     ]
 

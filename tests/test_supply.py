@@ -11,14 +11,14 @@ from pydantic import ValidationError
 
 import clouds
 from clouds import PROVISIONED, machine
-from infra.config.issues import ConfigError
-from infra.devices import (
+from infra.checks.devices import (
     ACCELERATOR_DRIVER_MISMATCH,
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,
     MACHINE_ACCELERATOR_MISMATCH,
-    fleet_violations,
 )
+from infra.checks.machines import fleet_violations
+from infra.config.issues import ConfigError, located
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, run_fleet
 from tooling.plan import plan_stack, resources_json
@@ -86,7 +86,7 @@ def test_a_class_that_names_only_its_machine_gets_the_devices_and_accelerator_th
     ]
     assert cpu.provisioning is not None and cpu.provisioning.accelerator is None
     assert dumped(short_fleet(source)) == dumped(long_fleet(source))
-    assert fleet_violations(fleet, FILE) == []
+    assert located(fleet_violations(fleet), FILE) == []
 
 
 def test_the_short_form_registers_the_same_resources_as_the_long_form() -> None:
@@ -128,7 +128,7 @@ def test_a_class_written_out_in_full_has_nothing_derived() -> None:
 
 
 def violations_of(raw: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(v.policy, v.path, v.problem) for v in fleet_violations(fleet_of(raw), FILE)]
+    return [(v.policy, v.path, v.problem) for v in located(fleet_violations(fleet_of(raw)), FILE)]
 
 
 def test_an_accelerator_count_that_disagrees_with_the_machine_names_both_counts() -> None:
@@ -214,7 +214,7 @@ def test_an_existing_class_that_declares_its_accelerator_gets_its_gpu_devices() 
     assert pool.labels["modelplane.ai/gpu"] == "amd-mi300x"
     assert pool.as_json(PLAN_POOL_KEYS)["derived"]["accelerator"] == "amd-mi300x"
     assert fleet.classes[0].supplied is not None and fleet.classes[0].supplied.keys == ("devices",)
-    assert fleet_violations(fleet, FILE) == []
+    assert located(fleet_violations(fleet), FILE) == []
 
 
 def test_an_existing_class_keeps_its_written_devices() -> None:
@@ -261,8 +261,8 @@ def test_a_cpu_machine_that_leaves_no_cpu_to_claim_is_refused_at_the_machine() -
 def test_a_cpu_machine_with_one_cpu_past_the_reserved_ones_claims_that_one() -> None:
     import dataclasses
 
-    from infra.devices import reserved_cpus
-    from infra.supply import machine_devices
+    from infra.checks.supply import machine_devices
+    from infra.cpus import reserved_cpus
 
     row = machine("AKS", "Standard_D2s_v5")
     assert row is not None and row.gpu is None
@@ -320,7 +320,7 @@ def test_a_class_that_names_its_accelerator_gets_the_cheapest_priced_machine_tha
     assert [(d.driver, d.count) for d in gpu.devices] == [("gpu.nvidia.com", 1)]
     one_l4 = ["g2-standard-4", "g2-standard-8", "g2-standard-12", "g2-standard-16", "g2-standard-32"]
     assert gpu.supplied is not None and [m.name for m in gpu.supplied.chosen_from] == one_l4
-    assert fleet_violations(fleet, FILE) == []
+    assert located(fleet_violations(fleet), FILE) == []
     derived = derive_fleet(fleet)[0].pool("gpu").as_json(PLAN_POOL_KEYS)["derived"]
     assert derived["keys"][0] == "provisioning.gke.machineType"
     assert derived["values"]["provisioning.gke.machineType"] == "g2-standard-4"
@@ -336,7 +336,7 @@ def test_a_class_that_names_a_minimum_gpu_memory_gets_the_cheapest_machine_with_
     gpu = fleet.classes[0]
     assert gpu.provisioning is not None and gpu.provisioning.machine_name == "a2-highgpu-1g"
     assert gpu.provisioning.accelerator is not None and gpu.provisioning.accelerator.type == "nvidia-tesla-a100"
-    assert fleet_violations(fleet, FILE) == []
+    assert located(fleet_violations(fleet), FILE) == []
 
 
 def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a_change(
@@ -344,7 +344,7 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
 ) -> None:
     import dataclasses
 
-    import infra.supply
+    import infra.checks.supply
 
     raw = needing("GKE", accelerator={"type": "nvidia-l4"})
     raw["classes"].append(
@@ -362,9 +362,9 @@ def test_the_chosen_machine_is_pinned_in_the_plan_so_a_catalog_change_shows_as_a
     cheaper = dataclasses.replace(row, name="g2-cheaper-4", price_usd_hour=row.price_usd_hour / 2)  # type: ignore[operator]
     gke = clouds.cloud("GKE")
     moved = dataclasses.replace(gke, machines=(*gke.machines, cheaper))
-    monkeypatch.setattr(infra.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
+    monkeypatch.setattr(infra.checks.supply, "cloud", lambda source: moved if source == "GKE" else clouds.cloud(source))
     monkeypatch.setattr(
-        infra.supply, "machine", lambda source, name: cheaper if name == cheaper.name else machine(source, name)
+        infra.checks.supply, "machine", lambda source, name: cheaper if name == cheaper.name else machine(source, name)
     )
     after = plan_of_pools()
     # The class that named what it needs moves, and its plan says so; the class that named its machine stays.
@@ -385,7 +385,7 @@ def test_a_multi_gpu_need_gets_a_machine_with_that_many_gpus_under_the_type_aske
     assert gpu.supplied is not None and gpu.supplied.row is not None and gpu.supplied.row.name == "p5.48xlarge"
     assert gpu.supplied.keys == ("provisioning.eks.instanceType", "provisioning.eks.accelerator", "devices")
     assert all(m.gpu is not None and m.gpu.count == 8 for m in gpu.supplied.chosen_from)
-    assert fleet_violations(fleet, FILE) == []
+    assert located(fleet_violations(fleet), FILE) == []
 
 
 def test_a_need_that_writes_its_devices_keeps_them() -> None:

@@ -7,9 +7,9 @@ its package (`clouds.spec.Cloud.keys`), the ones every cloud shares in form are 
 from __future__ import annotations
 
 from clouds import CLOUDS
+from infra.checks.clusters import MIN_KUBERNETES
 from infra.config.base import MAX_HOURLY_PRICE, KeyDoc
 from infra.config.issues import fields_of
-from infra.config.rules import MIN_KUBERNETES
 
 # One key's entry: what it means, the rule or component that reads it, and a YAML example.
 Key = KeyDoc
@@ -38,7 +38,7 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
             keys[(block, "kubernetesVersion")] = Key(
                 "Kubernetes version as the cloud spells it; quote it (YAML reads 1.30 as 1.3). "
                 f"{version_floor} or newer (DRA v1); 1.36+ when a claim consumes capacity (`dra.cpu`).",
-                "the cluster resource; the version floor in `infra/config/rules.py`",
+                "the cluster resource; the version floor in `infra/checks/clusters.py`",
                 f"kubernetesVersion: {c.examples.get('kubernetesVersion', chr(34) + '1.36' + chr(34))}",
             )
         if c.machine_block is not None:
@@ -53,7 +53,7 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
                 "and count); a machine without GPUs gets none: standard image, `modelplane.ai/cpu` label and taint. "
                 "Written, it must match the machine's row.",
                 "`accelerator-driver-mismatch`, `machine-accelerator-mismatch`, `accelerator-type-unknown`; the "
-                "pool's GPU label and vendor taint (`infra/supply.py` supplies it)",
+                "pool's GPU label and vendor taint (`infra/checks/supply.py` supplies it)",
                 "accelerator: {type: nvidia-l4, count: 1}",
             )
             keys[(machine, "uncatalogued")] = Key(
@@ -94,7 +94,7 @@ def cloud_sections(kind: str) -> list[tuple[str, str]]:
 KEYS: dict[tuple[str, str], Key] = {
     ("Fleet", "classes"): Key(
         "Hardware classes: the devices a node offers and, on provisioned clouds, the machine that has them.",
-        "pools name a class (`clusters[].nodePools[].className`); device rules in `infra/devices.py`",
+        "pools name a class (`clusters[].nodePools[].className`); device rules in `infra/checks/devices.py`",
         "modelplane:classes: [{name: l4-gke, devices: [...], provisioning: {...}}]",
     ),
     ("Fleet", "clusters"): Key(
@@ -110,7 +110,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("Fleet", "services"): Key(
         "Publish a deployment through its cluster's Envoy Gateway: a Gateway per cluster with a service, "
         "an HTTPRoute per service, the endpoint as the stack output `endpoints` (docs/serving.md).",
-        "`ModelService` and `ClusterGateway` (`components/features/routing.py`); `infra.config.rules.check_serving`",
+        "`ModelService` and `ClusterGateway` (`components/features/routing.py`); `infra.checks.services.check_serving`",
         "modelplane:services: [{name: qwen, deployment: qwen, path: /qwen}]",
     ),
     ("Fleet", "budget"): Key(
@@ -146,8 +146,8 @@ KEYS: dict[tuple[str, str], Key] = {
         "one per GPU), or on a machine without GPUs a `cpu` device of `dra.cpu` claiming the vCPUs less the 2 "
         "dra-driver-cpu reserves; without a machine, from `accelerator`. Written devices are checked against "
         "the machine.",
-        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/devices.py`); "
-        "what is left out: `infra/supply.py`",
+        "claimed drivers -> the cluster's `draDrivers` and the pool's role (`infra/checks/devices.py`); "
+        "what is left out: `infra/checks/supply.py`",
         "devices: [{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com}]",
     ),
     ("InferenceClass", "accelerator"): Key(
@@ -161,20 +161,20 @@ KEYS: dict[tuple[str, str], Key] = {
         "says here what it needs (`accelerator: nvidia-l4` is one GPU of that type): the plan chooses the cheapest priced catalog machine that carries it and "
         "shows the choice (name the machine to keep it whatever the catalog says).",
         "`accelerator-driver-mismatch`, `accelerator-type-unknown`; the pool's GPU label; the machine choice "
-        "(`infra/supply.py`)",
+        "(`infra/checks/supply.py`)",
         "accelerator: {type: amd-mi300x, count: 8}",
     ),
     ("InferenceClass", "uncataloguedAccelerator"): Key(
         "The Existing cluster's nodes carry a GPU the accelerator vocabulary does not list yet: take `accelerator` "
         "as written. Without it such a type stops the run (a typo would otherwise become the pool's GPU label).",
-        "`accelerator-type-unknown` (`infra/devices.py`)",
+        "`accelerator-type-unknown` (`infra/checks/devices.py`)",
         "uncataloguedAccelerator: true",
     ),
     ("InferenceClass", "minGpuMemoryGib"): Key(
         "For a class that names its provider and no machine: the least memory per GPU it needs (with "
         "`accelerator`, or alone for one GPU of any type). The plan chooses the cheapest priced catalog machine "
         "that has it.",
-        "the machine choice (`infra/supply.py`)",
+        "the machine choice (`infra/checks/supply.py`)",
         "minGpuMemoryGib: 40",
     ),
     ("InferenceClass", "provisioning"): Key(
@@ -293,7 +293,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ("NodePool", "uncataloguedZones"): Key(
         "The pool's zones exist though the zone catalog does not list them for the region yet; they are then "
         "checked against the zone form and the region only.",
-        "`zone-outside-region` (`infra/devices.py`)",
+        "`zone-outside-region` (`infra/checks/devices.py`)",
         "uncataloguedZones: true",
     ),
     # Deployments
@@ -318,7 +318,7 @@ KEYS: dict[tuple[str, str], Key] = {
         "Container arguments; quote numbers. A credential flag (`--hf-token`, `--api-key`, `--token`) or a value "
         "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value. vLLM's "
         "parallelism flags must multiply to the GPUs a replica claims (docs/serving.md).",
-        "the container; `credential_arg_issues` (`infra/config/rules.py`)",
+        "the container; `credential_arg_issues` (`infra/checks/rules.py`)",
         'args: [--max-model-len, "8192"]',
     ),
     ("ModelDeploymentSpec", "replicas"): Key(
@@ -336,7 +336,7 @@ KEYS: dict[tuple[str, str], Key] = {
         "`infra/config/stackfile.py`). "
         "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
         "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
-        "the container's env; `check_plain_credentials` (`infra/config/rules.py`)",
+        "the container's env; `check_plain_credentials` (`infra/checks/rules.py`)",
         'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
     ),
     ("ModelDeploymentSpec", "shmSize"): Key(
@@ -345,13 +345,13 @@ KEYS: dict[tuple[str, str], Key] = {
     ("ModelDeploymentSpec", "port"): Key(
         "The engine's one port: passed as `--port`, and used by the container, the probes, the Service and the "
         "route. An `args` entry that sets another port is an error.",
-        "`ModelDeployment`; `infra.config.rules.check_serving`",
+        "`ModelDeployment`; `infra.checks.services.check_serving`",
         "port: 8000",
     ),
     ("ModelDeploymentSpec", "memory"): Key(
         "Memory request and limit of the engine container (one value: the engine is not burstable). "
         "Required on GPU pools; must exceed `shmSize`.",
-        "the container's resources; `infra.config.rules.check_serving`",
+        "the container's resources; `infra.checks.services.check_serving`",
         "memory: 24Gi",
     ),
     ("ModelDeploymentSpec", "cache"): Key(
@@ -367,18 +367,18 @@ KEYS: dict[tuple[str, str], Key] = {
     ("ModelDeploymentSpec", "autoscaling"): Key(
         "Replicas that follow the load, between `minReplicas` and `maxReplicas`; exclusive with `replicas` "
         "(docs/serving.md, Autoscaling).",
-        "a KEDA ScaledObject and a PodMonitor; `infra.config.rules.check_autoscaling`",
+        "a KEDA ScaledObject and a PodMonitor; `infra.checks.services.check_autoscaling`",
         "autoscaling: {minReplicas: 1, maxReplicas: 4, metric: RequestsWaiting, target: 5}",
     ),
     ("Autoscaling", "minReplicas"): Key(
         "Fewest replicas (default 1). 0 is refused: the metric is the engine's own, so nothing would wake a "
         "deployment at zero.",
-        "the ScaledObject's `minReplicaCount`; `infra.config.rules.check_autoscaling`",
+        "the ScaledObject's `minReplicaCount`; `infra.checks.services.check_autoscaling`",
         "minReplicas: 1",
     ),
     ("Autoscaling", "maxReplicas"): Key(
         "Most replicas; the pool must hold them at its `maxNodeCount`.",
-        "the ScaledObject's `maxReplicaCount`; `infra.schedulable`",
+        "the ScaledObject's `maxReplicaCount`; `infra.checks.schedulable`",
         "maxReplicas: 4",
     ),
     ("Autoscaling", "metric"): Key(
@@ -417,7 +417,7 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelServiceSpec", "cluster"): Key(
         "The deployment's cluster; needed only when deployments of that name run on several clusters.",
-        "`infra.config.rules.check_serving`",
+        "`infra.checks.services.check_serving`",
         "cluster: civo-cpu",
     ),
     ("ModelServiceSpec", "host"): Key(

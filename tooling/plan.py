@@ -1,12 +1,14 @@
 """The offline plan: run the real program under Pulumi's mock runtime and report what it would do.
 
-`plan_stack` loads one stack file, evaluates the device rules, runs `program.main.run` under the
-mock runtime with the stack's config, runs the policy pack over what the program registered, and
-returns the plan's JSON document (`modelplane plan --json`). It previews as the engine does
-(`tooling.mockrun`): by default a first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the
-Kubernetes objects of a cluster not yet created with no properties, the pack told it is a dry
-run), or with `mode="update"` an update of a stack whose resources all exist. Pools come from the same derived facts the components were given;
-releases are read back from what the ServingStack actually registered (values included).
+`plan_stack` loads and checks one stack file (once: `infra.checks.guard.check`), runs the program
+on that checked stack (`program.main.deploy`) under the mock runtime with the stack's config, runs
+the policy pack over what the program registered, and returns the plan's JSON document
+(`modelplane plan --json`). It previews as the engine does (`tooling.mockrun`): by default a
+first preview (`mode="preview"`: nothing exists, cloud-computed values unknown, the Kubernetes
+objects of a cluster not yet created with no properties, the pack told it is a dry run), or with
+`mode="update"` an update of a stack whose resources all exist. Pools come from the same derived
+facts the components were given; releases are read back from what the ServingStack actually
+registered (values included).
 """
 
 from __future__ import annotations
@@ -28,17 +30,16 @@ from infra.config.stackfile import load_stack_file, stack_name_of
 from infra.cost import ClusterCost, cluster_cost_json, facts_cost, money, monthly, over_budget, total_json
 from infra.facts import PLAN_POOL_KEYS, ClusterFacts
 from infra.formats import plain
-from infra.guard import guard
 from infra.serving.catalog import cluster_charts, relied_on
 from infra.serving.chart import Chart
-from program.main import run
+from program.main import deploy
 from tooling.analyzer import PackViolation, run_policy_pack
 from tooling.changes import PLAN_FORMAT
 from tooling.hooks import PlanContext, PlanHook
 from tooling.mockrun import Registration, run_under_mocks
 from tooling.pack_process import PolicyPackError
 from tooling.placement import placement_hook
-from tooling.stackconfig import config_of, config_size_issue
+from tooling.stackconfig import config_of, config_size_issue, program_view
 
 # How the plan runs the program: a first preview of a new stack, or an update of an existing one.
 MODES = ("preview", "update")
@@ -298,7 +299,7 @@ def plan_stack(
     # and it is reported from here, all of it at once: mandatory violations with every other
     # violation beside them, and the clouds' own rules and schedulability as errors where they are. Advisory violations of a fleet that runs come
     # from the pack (below).
-    checked = guard(stack.fleet, file)
+    checked = stack.checked
     violations, facts = checked.stopping_violations, checked.facts
     doc["violations"] = [
         {"policy": v.policy, "enforcement": v.enforcement, "message": v.message, "resource": v.resource}
@@ -307,7 +308,8 @@ def plan_stack(
     if checked.issues:
         return refused(doc, checked.issues)
     config, secret_keys = config_of(stack)
-    result = run_under_mocks(run, stack.stack, config, secret_keys, preview=preview)
+    checked_for_program = program_view(stack)
+    result = run_under_mocks(lambda: deploy(checked_for_program), stack.stack, config, secret_keys, preview=preview)
     verdicts: list[PackViolation] = []
     if result.error is None:
         try:

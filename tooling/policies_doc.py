@@ -12,7 +12,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, Policy, StackValidationPolicy
 
-from infra.devices import check_pool
+from infra.checks.devices import check_pool
+from infra.checks.machines import check_machine
 from infra.serving.catalog import catalog_for
 from policies.config_rules import CONFIG_POLICIES
 from policies.pack import ALL_POLICIES, PACK_NAME
@@ -320,16 +321,21 @@ def policy_table() -> list[str]:
 
 def render_policies_doc() -> str:
     """docs/policies.md: the generated table between the introduction and the template's prose."""
-    rules = check_pool.__module__
-    prose = PROSE.replace("<prometheus-release>", CATALOG_RELEASE).replace("<check_pool>", f"{rules}.check_pool").replace("<check_machine>", f"{rules}.check_machine")
+    rules, machine_rules = check_pool.__module__, check_machine.__module__
+    prose = (
+        PROSE.replace("<prometheus-release>", CATALOG_RELEASE)
+        .replace("<check_pool>", f"{rules}.check_pool")
+        .replace("<check_machine>", f"{machine_rules}.check_machine")
+    )
     lines = [
         INTRO,
         "## Policies",
         "",
         *policy_table(),
         "",
-        f"The device rules are stated in `{_module_path(rules)}` (`check_pool`, `check_machine`), which the",
-        "program's guard and the offline plan call too; each policy there keeps only the violations of its name.",
+        f"The device rules are stated in `{_module_path(rules)}` (`check_pool`) and `{_module_path(machine_rules)}`",
+        "(`check_machine`), which the program's guard and the offline plan call too; each policy there keeps only",
+        "the violations of its name.",
         "",
         "",
     ]

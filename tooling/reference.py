@@ -21,9 +21,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from clouds import CLOUDS, PROVISIONED
+from infra.checks.clusters import MIN_KUBERNETES
 from infra.config.model import MIRROR_URL_RE, Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE
-from infra.config.rules import MIN_KUBERNETES
 from infra.formats import EXACT_CHART_VERSION, QUANTITY_RE
 from tooling.keys import KEYS, SECTIONS, Key
 
@@ -155,7 +155,7 @@ def fleet_defs() -> dict[str, Any]:
     providers = [c.source for c in PROVISIONED]
     defs["Provisioning"]["allOf"] = _one_block("provider", providers, required=False)
     # A class that says what it needs (`accelerator`, `minGpuMemoryGib`) may leave the machine to the
-    # plan (`infra.supply`); any other names its machine in the provider's block.
+    # plan (`infra.checks.supply`); any other names its machine in the provider's block.
     defs["InferenceClass"]["if"] = {"anyOf": [{"required": ["accelerator"]}, {"required": ["minGpuMemoryGib"]}]}
     defs["InferenceClass"]["else"] = {"properties": {"provisioning": {"allOf": _block_required("provider", providers)}}}
     defs["Device"]["if"] = {"properties": {"claim": {"const": "Synthetic"}}, "required": ["claim"]}
@@ -349,7 +349,7 @@ def configuration_markdown() -> str:
         "The schema checks shape. The loader (`infra/config/`) also checks what a schema cannot:",
         "references (a pool's `className`, a deployment's `cluster`, `pool` and `devices`), unique names,",
         "`minNodeCount <= nodeCount <= maxNodeCount`, an Existing cluster's kubeconfig secret, pinned",
-        "images; the device rules (`infra/devices.py`, `docs/policies.md`) run next. Every error names",
+        "images; the device rules (`infra/checks/devices.py`, `docs/policies.md`) run next. Every error names",
         "the file, the path inside it (`clusters[0].nodePools[1].className`) and the fix.",
         "",
         "## A minimal stack",
@@ -371,7 +371,7 @@ def configuration_markdown() -> str:
         "carries one NVIDIA L4, so the class claims one `gpu` device of `gpu.nvidia.com` (DeviceClass",
         "`gpu.nvidia.com`) and its block takes `accelerator: {type: nvidia-l4, count: 1}`; a machine without",
         "GPUs gets a `cpu` device of `dra.cpu` claiming its vCPUs less the 2 dra-driver-cpu reserves",
-        "(`infra/supply.py`). This is the long form of the same class, which stays valid; what you write",
+        "(`infra/checks/supply.py`). This is the long form of the same class, which stays valid; what you write",
         "must agree with the machine, or the plan names both values:",
         "",
         "```yaml",

@@ -9,8 +9,10 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
+from infra.checks.guard import Checked
 from infra.config.issues import ConfigIssue
 from infra.config.model import SecureValue
 from infra.config.names import NAMESPACE
@@ -99,10 +101,34 @@ def config_size_issue(stack: StackConfig) -> ConfigIssue | None:
     if size <= MAX_ENV_STRING:
         return None
     return ConfigIssue(
-        stack.file,
         "",
         f"the stack's config is {size} bytes as the Pulumi language host hands it to the program "
         f"(one environment string, PULUMI_CONFIG), over the {MAX_ENV_STRING} bytes Linux allows one "
         "environment string, so `pulumi preview` and `pulumi up` would fail before the program starts",
         f"split the fleet into several stacks (for example one per region or team), each under {MAX_ENV_STRING} bytes",
+        file=stack.file,
     )
+
+
+def program_view(stack: StackConfig) -> Checked:
+    """The checked stack as the program reads it from the engine, for the plan to hand to `program.main.deploy`.
+
+    The fleet is what `config_of` hands over: when a deployment has a `secure:` env value, the
+    engine hands `modelplane:deployments` over as a secret and the program takes every env value
+    of it as secure (`program.main.secure_env`); offline a secure value stays opaque.
+    """
+    checked = stack.checked
+    fleet = checked.fleet
+    if not any(isinstance(v, SecureValue) for d in fleet.deployments for v in d.env.values()):
+        return checked
+    deployments = [
+        d.model_copy(
+            update={
+                "env": {
+                    k: SecureValue(secure=OPAQUE_SECRET if isinstance(v, SecureValue) else v) for k, v in d.env.items()
+                }
+            }
+        )
+        for d in fleet.deployments
+    ]
+    return replace(checked, fleet=fleet.model_copy(update={"deployments": deployments}))

@@ -22,7 +22,7 @@ KEYS = {
     ("ExistingCluster", "kubernetesVersion"): KeyDoc(
         "The Kubernetes version the cluster runs. Optional, but required once a pool's class claims consumable "
         "capacity (`dra.cpu/cpu`), which schedules only from 1.36.",
-        "the version floor and the capacity rule in `infra/config/rules.py` (`check_owner_version`)",
+        "the version floor and the capacity rule in `infra/checks/clusters.py` (`check_owner_version`)",
         'kubernetesVersion: "1.36"',
     ),
     ("ExistingCluster", "preinstalled"): KeyDoc(

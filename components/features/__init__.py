@@ -15,7 +15,7 @@ where it is composed.
 They sit among the components because they register Pulumi resources. What the plan, the placement
 audit and the policy pack need of them (the autoscaler's specs, the routes, the pods' placement) is
 data in `infra.serving`, below every component; the rules that refuse a bad feature before anything
-registers are `infra.config.rules`'.
+registers are in `infra.checks`.
 """
 
 from __future__ import annotations

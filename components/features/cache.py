@@ -3,7 +3,7 @@
 A deployment with `cache` gets one more volume on its pod, mounted where vLLM downloads weights:
 a PersistentVolumeClaim of the cloud's StorageClass (or the one the deployment names), or a
 directory on the node (`NodeLocal`). It decorates the pod the workload builds
-(`components.model_deployment`); it is not the rules (`infra.config.rules.check_serving` allows a
+(`components.model_deployment`); it is not the rules (`infra.checks.services.check_serving` allows a
 claim only for a single replica and on a cloud with a StorageClass, or one named).
 """
 
@@ -64,7 +64,7 @@ def cache_volume(deployment: DeploymentContext) -> k8s.core.v1.VolumeArgs:
         f"{deployment.name}-cache",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=claim_name, namespace=spec.namespace, labels=deployment.meta.labels),
         spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-            # One node mounts it at a time: a single replica (infra.config.rules.check_serving).
+            # One node mounts it at a time: a single replica (infra.checks.services.check_serving).
             access_modes=["ReadWriteOnce"],
             storage_class_name=cache_storage_class(spec, deployment.cluster),
             resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": cache.size}),

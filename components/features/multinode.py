@@ -6,7 +6,7 @@ object the `lws` chart (v0.8.0, in
 every serving stack) runs: `replicas` groups of `nodes` pods, a leader and `nodes - 1` workers,
 each pod on its own node with a claim of its own from the deployment's ResourceClaimTemplate. It
 is not a rule: what a group needs of its pool (parallelism over every node, whole nodes, one
-zone) is refused earlier (`infra.config.rules.check_multinode`, `infra.schedulable`).
+zone) is refused earlier (`infra.checks.parallelism.check_multinode`, `infra.checks.schedulable`).
 
 Names and labels are LWS's at v0.8.0 (kubernetes-sigs/lws `api/leaderworkerset/v1/
 leaderworkerset_types.go`); the engine's launch is vLLM's multiprocessing multi-node launcher as

@@ -7,7 +7,7 @@ serving stack installs on every cluster, and one Gateway, with a TLS listener an
 Certificate per TLS host); `ModelService` is one HTTPRoute to the deployment's Service. Both exist
 only on a cluster with at least one service, built from the services resolved against their
 deployments (`infra.serving.routes`, which the placement audit reads too).
-`infra.config.rules.check_serving` has already resolved each service to exactly one deployment and
+`infra.checks.services.check_serving` has already resolved each service to exactly one deployment and
 rejected clashing routes and TLS without a host.
 
 Not here: the address. Envoy Gateway writes it to the Gateway's `status.addresses` once the cloud

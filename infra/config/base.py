@@ -101,7 +101,7 @@ class MachineBlock(Model):
         accelerator: Accelerator | None
 
     # The machine type is not in the machine catalog and the class takes it unchecked and unpriced
-    # (`unknown-machine-type` stops a run otherwise: infra/devices.py).
+    # (`unknown-machine-type` stops a run otherwise: infra/checks/devices.py).
     uncatalogued: bool | None = None
     # What the class's owner pays for one node an hour, in USD: the cost prices the class's pools at
     # it instead of the catalog's public price, and the plan marks it as the class's own (infra/cost.py).
@@ -142,7 +142,7 @@ class MachineBlock(Model):
 
     @classmethod
     def for_machine(cls, name: str, accelerator: Accelerator | None) -> MachineBlock:
-        """The block for the catalog's machine `name` (the plan chose it: `infra.supply`), defaults elsewhere."""
+        """The block for the catalog's machine `name` (the plan chose it: `infra.checks.supply`), defaults elsewhere."""
         return cls.model_validate({cls.MACHINE_FIELD: name, "accelerator": accelerator})
 
     @classmethod

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, get_args, get_origin
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Protocol, TypeVar, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -18,12 +18,17 @@ from infra.config.names import WrittenFloat, shown
 
 @dataclass(frozen=True)
 class ConfigIssue:
-    """A bad input: where it is (file and path inside it), what is wrong, and the fix."""
+    """A bad input: where it is (path inside the file), what is wrong, and the fix.
 
-    file: str
+    A check knows the path, never the file: the file's name is attached once, where the issues are
+    reported (`ConfigError(issues, file=...)`, `located`), as pulumi-eks collects each
+    `{propertyPath, reason}` and throws once.
+    """
+
     path: str
     problem: str
     fix: str
+    file: str = ""
 
     @property
     def message(self) -> str:
@@ -36,9 +41,26 @@ class ConfigIssue:
 class ConfigError(Exception):
     """Raised with every issue found; the CLI and the program print them without a traceback."""
 
-    def __init__(self, issues: Sequence[ConfigIssue]):
-        self.issues = list(issues)
+    def __init__(self, issues: Sequence[ConfigIssue], file: str | None = None):
+        self.issues = list(issues) if file is None else located(issues, file)
         super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class InFile(Protocol):
+    """What `located` places in a file: a dataclass with a `file` (a `ConfigIssue`, a device rule's `Violation`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def file(self) -> str: ...
+
+
+Found = TypeVar("Found", bound=InFile)
+
+
+def located(found: Iterable[Found], file: str) -> list[Found]:
+    """What a check found, in the stack file `file`: the context every issue is reported with."""
+    return [replace(f, file=file) for f in found]
 
 
 def format_path(loc: Sequence[str | int]) -> str:
@@ -107,7 +129,7 @@ _TYPE_FIX = {
 }
 
 
-def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]:
+def issues_from_validation(err: ValidationError) -> list[ConfigIssue]:
     issues = []
     for e in err.errors():
         loc = [p for p in e["loc"] if isinstance(p, str | int) and p not in UNION_TAGS]
@@ -129,13 +151,13 @@ def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]
                 if known
                 else "remove it"
             )
-            issues.append(ConfigIssue(file, format_path(loc), f"unknown key {shown(key)}", hint))
+            issues.append(ConfigIssue(format_path(loc), f"unknown key {shown(key)}", hint))
             continue
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
             problem, _, fix = msg.rpartition("; ") if "; " in msg else (msg, "", "")
-            issues.append(ConfigIssue(file, format_path(loc), problem, fix or "correct the value"))
+            issues.append(ConfigIssue(format_path(loc), problem, fix or "correct the value"))
             continue
         given = e.get("input")
         if loc[-1:] == ["[key]"] and _model_at(loc[:-2]) is None:
@@ -145,7 +167,7 @@ def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]
             fix = (
                 quote_fix(given) if isinstance(given, int | float) and not isinstance(given, bool) else "quote the key"
             )
-            issues.append(ConfigIssue(file, format_path(loc[:-2]), f"the key {shown(given)} is not a string", fix))
+            issues.append(ConfigIssue(format_path(loc[:-2]), f"the key {shown(given)} is not a string", fix))
             continue
         got = "" if kind == "missing" else f" (got {shown(given)})" if not isinstance(given, dict | list) else ""
         fix = _TYPE_FIX.get(kind, "correct the value")
@@ -169,7 +191,7 @@ def issues_from_validation(file: str, err: ValidationError) -> list[ConfigIssue]
             fix = f"use one of {expected}"
         if kind == "missing":
             fix = f"add '{loc[-1]}'"
-        issues.append(ConfigIssue(file, format_path(loc), f"{msg[0].lower()}{msg[1:]}{got}", fix))
+        issues.append(ConfigIssue(format_path(loc), f"{msg[0].lower()}{msg[1:]}{got}", fix))
     return issues
 
 
@@ -181,11 +203,10 @@ def duplicates(names: Sequence[str]) -> set[str]:
     return dups
 
 
-def unique_names(file: str, names: Sequence[str], path: str, what: str) -> list[ConfigIssue]:
+def unique_names(names: Sequence[str], path: str, what: str) -> list[ConfigIssue]:
     """One issue per repeated name, at its second occurrence (`path` has `{i}` for the index)."""
     return [
         ConfigIssue(
-            file,
             path.format(i=names.index(name, names.index(name) + 1)),
             f"{what} name '{name}' is declared twice",
             f"give each {what} a unique name",

@@ -2,7 +2,7 @@
 own metrics, and the PodMonitor that has the stack's Prometheus scrape them.
 
 Data only (the objects' specs); `components.features.autoscaling` registers them. It is not the
-config's rules (`infra.config.rules.check_autoscaling`) nor KEDA's install (the catalog's `keda`
+config's rules (`infra.checks.services.check_autoscaling`) nor KEDA's install (the catalog's `keda`
 row, joined only on a cluster with an autoscaled deployment: `infra.vocabulary.AUTOSCALING_FEATURE`).
 """
 

@@ -5,7 +5,7 @@ features, dependencies), its values (built by its function in `infra.serving.val
 agents (the DaemonSets it runs on every node it admits: the values paths that place them, their
 memory, the pools they serve) and what its chart installs beside its workloads (DeviceClass, CRDs,
 hook Job). The catalog (`infra.serving.catalog`) lists the rows per cloud; schedulability
-(`infra.schedulable`), the placement audit (`tooling.placement`), the chart mirror
+(`infra.checks.schedulable`), the placement audit (`tooling.placement`), the chart mirror
 (`infra.serving.mirror`) and the test tier's stand-in charts read them from there, so adding a chart
 is adding a row and its values. This module holds the row's shape, never a row.
 """

@@ -4,7 +4,7 @@ A `ServiceRoute` is what a published service needs of its deployment (namespace,
 TLS secret) and the endpoint the stack output and the plan show. The program builds the Gateway and
 the HTTPRoutes from these routes (`components.features.routing`), and the placement audit asks which
 clusters publish any (`tooling.placement`), so they live below the components and register nothing.
-It is not the rules: `infra.config.rules.check_serving` has already resolved each service to exactly
+It is not the rules: `infra.checks.services.check_serving` has already resolved each service to exactly
 one deployment and rejected clashing routes and TLS without a host.
 """
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from clouds import profile
 from infra import vocabulary as vocab
-from infra.devices import CPU_DRIVER_RESERVED_CPUS
+from infra.cpus import CPU_DRIVER_RESERVED_CPUS
 
 Values = dict[str, Any]
 
@@ -266,7 +266,7 @@ def dra_driver_cpu(cloud: str) -> Values:
         "nodeSelector": {CPU_TAINT_KEY: "true"},
         # The chart's default tolerates every NoSchedule taint; CPU pools carry exactly this one.
         "tolerations": [cpu_toleration()],
-        # Keep CPUs for the OS and kubelet (`infra.devices.CPU_DRIVER_RESERVED_CPUS`); `driverConfig`
+        # Keep CPUs for the OS and kubelet (`infra.cpus.CPU_DRIVER_RESERVED_CPUS`); `driverConfig`
         # replaced the deprecated `args.reservedCPUs` (kubernetes-sigs/dra-driver-cpu chart README).
         "driverConfig": {"reservedCPUs": CPU_DRIVER_RESERVED_CPUS},
     }

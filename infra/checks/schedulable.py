@@ -9,7 +9,7 @@ independently (docs/serving.md, "What is checked before anything runs"):
   (`reserved_memory`: each cloud's rule in its record, `CloudProfile.memory_reservation`) and what this stack's own per-node pods
   request (the node agents on their chart rows, `NodeAgent.memory`). Only provisioned pools whose machine the catalog
   knows are checked; an Existing cluster's nodes are the owner's, and an unknown machine is reported as
-  `unknown-machine-type` (`infra.devices`).
+  `unknown-machine-type` (`infra.checks.devices`).
 - claims: the devices every deployment on a pool claims, replicas x devices per replica, against
   the devices the pool's nodes carry at its largest (`PoolFacts.nodes`: `maxNodeCount` when
   autoscaled); GPU devices by the class's `count` per node, `dra.cpu` claims by the CPUs
@@ -18,9 +18,9 @@ independently (docs/serving.md, "What is checked before anything runs"):
   `nodeCount` does not say how many nodes the owner runs.
 
 Not here, because a rule already covers it: one replica's CPU claim against the machine
-(`cpu-claim-exceeds-machine`, `infra.devices`: the class's whole claim, which bounds any
+(`cpu-claim-exceeds-machine`, `infra.checks.devices`: the class's whole claim, which bounds any
 deployment's, against the vCPUs less the reserved ones), and a PersistentVolumeClaim cache
-shared by several replicas (`check_serving`, `infra.config.rules`).
+shared by several replicas (`check_serving`, `infra.checks.rules`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from clouds import cloud, machine
 from infra.config.issues import ConfigIssue
 from infra.config.model import ClaimMode, Device, Fleet, InferenceCluster, ModelDeploymentSpec
 from infra.config.roles import CPU_CLAIM_DRIVER, Role, claimed_cpus
-from infra.devices import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpus
+from infra.cpus import CPU_DRIVER_RESERVED_CPUS, claimable_cpus, reserved_cpus
 from infra.facts import ClusterFacts, PoolFacts
 from infra.formats import parse_quantity
 from infra.machines import MachineType
@@ -128,10 +128,10 @@ def suggested_memory(source: str, row: MachineType | None, role: Role, shm_size:
 # The issues
 
 
-def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts], file: str) -> list[ConfigIssue]:
+def schedulability_issues(fleet: Fleet, facts: Sequence[ClusterFacts]) -> list[ConfigIssue]:
     """Deployments that could never be scheduled: every memory and claim issue, each at its path."""
     located = Located(fleet, facts)
-    return memory_issues(located, file) + claim_issues(located, file) + group_zone_issues(located, file)
+    return memory_issues(located) + claim_issues(located) + group_zone_issues(located)
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class Located:
         return next(ci for ci, c in enumerate(self.fleet.classes) if c.name == name)
 
 
-def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
+def memory_issues(located: Located) -> list[ConfigIssue]:
     """Each deployment's memory request against what one node of its pool can give a pod."""
     issues: list[ConfigIssue] = []
     for di, dep in enumerate(located.fleet.deployments):
@@ -173,7 +173,6 @@ def memory_issues(located: Located, file: str) -> list[ConfigIssue]:
         agents = f" and {mib(node.agents)} MiB this stack's node agents request" if node.agents else ""
         issues.append(
             ConfigIssue(
-                file,
                 f"deployments[{di}].memory",
                 f"memory {dep.memory} is more than the {gib_down(node.for_pods)} GiB a {node.row.name} node of pool "
                 f"'{pool.name}' (cluster '{cluster.name}') can give a pod: {gib_text(node.machine)} GiB less "
@@ -224,7 +223,7 @@ class Capacity:
     per_node_says: str  # "1 per node", "6 claimable CPUs per node (8 vCPUs of n2-standard-8 less 2 ...)"
 
 
-def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
+def claim_issues(located: Located) -> list[ConfigIssue]:
     """The devices every deployment on a pool claims against what the pool's nodes carry at most."""
     issues: list[ConfigIssue] = []
     for ki, (cluster, cf) in enumerate(zip(located.fleet.clusters, located.facts, strict=True)):
@@ -239,7 +238,7 @@ def claim_issues(located: Located, file: str) -> list[ConfigIssue]:
             ]
             if not on_pool:
                 continue
-            where = PoolAt(file, f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
+            where = PoolAt(f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
             for device in pool.devices:
                 if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS:
                     issues += where.over(gpu_demands(on_pool, device), gpu_capacity(device))
@@ -293,7 +292,6 @@ def cpu_capacity(cf: ClusterFacts, pool: PoolFacts) -> Capacity | None:
 class PoolAt:
     """A provisioned pool, where it sits in the stack file, and the issue of claims it cannot hold."""
 
-    file: str
     path: str
     cluster: InferenceCluster
     pool: PoolFacts
@@ -302,7 +300,7 @@ class PoolAt:
         """One issue when the demands exceed the pool, at the deployment whose replicas push the total over.
 
         A replica that claims more than a node carries fits on no number of nodes: that is
-        `cpu-claim-exceeds-machine`'s to report (`infra.devices`), and the rest are judged without it.
+        `cpu-claim-exceeds-machine`'s to report (`infra.checks.devices`), and the rest are judged without it.
         """
         demands = [d for d in demands if d.each <= capacity.per_node]
         total, holds = sum(d.total for d in demands), self.pool.nodes * capacity.per_node
@@ -332,7 +330,6 @@ class PoolAt:
         )
         return [
             ConfigIssue(
-                self.file,
                 f"deployments[{pusher.index}].{dep.peak_replicas_key}",
                 f"deployment '{dep.name}' {claims}, more than the {holds} the pool can hold: at most "
                 f"{plural(self.pool.nodes, 'node')}, {capacity.per_node_says}",
@@ -350,7 +347,7 @@ class PoolAt:
         return f"let the pool have at least {needed} nodes ({self.path}.nodeCount: {per_zone}{counted})"
 
 
-def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
+def group_zone_issues(located: Located) -> list[ConfigIssue]:
     """A multi-node replica on a pool that spans several zones: its group could be split over them.
 
     The pods of one group run one engine whose collectives cross the network between them every
@@ -377,7 +374,6 @@ def group_zone_issues(located: Located, file: str) -> list[ConfigIssue]:
         one = f"[{pool.zones[0]}]" if pool.zones else "[<one zone of the region>]"
         issues.append(
             ConfigIssue(
-                file,
                 f"deployments[{di}].nodes",
                 f"deployment '{dep.name}' spans {dep.nodes} nodes per replica on pool '{pool.name}' (cluster "
                 f"'{cluster.name}'), which spreads its nodes over {spread}: a group could be split between zones",

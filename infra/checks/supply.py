@@ -4,7 +4,7 @@ A class may say only its machine (`provisioning: {provider: GKE, gke: {machineTy
 the catalog row (`clouds.machine`) says which GPUs the machine carries, and the vocabulary says
 which DRA driver and DeviceClass serve them, so the class's accelerator and its devices follow. A
 class on a machine without GPUs claims dra.cpu with every CPU a claim may take on it
-(`infra.devices.claimable_cpus`: the most `cpu-claim-exceeds-machine` accepts). A class without a
+(`infra.cpus.claimable_cpus`: the most `cpu-claim-exceeds-machine` accepts). A class without a
 machine (an Existing cluster's nodes) that declares its `accelerator` gets that many GPU devices
 of its vendor.
 
@@ -16,12 +16,12 @@ row, so a catalog change that moves the choice shows as a change of the plan (th
 fail on it); to hold a pool on its machine whatever the catalog says, name the machine.
 
 What is written stays as written, and is never overwritten: the device and machine rules
-(`infra.devices`) check it against the row and name both values when they disagree. An accelerator
+(`infra.checks.devices`) check it against the row and name both values when they disagree. An accelerator
 is supplied only where the written devices agree with the row; where they do not, the machine rules
 say why. Every later step (the rules, the facts, the program, the policy pack, the plan) reads the
 long form; each class keeps what was supplied and from which row (`InferenceClass.supplied`).
 
-Not here: the rules themselves (`infra.devices`) and the rows (`clouds/<cloud>/machines.py`).
+Not here: the rules themselves (`infra.checks.devices`) and the rows (`clouds/<cloud>/machines.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from infra.config.base import Accelerator
 from infra.config.issues import ConfigIssue, issues_from_validation
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
 from infra.config.roles import CPU_CLAIM_CAPACITY
-from infra.devices import claimable_cpus, reserved_cpus
+from infra.cpus import claimable_cpus, reserved_cpus
 from infra.machines import MachineType
 from infra.vocabulary import CPU_DRIVER, DEVICE_CLASS, GPU_VENDORS, VENDOR_DRIVER
 
@@ -81,17 +81,17 @@ def _gpus(devices: list[Device]) -> tuple[set[str], int]:
     return {GPU_VENDORS[d.driver] for d in gpus}, sum(d.count for d in gpus)
 
 
-def supply_class(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
+def supply_class(cls: InferenceClass, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
     """The class with what it left out supplied, and what could not be (`at` is its path, `classes[0]`)."""
     prov = cls.provisioning
     if prov is None:
-        return _supply_from_accelerator(cls, file, at)
+        return _supply_from_accelerator(cls, at)
     key = cloud(prov.provider).key
     block = getattr(prov, key)
     if block is None:
         if cls.accelerator is None and cls.min_gpu_memory_gib is None:
             return cls, []  # `check_references` reports the missing block
-        return _choose_machine(cls, file, at)
+        return _choose_machine(cls, at)
     row = machine(prov.provider, block.machine_name)
     if row is None:
         if cls.devices:
@@ -99,7 +99,6 @@ def supply_class(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClas
         machine_at = f"{at}.provisioning.{key}.{block.machine_key()}"
         return cls, [
             ConfigIssue(
-                file,
                 f"{at}.devices",
                 f"the class writes no devices and its machine '{block.machine_name}' ({machine_at}) is not in the "
                 "machine catalog, so they cannot be taken from it",
@@ -114,7 +113,6 @@ def supply_class(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClas
         if found is None:
             return cls, [
                 ConfigIssue(
-                    file,
                     f"{at}.provisioning.{key}.{block.machine_key()}",
                     f"{row.name} has {row.vcpus} vCPUs and dra-driver-cpu reserves {reserved_cpus()}, so a class "
                     "on it has no CPU to claim",
@@ -162,7 +160,7 @@ def need_text(accelerator: Accelerator | None, min_gpu_memory_gib: int | None) -
     return said + (f" of at least {min_gpu_memory_gib} GiB" if min_gpu_memory_gib is not None else "")
 
 
-def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
+def _choose_machine(cls: InferenceClass, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
     """A class that names its provider and what it needs: the cheapest fitting machine, written into its block."""
     prov = cls.provisioning
     assert prov is not None
@@ -175,7 +173,6 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
         at_need = f"{at}.accelerator" if cls.accelerator is not None else f"{at}.minGpuMemoryGib"
         return cls, [
             ConfigIssue(
-                file,
                 at_need,
                 f"no priced {prov.provider} machine in the machine catalog carries {need}",
                 f"ask for another accelerator or count (docs/machines.md lists the catalog), or name the machine in "
@@ -199,7 +196,6 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
         # with its driver): its validator's problem and fix (`issues_from_validation`), at the block.
         return cls, [
             ConfigIssue(
-                file,
                 f"{at}.provisioning.{key}",
                 f"the cheapest priced {prov.provider} machine that carries {need} is {row.name}, which the plan "
                 f"cannot write for you: {issue.problem}",
@@ -207,7 +203,7 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
                 f"in place of {at}.{'accelerator' if cls.accelerator is not None else 'minGpuMemoryGib'} "
                 "(the machine supplies its GPUs)",
             )
-            for issue in issues_from_validation(file, refused)
+            for issue in issues_from_validation(refused)
         ]
     provisioning = prov.model_copy(update={key: block})
     supplied = Supplied(tuple(keys), row=row, chosen_from=tuple(fits))
@@ -216,7 +212,7 @@ def _choose_machine(cls: InferenceClass, file: str, at: str) -> tuple[InferenceC
     return cls.with_supplied(supplied, **update), []
 
 
-def _supply_from_accelerator(cls: InferenceClass, file: str, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
+def _supply_from_accelerator(cls: InferenceClass, at: str) -> tuple[InferenceClass, list[ConfigIssue]]:
     """A class without a machine: its devices from the accelerator it declares, if it writes none."""
     if cls.devices:
         return cls, []
@@ -224,7 +220,6 @@ def _supply_from_accelerator(cls: InferenceClass, file: str, at: str) -> tuple[I
     if accel is None:
         return cls, [
             ConfigIssue(
-                file,
                 f"{at}.devices",
                 "the class writes no devices, and has neither a machine nor an accelerator to take them from",
                 "write the devices (a CPU class: driver dra.cpu with capacity dra.cpu/cpu), set accelerator "
@@ -234,7 +229,6 @@ def _supply_from_accelerator(cls: InferenceClass, file: str, at: str) -> tuple[I
     if accel.vendor not in VENDOR_DRIVER:
         return cls, [
             ConfigIssue(
-                file,
                 f"{at}.accelerator.type",
                 f"'{accel.type}' names no GPU vendor with a DRA driver ({', '.join(f'{v}-*' for v in VENDOR_DRIVER)}), "
                 "so the class's devices cannot be taken from it",
@@ -245,12 +239,12 @@ def _supply_from_accelerator(cls: InferenceClass, file: str, at: str) -> tuple[I
     return cls.with_supplied(supplied, devices=gpu_devices(accel.vendor, accel.count)), []
 
 
-def supply_fleet(fleet: Fleet, file: str) -> tuple[Fleet, list[ConfigIssue]]:
+def supply_fleet(fleet: Fleet) -> tuple[Fleet, list[ConfigIssue]]:
     """The fleet in its long form (every class's devices and accelerator written out), and what could not be supplied."""
     classes: list[InferenceClass] = []
     issues: list[ConfigIssue] = []
     for ci, cls in enumerate(fleet.classes):
-        supplied, found = supply_class(cls, file, f"classes[{ci}]")
+        supplied, found = supply_class(cls, f"classes[{ci}]")
         classes.append(supplied)
         issues += found
     if not any(c.supplied for c in classes):

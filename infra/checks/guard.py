@@ -1,11 +1,16 @@
-"""The guard: every rule that must hold before the program registers anything, evaluated once.
+"""The one entry to the checks: `check(fleet)` runs every rule over a validated fleet, once.
 
-`guard` returns what it found and raises nothing: the device rules' violations (mandatory and
-advisory), the rules a cloud's API enforces that the fleet model alone cannot see (zone limits,
-pool names the cloud shortens), deployments that could never be scheduled (`infra.schedulable`),
-and the derived facts. The program (`program.main.run`) stops on it before the first registration,
-since a program that registered fewer resources would make `pulumi up` delete the rest; the
-offline plan (`tooling.plan`) reports it. Neither repeats a step.
+First the fleet's own rules, each reporting what it finds independently: what classes leave out is
+supplied (`infra.checks.supply`), then references across keys, the rules on values, the mirror
+rule and the roles of pools. A fleet that passes them is guarded (`guard`): the device rules'
+violations (mandatory and advisory), the rules a cloud's API enforces that the fleet model alone
+cannot see (zone limits, pool names the cloud shortens), deployments that could never be scheduled
+(`infra.checks.schedulable`), and the derived facts. Nothing raises: `Checked` holds what was
+found. The program (`program.main.deploy`) stops on it before the first registration, since a
+program that registered fewer resources would make `pulumi up` delete the rest; the offline plan
+(`tooling.plan`) reports it and hands the same result to the program. Neither repeats a step.
+A check knows the paths inside the stack file, never its name: the loader attaches it once
+(`infra.config.stackfile.located_checked`).
 """
 
 from __future__ import annotations
@@ -13,19 +18,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clouds import cloud
+from infra.checks.devices import Violation
+from infra.checks.machines import fleet_violations
+from infra.checks.mirror import mirror_issues
+from infra.checks.references import check_references, pools_without_devices
+from infra.checks.rules import check_rules
+from infra.checks.schedulable import schedulability_issues
+from infra.checks.supply import supply_fleet
 from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
-from infra.devices import Violation, fleet_violations
 from infra.facts import ClusterFacts, declared_zones, derive_fleet
-from infra.schedulable import schedulability_issues
-from infra.serving.catalog import preinstalled_problems
+from infra.serving.catalog import chart_keys, preinstalled_problems
 
 
 @dataclass(frozen=True)
-class GuardResult:
+class Checked:
+    """What `check` found over one fleet, and the fleet and facts the program builds from when nothing stops it."""
+
+    fleet: Fleet  # the fleet with what its classes left out supplied
     violations: list[Violation]  # every device-rule violation, mandatory or advisory
-    issues: list[ConfigIssue]  # the clouds' own rules (`fleet_issues`), then `schedulability_issues`
+    issues: list[ConfigIssue]  # the fleet's own rules; or the clouds' (`fleet_issues`), then `schedulability_issues`
     facts: list[ClusterFacts]
+    guarded: bool = True  # False when the fleet's own rules failed and the guard did not run
 
     @property
     def stopping_violations(self) -> list[Violation]:
@@ -41,16 +55,27 @@ class GuardResult:
         return self.violations_stop or bool(self.issues)
 
 
-def guard(fleet: Fleet, file: str) -> GuardResult:
-    """Every device rule, cloud rule and schedulability rule over the fleet, and its derived facts."""
+def check(fleet: Fleet) -> Checked:
+    """Every check over a validated fleet (`infra.config.stackfile.parse_fleet`), in order, once."""
+    # What classes leave out is supplied before any rule reads them (`infra.checks.supply`).
+    fleet, issues = supply_fleet(fleet)
+    issues += check_references(fleet) + check_rules(fleet)
+    issues += mirror_issues(fleet.chart_mirror, chart_keys())
+    issues += pools_without_devices(fleet)
+    if issues:
+        # The guard's rules read derived facts, which need a fleet whose own rules hold.
+        return Checked(fleet, [], issues, [], guarded=False)
+    return guard(fleet)
+
+
+def guard(fleet: Fleet) -> Checked:
+    """Every device rule, cloud rule and schedulability rule over a fleet whose own rules hold, and its derived facts."""
     facts = derive_fleet(fleet)
-    issues = (
-        fleet_issues(fleet, facts, file) + preinstalled_issues(fleet, file) + schedulability_issues(fleet, facts, file)
-    )
-    return GuardResult(fleet_violations(fleet, file), issues, facts)
+    issues = fleet_issues(fleet, facts) + preinstalled_issues(fleet) + schedulability_issues(fleet, facts)
+    return Checked(fleet, fleet_violations(fleet), issues, facts)
 
 
-def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def preinstalled_issues(fleet: Fleet) -> list[ConfigIssue]:
     """Each `existing.preinstalled` name that is not a component of the cluster's catalog (`preinstalled_problems`)."""
     issues = []
     for ki, cluster in enumerate(fleet.clusters):
@@ -59,11 +84,11 @@ def preinstalled_issues(fleet: Fleet, file: str) -> list[ConfigIssue]:
             continue
         block = f"clusters[{ki}].{cloud(cluster.source).key}.preinstalled"
         for i, problem, fix in preinstalled_problems(cluster.source, owner.preinstalled):
-            issues.append(ConfigIssue(file, f"{block}[{i}]", problem, fix))
+            issues.append(ConfigIssue(f"{block}[{i}]", problem, fix))
     return issues
 
 
-def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[ConfigIssue]:
+def fleet_issues(fleet: Fleet, facts: list[ClusterFacts]) -> list[ConfigIssue]:
     """Rules a cloud's API enforces that the fleet model alone cannot see, checked before registering.
 
     The cloud's record holds the values (`Zones.limit`, `Naming.pools` of its profile); the rule is stated
@@ -81,7 +106,6 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
             over = next(p for p in cluster.node_pools if set(p.zones) - set(zones[:limit]))
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{base}.nodePools[{pool_index[over.name]}].zones",
                     f"the pools of cluster '{cluster.name}' name {len(zones)} zones; the {cluster.source} network has "
                     f"subnets for at most {limit}",
@@ -96,7 +120,6 @@ def fleet_issues(fleet: Fleet, facts: list[ClusterFacts], file: str) -> list[Con
                 if cloud_name in seen and pool.name in pool_index:
                     issues.append(
                         ConfigIssue(
-                            file,
                             f"{base}.nodePools[{pool_index[pool.name]}].name",
                             f"pool '{pool.name}' gets the {naming.kind} '{cloud_name}', as pool "
                             f"'{seen[cloud_name]}' does",
@@ -113,7 +136,7 @@ def format_violations(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
-def guard_report(result: GuardResult) -> str:
+def guard_report(result: Checked) -> str:
     """Everything that stops a run, in one message: the device rules' violations, then the other issues."""
     parts = []
     if result.stopping_violations:

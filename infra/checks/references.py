@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from clouds import CLOUDS, PROVISIONED, cloud, profile
+from infra.checks.clusters import check_capacity_claims, check_cloud_names, check_owner_version, check_version
 from infra.config.base import OwnerClusterBlock, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
 from infra.config.model import (
@@ -16,36 +17,41 @@ from infra.config.model import (
     NodePool,
 )
 from infra.config.names import NAMESPACE
-from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus, claimed_drivers, role_of
-from infra.config.rules import check_capacity_claims, check_cloud_names, check_owner_version, check_version
+from infra.config.roles import (
+    CPU_CLAIM_CAPACITY,
+    CPU_CLAIM_DRIVER,
+    claimed_cpus,
+    claimed_drivers,
+    pools_without_role,
+    role_of,
+)
 from infra.profiles import nodes_per_zone_at_start, pool_nodes, zone_count
 
 
-def check_references(fleet: Fleet, file: str) -> list[ConfigIssue]:
+def check_references(fleet: Fleet) -> list[ConfigIssue]:
     """Cross-field rules that a single field cannot express: blocks, names, references, bounds."""
-    issues = unique_names(file, [c.name for c in fleet.classes], "classes[{i}].name", "class")
+    issues = unique_names([c.name for c in fleet.classes], "classes[{i}].name", "class")
     for ci, cls in enumerate(fleet.classes):
-        issues += _check_class(file, ci, cls)
+        issues += _check_class(ci, cls)
     cluster_names = [c.name for c in fleet.clusters]
-    issues += unique_names(file, cluster_names, "clusters[{i}].name", "cluster")
+    issues += unique_names(cluster_names, "clusters[{i}].name", "cluster")
     for ki, cluster in enumerate(fleet.clusters):
-        issues += _check_cluster_block(fleet, file, ki, cluster)
-        issues += _check_pools(fleet, file, ki, cluster)
+        issues += _check_cluster_block(fleet, ki, cluster)
+        issues += _check_pools(fleet, ki, cluster)
     for di, dep in enumerate(fleet.deployments):
-        issues += _check_deployment(fleet, file, di, dep)
+        issues += _check_deployment(fleet, di, dep)
     return issues
 
 
-def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
+def _check_class(ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     """One block, the provider's, under `provisioning`; unique device names."""
-    issues = unique_names(file, [d.name for d in cls.devices], f"classes[{ci}].devices[{{i}}].name", "device")
+    issues = unique_names([d.name for d in cls.devices], f"classes[{ci}].devices[{{i}}].name", "device")
     prov = cls.provisioning
-    # What a class needs chooses a machine only where it names none (`infra.supply`).
+    # What a class needs chooses a machine only where it names none (`infra.checks.supply`).
     names_machine = prov is not None and getattr(prov, cloud(prov.provider).key) is not None
     if cls.min_gpu_memory_gib is not None and (prov is None or names_machine):
         issues.append(
             ConfigIssue(
-                file,
                 f"classes[{ci}].minGpuMemoryGib",
                 "minGpuMemoryGib chooses a machine for a class that names a provider and no machine, but this "
                 + ("class has no provisioning" if prov is None else "class names its machine"),
@@ -56,11 +62,10 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
         return issues
     wanted = cloud(prov.provider).key
     if getattr(prov, wanted) is None and (cls.accelerator is not None or cls.min_gpu_memory_gib is not None):
-        return issues  # the class says what it needs, and no machine fitted it (`infra.supply` says so)
+        return issues  # the class says what it needs, and no machine fitted it (`infra.checks.supply` says so)
     if cls.accelerator is not None:
         issues.append(
             ConfigIssue(
-                file,
                 f"classes[{ci}].accelerator",
                 f"the class provisions on {prov.provider}, whose machine block names the accelerator",
                 f"move it to classes[{ci}].provisioning.{wanted}.accelerator (a class-level accelerator describes "
@@ -70,7 +75,6 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     if getattr(prov, wanted) is None:
         issues.append(
             ConfigIssue(
-                file,
                 f"classes[{ci}].provisioning.{wanted}",
                 f"provider is {prov.provider} but the '{wanted}' block is missing",
                 f"add a '{wanted}' block with the machine for {prov.provider}",
@@ -80,7 +84,6 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
         if getattr(prov, other) is not None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"classes[{ci}].provisioning.{other}",
                     f"a '{other}' block is set but provider is {prov.provider}",
                     f"remove the '{other}' block or set provider to match it",
@@ -89,7 +92,7 @@ def _check_class(file: str, ci: int, cls: InferenceClass) -> list[ConfigIssue]:
     return issues
 
 
-def _check_cluster_block(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
     """One block, the source's; its version and the names the cloud's API holds it to."""
     issues: list[ConfigIssue] = []
     base = f"clusters[{ki}]"
@@ -104,15 +107,12 @@ def _check_cluster_block(fleet: Fleet, file: str, ki: int, cluster: InferenceClu
         else:
             hint = f"add a '{wanted}' block ({', '.join(fields_of(cluster.cloud.cluster_block))})"
         issues.append(
-            ConfigIssue(
-                file, f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint
-            )
+            ConfigIssue(f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint)
         )
     for other in (c.key for c in CLOUDS if c.key != wanted):
         if getattr(cluster, other) is not None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{base}.{other}",
                     f"a '{other}' block is set but source is {cluster.source}",
                     f"remove the '{other}' block or set source to match it",
@@ -121,16 +121,16 @@ def _check_cluster_block(fleet: Fleet, file: str, ki: int, cluster: InferenceClu
     version_path = f"{base}.{wanted}.kubernetesVersion"
     if isinstance(block, ProvisionedClusterBlock):
         issues.extend(
-            check_version(file, version_path, block.kubernetes_version)
-            or check_capacity_claims(fleet, cluster, file, version_path, block.kubernetes_version)
+            check_version(version_path, block.kubernetes_version)
+            or check_capacity_claims(fleet, cluster, version_path, block.kubernetes_version)
         )
     elif isinstance(block, OwnerClusterBlock):
-        issues.extend(check_owner_version(fleet, cluster, file, version_path, block.kubernetes_version))
-    issues.extend(check_cloud_names(file, base, cluster))
+        issues.extend(check_owner_version(fleet, cluster, version_path, block.kubernetes_version))
+    issues.extend(check_cloud_names(base, cluster))
     return issues
 
 
-def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+def _check_pools(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
     """Unique pool names other than `system`, known classes, and node-count bounds the cloud can honour."""
     issues: list[ConfigIssue] = []
     base = f"clusters[{ki}]"
@@ -145,9 +145,7 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
             else f"pool name '{name}' is declared twice in cluster '{cluster.name}'"
         )
         issues.append(
-            ConfigIssue(
-                file, f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'"
-            )
+            ConfigIssue(f"{base}.nodePools[{pi}].name", problem, "give each pool a unique name other than 'system'")
         )
     for pi, pool in enumerate(cluster.node_pools):
         ppath = f"{base}.nodePools[{pi}]"
@@ -158,13 +156,12 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
                 if close
                 else f"declare it under modelplane:classes or use one of: {', '.join(class_names) or '(none declared)'}"
             )
-            issues.append(ConfigIssue(file, f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
+            issues.append(ConfigIssue(f"{ppath}.className", f"unknown class '{pool.class_name}'", hint))
         lo, hi = pool.min_node_count, pool.max_node_count
         if (lo is None) != (hi is None):
             missing = "maxNodeCount" if hi is None else "minNodeCount"
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{ppath}.{missing}",
                     "autoscaling needs both minNodeCount and maxNodeCount",
                     f"set {missing} too, or remove the other bound",
@@ -174,7 +171,6 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
             if lo > hi:
                 issues.append(
                     ConfigIssue(
-                        file,
                         f"{ppath}.minNodeCount",
                         f"minNodeCount {lo} is greater than maxNodeCount {hi}",
                         "make minNodeCount <= nodeCount <= maxNodeCount",
@@ -183,17 +179,15 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
             elif not lo <= pool.node_count <= hi:
                 issues.append(
                     ConfigIssue(
-                        file,
                         f"{ppath}.nodeCount",
                         f"nodeCount {pool.node_count} is outside {lo}..{hi}",
                         "make minNodeCount <= nodeCount <= maxNodeCount",
                     )
                 )
-        issues += check_pool_start(file, ppath, cluster.source, pool)
+        issues += check_pool_start(ppath, cluster.source, pool)
         if lo is not None and hi is not None and not profile(cluster.source).scaling.autoscaler:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{ppath}.minNodeCount",
                     f"{cluster.source} pools do not autoscale (nothing scales them between "
                     "minNodeCount and maxNodeCount)",
@@ -201,14 +195,12 @@ def _check_pools(fleet: Fleet, file: str, ki: int, cluster: InferenceCluster) ->
                 )
             )
         elif lo == 0 and pool.class_name in class_names:
-            issues += check_gpu_scale_from_zero(file, ppath, cluster.source, pool, fleet.class_named(pool.class_name))
+            issues += check_gpu_scale_from_zero(ppath, cluster.source, pool, fleet.class_named(pool.class_name))
 
     return issues
 
 
-def check_gpu_scale_from_zero(
-    file: str, ppath: str, source: str, pool: NodePool, cls: InferenceClass
-) -> list[ConfigIssue]:
+def check_gpu_scale_from_zero(ppath: str, source: str, pool: NodePool, cls: InferenceClass) -> list[ConfigIssue]:
     """`minNodeCount: 0` on a GPU pool only where the cloud's autoscaler can bring it back up.
 
     Whether it can, and the source, is the cloud profile's `scaling.gpu_from_zero`
@@ -222,7 +214,6 @@ def check_gpu_scale_from_zero(
     start = "" if pool.node_count >= 1 else " and nodeCount: 1"
     return [
         ConfigIssue(
-            file,
             f"{ppath}.minNodeCount",
             f"GPU pool '{pool.name}' could not scale up again from minNodeCount 0: {stated.says}",
             f"set minNodeCount: 1{start} (from one node the autoscaler copies the live node's devices)",
@@ -230,7 +221,7 @@ def check_gpu_scale_from_zero(
     ]
 
 
-def check_pool_start(file: str, ppath: str, source: str, pool: NodePool) -> list[ConfigIssue]:
+def check_pool_start(ppath: str, source: str, pool: NodePool) -> list[ConfigIssue]:
     """An autoscaled pool's first nodes fit its maxNodeCount where the cloud starts them per zone.
 
     GKE starts `nodes_per_zone_at_start` nodes in every zone of the pool (`infra.profiles.pool_nodes`),
@@ -248,7 +239,6 @@ def check_pool_start(file: str, ppath: str, source: str, pool: NodePool) -> list
     spread = "the region's default zones" if not pool.zones else "its zones"
     return [
         ConfigIssue(
-            file,
             f"{ppath}.maxNodeCount",
             f"{source} starts {per_zone} node(s) in each of the pool's {zones} zones ({spread}), {started} in "
             f"all, above maxNodeCount {hi}",
@@ -257,27 +247,26 @@ def check_pool_start(file: str, ppath: str, source: str, pool: NodePool) -> list
     ]
 
 
-def _check_deployment(fleet: Fleet, file: str, di: int, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
+def _check_deployment(fleet: Fleet, di: int, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
     """The deployment's cluster, pool and devices exist, and the pool can have nodes."""
     dpath = f"deployments[{di}]"
-    unknown = _check_target(fleet, file, dpath, dep)
+    unknown = _check_target(fleet, dpath, dep)
     if unknown:
         return unknown
     pools = {p.name: p for p in fleet.cluster_named(dep.cluster).node_pools}
-    issues = _check_schedulable(fleet, file, dpath, dep, pools)
+    issues = _check_schedulable(fleet, dpath, dep, pools)
     target = pools[dep.pool]
     if target.class_name not in [c.name for c in fleet.classes]:
         return issues
-    return issues + _check_device_requests(fleet, file, dpath, dep, fleet.class_named(target.class_name))
+    return issues + _check_device_requests(fleet, dpath, dep, fleet.class_named(target.class_name))
 
 
-def _check_target(fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
+def _check_target(fleet: Fleet, dpath: str, dep: ModelDeploymentSpec) -> list[ConfigIssue]:
     """The deployment's cluster exists and has its pool; the checks after this one need both."""
     cluster_names = [c.name for c in fleet.clusters]
     if dep.cluster not in cluster_names:
         return [
             ConfigIssue(
-                file,
                 f"{dpath}.cluster",
                 f"unknown cluster '{dep.cluster}'",
                 # parse_fleet refuses a fleet without clusters before these checks run.
@@ -288,7 +277,6 @@ def _check_target(fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec)
     if dep.pool not in pools:
         return [
             ConfigIssue(
-                file,
                 f"{dpath}.pool",
                 f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
                 f"use one of: {', '.join(pools)}",
@@ -298,7 +286,7 @@ def _check_target(fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec)
 
 
 def _check_schedulable(
-    fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec, pools: dict[str, NodePool]
+    fleet: Fleet, dpath: str, dep: ModelDeploymentSpec, pools: dict[str, NodePool]
 ) -> list[ConfigIssue]:
     """A deployment with replicas needs a pool that can have nodes; `pools` are its cluster's, by name."""
     cluster_names = [c.name for c in fleet.clusters]
@@ -306,7 +294,6 @@ def _check_schedulable(
     if dep.peak_replicas > 0 and target.node_count == 0 and target.max_node_count is None:
         return [
             ConfigIssue(
-                file,
                 f"{dpath}.pool",
                 f"pool '{dep.pool}' of cluster '{dep.cluster}' has nodeCount 0 and no autoscaling, "
                 f"so the {dep.peak_replicas} replica(s) can never be scheduled",
@@ -318,7 +305,7 @@ def _check_schedulable(
 
 
 def _check_device_requests(
-    fleet: Fleet, file: str, dpath: str, dep: ModelDeploymentSpec, cls: InferenceClass
+    fleet: Fleet, dpath: str, dep: ModelDeploymentSpec, cls: InferenceClass
 ) -> list[ConfigIssue]:
     """Each requested device is a DRA device of the pool's class, within its count, and a CPU claim names its CPUs."""
     issues: list[ConfigIssue] = []
@@ -329,7 +316,6 @@ def _check_device_requests(
         if dev is None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{rpath}.name",
                     f"class '{cls.name}' has no device '{req.name}'",
                     f"use one of: {', '.join(devices)}",
@@ -338,7 +324,6 @@ def _check_device_requests(
         elif dev.claim is not ClaimMode.DRA:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{rpath}.name",
                     f"device '{req.name}' of class '{cls.name}' is Synthetic and cannot be claimed",
                     "claim a DRA device of the class",
@@ -347,7 +332,6 @@ def _check_device_requests(
         elif req.count > dev.count:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{rpath}.count",
                     f"count {req.count} is more than the {dev.count} '{req.name}' devices class '{cls.name}' has per node",
                     f"request at most {dev.count}",
@@ -356,7 +340,6 @@ def _check_device_requests(
         elif dev.driver == CPU_CLAIM_DRIVER and claimed_cpus(dev) is None:
             issues.append(
                 ConfigIssue(
-                    file,
                     f"{rpath}.name",
                     f"device '{req.name}' of class '{cls.name}' claims dra.cpu without a whole number of CPUs "
                     f"in capacity '{CPU_CLAIM_CAPACITY}'",
@@ -364,4 +347,21 @@ def _check_device_requests(
                     f'{CPU_CLAIM_CAPACITY}.value to the CPUs a pod takes, such as "6"',
                 )
             )
+    return issues
+
+
+def pools_without_devices(fleet: Fleet) -> list[ConfigIssue]:
+    """Each pool whose class claims no CPU or GPU DRA device: it has no role (`infra.config.roles`)."""
+    issues = []
+    unsupplied = {c.name for c in fleet.classes if not c.devices}  # `supply_fleet` said so: no devices to take
+    for ki, pi, cls in pools_without_role(fleet):
+        if cls in unsupplied:
+            continue
+        issues.append(
+            ConfigIssue(
+                f"clusters[{ki}].nodePools[{pi}].className",
+                f"class '{cls}' claims no CPU or GPU DRA device, so it cannot back a pool",
+                "add a DRA device with a GPU driver or dra.cpu to the class, or use another class",
+            )
+        )
     return issues

@@ -1,0 +1,180 @@
+"""Rules on serving: the engine's port, memory and cache, `services[]` and autoscaling across keys."""
+
+from __future__ import annotations
+
+from clouds import profile
+from infra.checks.parallelism import claimed_gpus, gpu_memory_gib, memory_fix, parallelism_issues, weights_issues
+from infra.config.issues import ConfigIssue, unique_names
+from infra.config.model import (
+    CacheVolume,
+    Fleet,
+)
+from infra.config.roles import claimed_drivers, role_of
+from infra.formats import parse_quantity
+from infra.serving.vllm_args import PORT_FLAG, port_args
+
+
+def check_serving(fleet: Fleet) -> list[ConfigIssue]:
+    """The engine's port, memory and cache, and `services[]` references (docs/serving.md)."""
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        dpath = f"deployments[{di}]"
+        for ai, value in port_args(dep.args):
+            if value == str(dep.port):
+                continue
+            shown = f"'{PORT_FLAG} {value}'" if value else f"'{PORT_FLAG}' without a value"
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.args[{ai}]",
+                    f"args set {shown} but the deployment's port is {dep.port}",
+                    f"remove it from args and set {dpath}.port"
+                    + (f": {value}" if value and value.isdigit() else "")
+                    + " (the container, probes, Service and route all follow port)",
+                )
+            )
+        try:
+            cluster = fleet.cluster_named(dep.cluster)
+            pool = next(p for p in cluster.node_pools if p.name == dep.pool)
+            role = role_of(claimed_drivers(fleet.class_named(pool.class_name)))
+        except (KeyError, StopIteration):
+            continue  # an unknown reference, reported by check_references
+        if role == "GPU":
+            cls = fleet.class_named(pool.class_name)
+            gpus = claimed_gpus(cls, dep) * dep.nodes
+            issues += parallelism_issues(dpath, dep.args, gpus, dep.nodes)
+            issues += weights_issues(dpath, dep.args, gpus, gpu_memory_gib(cluster, cls))
+        if role == "GPU" and dep.memory is None:
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.memory",
+                    f"deployment '{dep.name}' runs on GPU pool '{dep.pool}' without a memory request",
+                    memory_fix(fleet, cluster, pool.class_name, dep.shm_size),
+                )
+            )
+        if dep.memory is not None and (parse_quantity(dep.memory) or 0) <= (parse_quantity(dep.shm_size) or 0):
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.memory",
+                    f"memory {dep.memory} does not exceed shmSize {dep.shm_size}, which counts against it",
+                    "raise memory above shmSize plus what the engine needs",
+                )
+            )
+        cache = dep.cache
+        pods = dep.peak_replicas * dep.nodes
+        if cache is not None and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and pods > 1:
+            spread = (
+                f"{dep.peak_replicas} replicas"
+                if dep.nodes == 1
+                else f"{pods} pods ({dep.peak_replicas} x {dep.nodes} nodes)"
+            )
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.cache.volume",
+                    f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {spread}",
+                    f"use volume: NodeLocal for several replicas, or {dep.peak_replicas_key}: 1"
+                    if dep.nodes == 1
+                    else "use volume: NodeLocal, which each pod of a group keeps on its own node",
+                )
+            )
+        if (
+            cache is not None
+            and cache.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM
+            and cache.storage_class_name is None
+            and profile(cluster.source).cache_storage_class is None
+        ):
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.cache.storageClassName",
+                    f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
+                    "set storageClassName to a class the cluster has (install its CSI driver first), "
+                    "or use volume: NodeLocal",
+                )
+            )
+    issues.extend(_check_services(fleet))
+    return issues
+
+
+def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
+    """`autoscaling` across keys: it replaces `replicas`, and it cannot scale from zero.
+
+    KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
+    second owner, reset by every `pulumi up`. At `minReplicas: 0` the first request after an idle
+    spell waits for a whole start (a node too, where the pool scales down): the pull, the weights'
+    download and their load. A model cache keeps the download out of that wait; without one every
+    cold start downloads the weights again.
+    """
+    issues: list[ConfigIssue] = []
+    for di, dep in enumerate(fleet.deployments):
+        scaling = dep.autoscaling
+        if scaling is None:
+            continue
+        dpath = f"deployments[{di}]"
+        if "replicas" in dep.model_fields_set:
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.replicas",
+                    f"deployment '{dep.name}' sets both replicas and autoscaling; the autoscaler owns the replica count",
+                    f"remove replicas, or remove autoscaling for a fixed count (bounds: {dpath}.autoscaling.minReplicas "
+                    "and maxReplicas)",
+                )
+            )
+        if scaling.min_replicas == 0:
+            # The trigger reads vLLM's own gauges, which exist only while an engine runs: at zero
+            # replicas the query returns nothing, KEDA reads 0, and no request ever brings one back.
+            issues.append(
+                ConfigIssue(
+                    f"{dpath}.autoscaling.minReplicas",
+                    f"at minReplicas 0 deployment '{dep.name}' would never start again: its metric comes from "
+                    "the engine's own /metrics, which no pod serves at zero replicas",
+                    "set minReplicas: 1 (the smallest count its metric can scale from)",
+                )
+            )
+    return issues
+
+
+def _check_services(fleet: Fleet) -> list[ConfigIssue]:
+    issues = unique_names([s.name for s in fleet.services], "services[{i}].name", "service")
+    routes: dict[tuple[str, str, str], int] = {}
+    for si, svc in enumerate(fleet.services):
+        spath = f"services[{si}]"
+        matches = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
+        if not matches:
+            names = sorted({d.name for d in fleet.deployments})
+            issues.append(
+                ConfigIssue(
+                    f"{spath}.deployment",
+                    f"no deployment '{svc.deployment}'" + (f" on cluster '{svc.cluster}'" if svc.cluster else ""),
+                    f"use one of: {', '.join(names) or '(none declared)'}",
+                )
+            )
+            continue
+        if len(matches) > 1:
+            issues.append(
+                ConfigIssue(
+                    f"{spath}.cluster",
+                    f"deployment '{svc.deployment}' runs on clusters {', '.join(d.cluster for d in matches)}",
+                    "set cluster to the one whose gateway publishes this service",
+                )
+            )
+            continue
+        if svc.tls is not None and svc.host is None:
+            issues.append(
+                ConfigIssue(
+                    f"{spath}.tls",
+                    "TLS needs a host to issue the certificate for",
+                    f"set {spath}.host to the DNS name clients use, or remove tls",
+                )
+            )
+        key = (matches[0].cluster, svc.host or "", svc.route_path)
+        if key in routes:
+            issues.append(
+                ConfigIssue(
+                    f"{spath}.path",
+                    f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
+                    f"on cluster '{key[0]}'",
+                    "give each service on a cluster its own host or path",
+                )
+            )
+        else:
+            routes[key] = si
+    return issues

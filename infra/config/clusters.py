@@ -1,0 +1,131 @@
+"""The fleet model's clusters: a source and its cloud's block, node pools and taints."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import (
+    Field,
+    StrictInt,
+    create_model,
+    field_validator,
+)
+
+from clouds import CLOUDS, cloud
+from clouds.spec import Cloud
+from infra.config.base import Model, OwnerClusterBlock, ProvisionedClusterBlock
+from infra.config.classes import Source
+from infra.config.names import (
+    MAX_POOL_NODES,
+    DnsLabel,
+    PoolName,
+    label_value_problem,
+    qualified_name_problem,
+)
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class Taint(Model):
+    # Kubernetes validates a taint's key as a qualified name and its value as a label value
+    # (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/).
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        problem = qualified_name_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; write a key such as example.com/dedicated")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        problem = label_value_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; shorten or correct the value")
+        return v
+
+
+class NodePool(Model):
+    name: PoolName
+    class_name: str
+    node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] = 1
+    min_node_count: Annotated[StrictInt, Field(ge=0, le=MAX_POOL_NODES)] | None = None
+    max_node_count: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    # Nodes carry their zone as the value of the `topology.kubernetes.io/zone` label
+    # (https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesiozone),
+    # so a zone's name is a non-empty label value.
+    zones: list[str] = Field(default_factory=list)
+    # The zones exist though the zone catalog does not list them for the region yet
+    # (`zone-outside-region` stops a run otherwise: infra/checks/machines.py).
+    uncatalogued_zones: bool = False
+
+    @field_validator("zones")
+    @classmethod
+    def _zone_names(cls, v: list[str]) -> list[str]:
+        for zone in v:
+            problem = label_value_problem(zone) if zone else "a zone name is empty"
+            if problem:
+                raise ValueError(f"{problem}; write the zone as the cloud names it, such as us-central1-a")
+        return v
+
+
+class InferenceClusterBase(Model):
+    """`clusters[]`: a name, labels and the source, then the source's block (one optional block per
+    cloud), the pools and the taints."""
+
+    name: DnsLabel
+    labels: dict[str, str] = Field(default_factory=dict)
+    source: Source
+
+    @property
+    def cloud(self) -> Cloud:
+        return cloud(self.source)
+
+    @property
+    def block(self) -> Model:
+        block = getattr(self, self.cloud.key)
+        assert block is not None, "check_references reports a missing block before anything reads it"
+        return block  # type: ignore[no-any-return]
+
+    @property
+    def provisioned(self) -> bool:
+        return self.cloud.provisioned
+
+    @property
+    def owner_block(self) -> OwnerClusterBlock | None:
+        """The block of a cluster its owner runs (kubeconfig key, context), or None for a provisioned one."""
+        block = self.block
+        return block if isinstance(block, OwnerClusterBlock) else None
+
+    if TYPE_CHECKING:
+        node_pools: list[NodePool]
+        taints: list[Taint]
+
+
+if TYPE_CHECKING:
+    InferenceCluster = InferenceClusterBase
+else:
+    InferenceCluster = create_model(
+        "InferenceCluster",
+        __base__=InferenceClusterBase,
+        __module__=__name__,
+        **{c.key: (c.cluster_block | None, None) for c in CLOUDS},
+        node_pools=(Annotated[list[NodePool], Field(min_length=1, max_length=8)], ...),
+        taints=(list[Taint], Field(default_factory=list)),
+    )
+
+
+def cluster_region(cluster: InferenceCluster) -> str | None:
+    """The region (AKS: location) a provisioned cluster runs in; None for one its owner runs."""
+    block = cluster.block
+    return block.place if isinstance(block, ProvisionedClusterBlock) else None

@@ -1,0 +1,255 @@
+"""The fleet model's deployments and services: what runs on a pool and how it is published."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    Discriminator,
+    Field,
+    StrictInt,
+    StringConstraints,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from infra.config.base import Model
+from infra.config.classes import CapacityValue
+from infra.config.names import (
+    DNS1035_LABEL,
+    MAX_POOL_NODES,
+    MAX_REPLICAS,
+    DnsLabel,
+    shown,
+)
+from infra.formats import parse_quantity
+
+
+class DeploymentDevice(Model):
+    name: str
+    count: Annotated[StrictInt, Field(ge=1, le=64)] = 1
+
+
+class CacheVolume(StrEnum):
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    NODE_LOCAL = "NodeLocal"
+
+
+class ModelCache(Model):
+    """Where the engine keeps downloaded weights across restarts.
+
+    `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's class,
+    listed in docs/serving.md); `NodeLocal`: a directory on the node (kept while the pod returns to the
+    same node, nothing to provision).
+    """
+
+    volume: CacheVolume = CacheVolume.PERSISTENT_VOLUME_CLAIM
+    size: str | None = None
+    storage_class_name: DnsLabel | None = None
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size_quantity(cls, v: Any) -> str | None:
+        return None if v is None else CapacityValue(value=v).value
+
+    @model_validator(mode="after")
+    def _size_for_claims(self) -> ModelCache:
+        if self.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and self.size is None:
+            raise ValueError(
+                "a PersistentVolumeClaim cache needs a size; set size to more than the model's weights, "
+                "e.g. 50Gi, or use volume: NodeLocal"
+            )
+        if self.volume is CacheVolume.NODE_LOCAL and (self.size or self.storage_class_name):
+            raise ValueError(
+                "a NodeLocal cache takes no size or storageClassName; remove them, or use volume: PersistentVolumeClaim"
+            )
+        return self
+
+
+class ScalingMetric(StrEnum):
+    """The load signals a deployment scales on, each one of vLLM's own metrics
+    (`infra.serving.autoscaling.VLLM_METRICS` names them and their source)."""
+
+    REQUESTS_WAITING = "RequestsWaiting"
+    REQUESTS_RUNNING = "RequestsRunning"
+    KV_CACHE_USAGE = "KVCacheUsage"
+
+
+class Autoscaling(Model):
+    """`deployments[].autoscaling`: replicas follow `metric`, kept between the bounds.
+
+    `target` is the metric's value one replica is meant to carry: a request count for the request
+    metrics, a fraction of the KV cache (0 to 1) for `KVCacheUsage`. Rules across keys (`minReplicas: 0`,
+    `replicas` beside it): `infra.checks.services.check_autoscaling`.
+    """
+
+    min_replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
+    max_replicas: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)]
+    metric: ScalingMetric
+    target: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"minReplicas {self.min_replicas} is above maxReplicas {self.max_replicas}; "
+                "set minReplicas at most maxReplicas"
+            )
+        if self.metric is ScalingMetric.KV_CACHE_USAGE and self.target > 1:
+            raise ValueError(
+                f"KVCacheUsage is a fraction of the KV cache from 0 to 1, not {self.target:g}; "
+                "write the target as a fraction, e.g. 0.8"
+            )
+        return self
+
+
+class SecureValue(Model):
+    """A `secure:` value inside structured config: ciphertext offline, never shown in plain."""
+
+    secure: str
+
+
+# An env value is plain text or a `secure:` mapping. The discriminator picks the one member the
+# value can be (a mapping: a secret reference), so a mistake gets one error, not one per member.
+# The tags appear in pydantic's error locations; `issues_from_validation` drops them, since they
+# name no place in the stack file (the parentheses keep them apart from the keys users write).
+UNION_TAGS = frozenset({"(text)", "(secure)"})
+
+
+def _env_value_kind(value: Any) -> str:
+    return "(secure)" if isinstance(value, dict | SecureValue) else "(text)"
+
+
+EnvValue = Annotated[
+    Annotated[str, Tag("(text)")] | Annotated[SecureValue, Tag("(secure)")], Discriminator(_env_value_kind)
+]
+
+
+class ModelDeploymentSpec(Model):
+    # The name is also the Service's name, and a Service's name is an RFC 1035 label
+    # (https://kubernetes.io/docs/concepts/services-networking/service/): it starts with a letter.
+    name: DnsLabel
+    namespace: DnsLabel = "default"
+    cluster: str
+    pool: str
+    image: str
+    args: list[str] = Field(default_factory=list)
+    replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
+    devices: Annotated[list[DeploymentDevice], Field(min_length=1)]
+    # Environment variable names: any printable ASCII but '=' (KEP-4369, on by default since
+    # Kubernetes 1.32, the floor here is 1.34), and not empty. A `secure:` value (a gated model's
+    # token) reaches the pod through a Secret, never in plain.
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    # Size of the memory-backed /dev/shm; it counts against the node's RAM (and the pod's memory).
+    shm_size: str = "2Gi"
+
+    # The one port of the engine: the program passes it as `--port`, and the container port, the
+    # probes, the Service and the route all use it (check_serving rejects args that set another).
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    # Memory request and limit of the engine container (the same value: an engine is not burstable);
+    # when it is required: check_serving.
+    memory: str | None = None
+    cache: ModelCache | None = None
+    # How long a first start may take (download and load) before the startup probe gives up.
+    startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
+    # Replicas that follow the load (a KEDA ScaledObject); exclusive with `replicas`.
+    autoscaling: Autoscaling | None = None
+
+    @property
+    def peak_replicas(self) -> int:
+        """The most replicas the deployment runs: `replicas`, or `autoscaling.maxReplicas`. What the
+        pool must hold at its largest (`infra.checks.schedulable`)."""
+        return self.autoscaling.max_replicas if self.autoscaling is not None else self.replicas
+
+    @property
+    def peak_replicas_key(self) -> str:
+        """The key under the deployment that sets `peak_replicas`."""
+        return "autoscaling.maxReplicas" if self.autoscaling is not None else "replicas"
+
+    @property
+    def least_replicas(self) -> int:
+        """The fewest replicas the deployment runs: `replicas`, or `autoscaling.minReplicas`."""
+        return self.autoscaling.min_replicas if self.autoscaling is not None else self.replicas
+
+    # Multi-node replicas: how many nodes one replica spans, one pod on each. Above 1 the
+    # deployment is a LeaderWorkerSet of groups of this size (`components.features.multinode`); the rules
+    # across keys are `infra.checks.parallelism.check_multinode`.
+    nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] = 1
+
+    @field_validator("name")
+    @classmethod
+    def _service_name(cls, v: str) -> str:
+        if not DNS1035_LABEL.match(v):
+            raise ValueError(
+                f"{shown(v)} also names the deployment's Service, which must start with a letter; "
+                "start the name with a lowercase letter"
+            )
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str | SecureValue]) -> dict[str, str | SecureValue]:
+        for name in v:
+            if not name or "=" in name or not all(" " <= ch <= "~" for ch in name):
+                raise ValueError(
+                    f"{shown(name)} is not an environment variable name; use printable ASCII characters "
+                    "other than '=', such as VLLM_LOGGING_LEVEL"
+                )
+        return v
+
+    @field_validator("shm_size", "memory", mode="before")
+    @classmethod
+    def _positive_size(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+        size = parse_quantity(text) if isinstance(text, str) else None
+        if size is None or size <= 0:
+            raise ValueError(f"{shown(v)} is not a positive size; write a quantity of memory such as 2Gi or 512Mi")
+        return str(text)
+
+
+# Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
+RoutePath = Annotated[str, StringConstraints(pattern=r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$", max_length=200)]
+# A listener/route hostname as Gateway API accepts it, without wildcards (a certificate names it).
+Hostname = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$", max_length=253),
+]
+
+
+class IssuerKind(StrEnum):
+    CLUSTER_ISSUER = "ClusterIssuer"
+    ISSUER = "Issuer"
+
+
+class IssuerRef(Model):
+    name: DnsLabel
+    kind: IssuerKind = IssuerKind.CLUSTER_ISSUER
+
+
+class ServiceTls(Model):
+    """TLS on the Gateway for the service's host, with a certificate from a cert-manager issuer."""
+
+    issuer_ref: IssuerRef
+
+
+class ModelServiceSpec(Model):
+    """`modelplane:services[]`: publish one deployment through its cluster's Envoy Gateway."""
+
+    name: DnsLabel
+    deployment: str
+    # Needed only when deployments of that name run on more than one cluster.
+    cluster: str | None = None
+    host: Hostname | None = None
+    # Default: `/<name>` without a host, `/` with one.
+    path: RoutePath | None = None
+    tls: ServiceTls | None = None
+
+    @property
+    def route_path(self) -> str:
+        if self.path is not None:
+            return self.path
+        return "/" if self.host else f"/{self.name}"
