@@ -28,6 +28,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "out" / "mutate"
 
+# The fleet model and its checks across keys are read by the same tests.
+CONFIG_TESTS = [
+    "tests/test_config.py",
+    "tests/test_serving_checks.py",
+    "tests/test_config_checks.py",
+    "tests/test_model_service.py",
+    "tests/test_reference.py",
+    "tests/test_guard.py",
+    "tests/test_cloud_values.py",
+    "tests/test_formats.py",
+    "tests/test_stack_file_bounds.py",
+    "tests/test_stack_reader.py",
+    "tests/test_config_size.py",
+    "tests/test_existing_hardware.py",
+    "tests/test_secure_env.py",
+    "tests/test_model_deployment.py",
+    "tests/test_devices.py",
+]
+
 # Module -> the test files that state its rules (in priority order: the device rules first).
 MODULES: dict[str, list[str]] = {
     "infra/checks/devices.py": [
@@ -78,41 +97,9 @@ MODULES: dict[str, list[str]] = {
         "tests/test_formats.py",
         "tests/test_machines.py",
     ],
-    "infra/config/*": [
-        "tests/test_config.py",
-        "tests/test_serving_checks.py",
-        "tests/test_config_checks.py",
-        "tests/test_model_service.py",
-        "tests/test_reference.py",
-        "tests/test_guard.py",
-        "tests/test_cloud_values.py",
-        "tests/test_formats.py",
-        "tests/test_stack_file_bounds.py",
-        "tests/test_stack_reader.py",
-        "tests/test_config_size.py",
-        "tests/test_existing_hardware.py",
-        "tests/test_secure_env.py",
-        "tests/test_model_deployment.py",
-        "tests/test_devices.py",
-    ],
+    "infra/config/*": CONFIG_TESTS,
     # The checks across keys, read by the same tests as the model.
-    "infra/checks/*": [
-        "tests/test_config.py",
-        "tests/test_serving_checks.py",
-        "tests/test_config_checks.py",
-        "tests/test_model_service.py",
-        "tests/test_reference.py",
-        "tests/test_guard.py",
-        "tests/test_cloud_values.py",
-        "tests/test_formats.py",
-        "tests/test_stack_file_bounds.py",
-        "tests/test_stack_reader.py",
-        "tests/test_config_size.py",
-        "tests/test_existing_hardware.py",
-        "tests/test_secure_env.py",
-        "tests/test_model_deployment.py",
-        "tests/test_devices.py",
-    ],
+    "infra/checks/*": CONFIG_TESTS,
     # The guard's own rules (zone limits, pool names a cloud shortens, what stops a run) and the
     # schedulability rules it runs.
     "infra/checks/guard.py": [
