@@ -29,7 +29,7 @@ from components.model_deployment import (
 )
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.checks.guard import Checked, guard_report
-from infra.config.issues import ConfigError, ConfigIssue
+from infra.config.issues import ConfigError, ConfigIssue, located
 from infra.config.model import Fleet
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_checked
@@ -69,7 +69,7 @@ def read_checked(file: str) -> Checked:
     """
     cfg = pulumi.Config(NAMESPACE)
     plain_keys, secret_keys = config_keys()
-    issues = namespace_key_issues(file, [], secret_keys, set())
+    issues = located(namespace_key_issues([], secret_keys, set()), file)
     raw: dict[str, Any] = {}
     for key in FLEET_KEYS:
         secret = key in secret_keys
@@ -108,7 +108,7 @@ def read_checked(file: str) -> Checked:
     if issues:
         raise ConfigError(issues)
     checked = parse_checked(raw, file)
-    issues = namespace_key_issues(file, plain_keys, [], kubeconfig_keys(raw))
+    issues = located(namespace_key_issues(plain_keys, [], kubeconfig_keys(raw)), file)
     if issues:
         raise ConfigError(issues)
     return checked
@@ -142,7 +142,7 @@ def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
             present[key] = ""
             found[cluster.name] = secret
     written = {"clusters": [c.model_dump(by_alias=True, mode="json") for c in fleet.clusters]}
-    issues = check_existing_secrets(written, present, file)
+    issues = located(check_existing_secrets(written, present), file)
     if issues:
         raise ConfigError(issues)
     return found

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from infra.config.issues import ConfigError, ConfigIssue
+from infra.config.issues import ConfigError, ConfigIssue, located
 from infra.config.names import label_value_problem, qualified_name_problem
 from infra.config.stackfile import namespace_key_issues, split_config, stack_name_of
 from infra.facts import derive_cluster
@@ -154,8 +154,9 @@ KNOWN_KEYS = (
 
 def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() -> None:
     # The program hands over every plain key, fleet keys included.
-    assert namespace_key_issues(
-        FILE, ["classes", "protect", "kubeconfig", "protcet", "kubeconfg", "zzz"], [], {"kubeconfig"}
+    assert located(
+        namespace_key_issues(["classes", "protect", "kubeconfig", "protcet", "kubeconfg", "zzz"], [], {"kubeconfig"}),
+        FILE,
     ) == [
         ConfigIssue(
             "config.modelplane:kubeconfig",
@@ -185,7 +186,7 @@ def test_plain_fleet_keys_pass_and_every_other_plain_key_is_reported_in_order() 
 
 
 def test_only_deployments_among_the_fleet_keys_may_be_a_secret() -> None:
-    assert namespace_key_issues(FILE, [], ["deployments", "kubeconfig", "clusters"], {"kubeconfig"}) == [
+    assert located(namespace_key_issues([], ["deployments", "kubeconfig", "clusters"], {"kubeconfig"}), FILE) == [
         ConfigIssue(
             "config.modelplane:clusters",
             "'modelplane:clusters' is a secret but holds fleet config",

@@ -139,14 +139,14 @@ def split_config(config: Mapping[str, Any], file: str) -> tuple[dict[str, Any], 
         else:
             plain[f"{NAMESPACE}:{key}"] = value
     plain_keys = [full.partition(":")[2] for full in plain if full.partition(":")[0] == NAMESPACE]
-    issues += namespace_key_issues(file, plain_keys, list(secrets), kubeconfig_keys(fleet_raw))
+    issues += located(namespace_key_issues(plain_keys, list(secrets), kubeconfig_keys(fleet_raw)), file)
     if issues:
         raise ConfigError(issues)
     return fleet_raw, secrets, plain
 
 
 def namespace_key_issues(
-    file: str, plain_keys: Sequence[str], secret_keys: Sequence[str], kube_keys: set[str]
+    plain_keys: Sequence[str], secret_keys: Sequence[str], kube_keys: set[str]
 ) -> list[ConfigIssue]:
     """`modelplane:` keys (without the namespace) that are unknown, or plain or secret where they must not be.
 
@@ -154,7 +154,7 @@ def namespace_key_issues(
     fleet key is unknown (a typo such as `modelplane:protcet` would otherwise leave the fleet unprotected).
     """
     path_keys = [key for key in [*plain_keys, *secret_keys] if fleet_key_path(key) and key not in kube_keys]
-    issues = [path_key_issue(file, key, secret=key in secret_keys) for key in path_keys]
+    issues = [path_key_issue(key, secret=key in secret_keys) for key in path_keys]
     for key in plain_keys:
         full = f"{NAMESPACE}:{key}"
         if key in FLEET_KEYS or key in path_keys:
@@ -165,7 +165,6 @@ def namespace_key_issues(
                     f"config.{full}",
                     f"the kubeconfig key '{key}' holds a plain value",
                     f"store it as a secret: {set_kubeconfig_command(key)}",
-                    file=file,
                 )
             )
             continue
@@ -175,7 +174,7 @@ def namespace_key_issues(
             if close
             else f"remove or rename it (known keys: {', '.join('modelplane:' + k for k in FLEET_KEYS)})"
         )
-        issues.append(ConfigIssue(f"config.{cut(full)}", f"unknown config key {shown(full)}", hint, file=file))
+        issues.append(ConfigIssue(f"config.{cut(full)}", f"unknown config key {shown(full)}", hint))
     for key in secret_keys:
         if key in FLEET_KEYS and key not in SECRET_FLEET_KEYS:
             issues.append(
@@ -183,7 +182,6 @@ def namespace_key_issues(
                     f"config.{NAMESPACE}:{key}",
                     f"'{NAMESPACE}:{key}' is a secret but holds fleet config",
                     "store it as plain config (set it without --secret)",
-                    file=file,
                 )
             )
     return issues
@@ -199,7 +197,7 @@ def fleet_key_path(key: str) -> str | None:
     return match.group("head") if match else None
 
 
-def path_key_issue(file: str, key: str, *, secret: bool) -> ConfigIssue:
+def path_key_issue(key: str, *, secret: bool) -> ConfigIssue:
     """A config key spelled as a path into a fleet key, which `pulumi config set` without `--path` creates.
 
     Without `--path` the CLI stores the whole text as one key of its own
@@ -218,7 +216,6 @@ def path_key_issue(file: str, key: str, *, secret: bool) -> ConfigIssue:
         "without --path), so nothing reads it",
         f"remove it and set the value again with --path: pulumi config rm '{cut(full)}' && "
         f"pulumi config set {flag} '{cut(full)}' <value>",
-        file=file,
     )
 
 
@@ -251,7 +248,7 @@ def set_kubeconfig_command(key: str) -> str:
     return f"pulumi config set --secret {NAMESPACE}:{key} < path/to/kubeconfig"
 
 
-def check_existing_secrets(fleet_raw: Mapping[str, Any], secrets: Mapping[str, str], file: str) -> list[ConfigIssue]:
+def check_existing_secrets(fleet_raw: Mapping[str, Any], secrets: Mapping[str, str]) -> list[ConfigIssue]:
     """Every owner-run cluster's kubeconfig key holds a secret; checked on the raw config, so a missing
     kubeconfig is reported in the same run as any other mistake of the fleet."""
     return [
@@ -259,7 +256,6 @@ def check_existing_secrets(fleet_raw: Mapping[str, Any], secrets: Mapping[str, s
             f"clusters[{ki}].{block}.kubeconfigKey",
             f"no secret config key 'modelplane:{key}' holds the kubeconfig of cluster '{name}'",
             f"run: {set_kubeconfig_command(key)}",
-            file=file,
         )
         for ki, name, block, key in owner_kubeconfigs(fleet_raw)
         if key not in secrets
@@ -323,7 +319,7 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
             ]
         )
     # Independent checks report together: a missing kubeconfig beside any mistake of the fleet.
-    missing = check_existing_secrets(fleet_raw, secrets, file)
+    missing = located(check_existing_secrets(fleet_raw, secrets), file)
     try:
         checked = parse_checked(fleet_raw, file)  # reads fleet_raw, never changes it
     except ConfigError as err:
