@@ -205,3 +205,28 @@ protect_clusters = ResourceValidationPolicy(
 )
 
 POOL_POLICIES = [pool_role_marking, protect_clusters]
+
+# Each policy's longer explanation, which docs/policies.md prints after its description; the engine never sees it.
+DETAILS: dict[str, str] = {
+    pool_role_marking.name: (
+        "Checks every node-pool resource, and the pools a cluster declares inline (AKS `agentPoolProfiles`, "
+        "Civo `pools`, Vultr `nodePools`, DigitalOcean `nodePool`; a Nebius node group keeps its labels and "
+        "taints under `template`). Every pool carries `modelplane.ai/pool`. A GPU pool carries "
+        "`modelplane.ai/gpu` and its vendor's taint (on GKE `nvidia.com/gpu=present`, which the pool sets "
+        "because GKE adds it only in some cases) and, on GKE, `guestAccelerators`. A CPU pool carries "
+        "`modelplane.ai/cpu=true`, its taint, and no accelerator."
+    ),
+    protect_clusters.name: (
+        "Cloud clusters and node pools are `protect`ed (`modelplane:protect: true`). Make it mandatory through "
+        "pack config."
+    ),
+}
+
+# Where each rule is decided (backticked paths and names the docs test resolves).
+HOMES: dict[str, str] = {
+    pool_role_marking.name: (
+        "values: `infra/facts.py`; each cloud's spelling: `clouds/spec.py` (`PoolSpelling`), read by "
+        "`policies/pool_rules.py` (`marking_problems`)"
+    ),
+    protect_clusters.name: "`policies/pool_rules.py` (`_validate_protect_clusters`)",
+}

@@ -330,3 +330,36 @@ RESOURCE_POLICIES = [
     no_wildcard_tolerations,
     protect_clusters,
 ]
+
+# Each policy's longer explanation, which docs/policies.md prints after its description; the engine never sees it.
+DETAILS: dict[str, str] = {
+    pinned_versions.name: (
+        "The chart version is exact: no range, no wildcard, not empty. No image floats (`latest`, `*-latest`). "
+        "The image shapes checked are `image`, `*Image`, `{repository, tag}` and NVIDIA's "
+        "`{repository, image, version}`."
+    ),
+    mirror_chart_version.name: (
+        "The catalog's pin is `chartMirror.components.<key>.version`; the report names the component, the "
+        "served and the pinned version."
+    ),
+    multinode_fabric.name: (
+        "Replicas span several nodes when `nodes` > 1. A fabric is EFA through a `dra.net` device (EKS), "
+        "InfiniBand through `infinibandFabric` (Nebius) or an RDMA-capable ND-series size (AKS). The message "
+        "says how to claim the cloud's fabric, or that the cloud offers none the program sets up (GKE's "
+        "GPUDirect-TCPX needs multi-networking; Civo, Vultr, DigitalOcean, OCI and Existing clusters)."
+    ),
+    amd_operator_values.name: (
+        "On the `gpu-operator-charts` release: `deviceConfig.spec.devicePlugin.enableDevicePlugin` stays off "
+        "while `deviceConfig.spec.draDriver.enable` is on."
+    ),
+    no_wildcard_tolerations.name: "Reads every release's values and every Deployment.",
+}
+
+# Where each rule is decided (backticked paths and names the docs test resolves).
+HOMES: dict[str, str] = {
+    pinned_versions.name: "`policies/resource_rules.py` (`image_problems`)",
+    mirror_chart_version.name: "`infra/serving/mirror.py` (`served_from`)",
+    multinode_fabric.name: "`infra/multinode.py` (`fabric_advisory`)",
+    amd_operator_values.name: "values: `infra/serving/values.py`; rule: `policies/resource_rules.py` (`amd_operator_problems`)",
+    no_wildcard_tolerations.name: "`policies/resource_rules.py` (`wildcard_tolerations`)",
+}

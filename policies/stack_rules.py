@@ -339,3 +339,33 @@ cost_over_budget = StackValidationPolicy(
 )
 
 STACK_POLICIES = [device_stack_filtered, cpu_claim_resources, cost_over_budget]
+
+# Each policy's longer explanation, which docs/policies.md prints after its description; the engine never sees it.
+DETAILS: dict[str, str] = {
+    device_stack_filtered.name: (
+        "Under each ServingStack, no release is tagged only with drivers the cluster does not claim, and every "
+        "driver the cluster claims and supports has all of its tagged components. The stack's `draDrivers` "
+        "equal what the pools of the parent cluster component claim. On an Existing cluster with "
+        "`ownerGpuOperator: true`, no GPU operator release is installed (the owner runs it). No release "
+        "installs a component the cluster lists under `existing.preinstalled`, and those components are not "
+        "counted missing. Every planned release has a Release under the stack, and no Release is unplanned."
+    ),
+    cpu_claim_resources.name: (
+        "A Deployment whose pod claims a ResourceClaimTemplate requesting `dra.cpu/cpu` capacity requests and "
+        "limits exactly that many CPUs in `cpu`. The Deployment and template are matched by name and namespace."
+    ),
+    cost_over_budget.name: (
+        "Set with `modelplane:budget: {monthlyUsd: N}`. With a pool the catalog has no price for, the budget "
+        "cannot be checked and that is reported too, never passed as within budget. Make it mandatory through "
+        "pack config."
+    ),
+}
+
+# Where each rule is decided (backticked paths and names the docs test resolves).
+HOMES: dict[str, str] = {
+    device_stack_filtered.name: (
+        "`infra/serving/catalog.py` (`join_charts`); rule: `policies/stack_rules.py` (`stack_filter_problems`)"
+    ),
+    cpu_claim_resources.name: "`policies/stack_rules.py` (`workload_problems`)",
+    cost_over_budget.name: "`infra/cost.py` (`over_budget`); prices in `docs/machines.md`",
+}

@@ -64,6 +64,59 @@ DEVICE_RULES: dict[str, str] = {
     UNKNOWN_MACHINE_TYPE: "A pool's machine type is in the machine catalog, so its GPUs, CPUs and price can be checked.",
 }
 
+# Each rule's longer explanation, which docs/policies.md prints after its one-line text; the engine never sees it.
+DEVICE_RULE_DETAILS: dict[str, str] = {
+    ACCELERATOR_DRIVER_MISMATCH: (
+        "A GPU driver needs an `accelerator` of the same vendor with the same count. A `dra.cpu`-only class has "
+        "no accelerator. A class claims one GPU vendor, and never `dra.cpu` next to a GPU."
+    ),
+    UNSUPPORTED_DEVICES: "Never checked on Existing clusters: their owner brought the drivers.",
+    CLASS_PROVIDER_MISMATCH: (
+        "A class without a `provisioning` block, or whose `provisioning.provider` is another cloud, is rejected "
+        "on a provisioned cluster. Never checked on Existing clusters."
+    ),
+    MACHINE_ACCELERATOR_MISMATCH: (
+        "A GPU class's machine carries GPUs of the claimed vendor, as many as the class's GPU devices, and "
+        "`accelerator.count` matches them; a CPU class's machine carries no GPU left idle."
+    ),
+    ACCELERATOR_TYPE_UNKNOWN: (
+        "On GKE the API's accelerator type, elsewhere the GPU's label names. An Existing cluster's class sets "
+        "`uncataloguedAccelerator` to take an accelerator outside the vocabulary (`docs/existing-clusters.md`)."
+    ),
+    CPU_CLAIM_EXCEEDS_MACHINE: (
+        "The claim (`dra.cpu/cpu` x count) is at most the machine's vCPUs less the CPUs dra-driver-cpu reserves "
+        "(`infra.cpus.CPU_DRIVER_RESERVED_CPUS`, CPUs 0-1: two)."
+    ),
+    ZONE_OUTSIDE_REGION: (
+        "Zone forms: GKE `<region>-<letter>`, EKS `<region><letter>`, AKS `1`/`2`/`3`; Civo, Vultr and Nebius "
+        "have none. On GKE and EKS the letter must be one the region has, as the zone catalog lists it "
+        "(`clouds/gke/zones.py`, `clouds/eks/zones.py`), unless the pool sets `uncataloguedZones: true`."
+    ),
+    MACHINE_OUTSIDE_REGION: (
+        "The catalog records the regions its cloud offers a machine in for DigitalOcean's and OCI's rows "
+        "(`infra.machines.offered_in`); a row without regions passes in every region."
+    ),
+    UNKNOWN_MACHINE_TYPE: (
+        "A machine type without a catalog row stops the run unless the class's provisioning block sets "
+        "`uncatalogued: true`, which takes it unchecked and unpriced."
+    ),
+}
+
+# Where each rule is decided (backticked paths and names the docs test resolves).
+_POOL_RULE = "`infra/checks/devices.py` (`check_pool`)"
+_MACHINE_RULE = "`infra/checks/machines.py` (`check_machine`), catalog rows in `clouds/<cloud>/machines.py`"
+DEVICE_RULE_HOMES: dict[str, str] = {
+    ACCELERATOR_DRIVER_MISMATCH: _POOL_RULE,
+    UNSUPPORTED_DEVICES: f"{_POOL_RULE}, drivers from `infra/serving/catalog.py` (`supported_drivers`)",
+    CLASS_PROVIDER_MISMATCH: _POOL_RULE,
+    MACHINE_ACCELERATOR_MISMATCH: _MACHINE_RULE,
+    ACCELERATOR_TYPE_UNKNOWN: _MACHINE_RULE,
+    CPU_CLAIM_EXCEEDS_MACHINE: _MACHINE_RULE,
+    ZONE_OUTSIDE_REGION: _MACHINE_RULE,
+    MACHINE_OUTSIDE_REGION: _MACHINE_RULE,
+    UNKNOWN_MACHINE_TYPE: _MACHINE_RULE,
+}
+
 
 @dataclass(frozen=True)
 class Violation:
