@@ -41,7 +41,7 @@ from infra.cost import (
     over_budget,
 )
 from infra.formats import parse_quantity
-from infra.serving.catalog import CATALOG, GPU_OPERATOR_KEYS, join_charts, supported_drivers
+from infra.serving.catalog import CATALOG, GPU_OPERATOR_KEYS, join_charts, owner_operator_keys, supported_drivers
 from infra.vocabulary import CPU_DRIVER
 from policies.config_rules import is_cluster_component
 from policies.props import cannot_decide, get, mappings, plain, undecided
@@ -106,6 +106,7 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
     owner_operator = plain(stack.props.get("ownerGpuOperator")) is True
     own = [str(k) for k in plain(stack.props.get("preinstalled")) or []]
     by_key = {c.key: c for c in catalog}
+    owners = owner_operator_keys(claimed) if owner_operator else frozenset()
     planned: set[str] = set()
     for release in mappings(stack.props["releases"]):
         key = str(release.get("key") or "")
@@ -114,10 +115,15 @@ def stack_filter_problems(stack: PolicyResource, resources: list[PolicyResource]
             problems.append(f"cluster '{cluster_name}': release '{key}' is not in the {source} catalog")
             continue
         planned.add(key)
-        if owner_operator and component.key in GPU_OPERATOR_KEYS:
+        if component.key in owners and component.key in GPU_OPERATOR_KEYS:
             problems.append(
                 f"cluster '{cluster_name}': release {component.release} installs a second GPU operator next to "
                 "the one the cluster's owner runs (ownerGpuOperator)"
+            )
+        elif component.key in owners:
+            problems.append(
+                f"cluster '{cluster_name}': release {component.release} installs a second copy of {component.key}, "
+                "which the GPU operator the cluster's owner runs brings (ownerGpuOperator)"
             )
         if component.key in own:
             problems.append(

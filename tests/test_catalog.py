@@ -69,6 +69,18 @@ def test_owner_run_gpu_operators_leave_the_join_and_nothing_else_does() -> None:
     assert {"dra-driver-nvidia-gpu", "node-feature-discovery", "dra-driver-cpu"} <= owners
 
 
+def test_owner_amd_operator_brings_its_own_nfd_so_an_amd_only_join_leaves_ours_out() -> None:
+    # The AMD operator's chart installs NFD by default; a second NFD fights it over node labels.
+    amd_only = ("dra.cpu", "gpu.amd.com")
+    assert "node-feature-discovery" in {c.key for c in join_charts(CATALOG["Existing"], amd_only)}
+    owners = {c.key for c in join_charts(CATALOG["Existing"], amd_only, owner_gpu_operator=True)}
+    assert "node-feature-discovery" not in owners
+    assert "dra-driver-cpu" in owners
+    # With NVIDIA claimed too, the NVIDIA DRA driver reads our NFD's labels: it stays.
+    mixed = {c.key for c in join_charts(CATALOG["Existing"], (*amd_only, "gpu.nvidia.com"), owner_gpu_operator=True)}
+    assert "node-feature-discovery" in mixed
+
+
 def test_dependency_lacking_a_dependents_driver_fails_to_load() -> None:
     rows = [c("nfd", ("gpu.nvidia.com",)), c("amd", ("gpu.amd.com",), ("nfd",))]
     with pytest.raises(CatalogError) as err:

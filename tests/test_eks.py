@@ -369,6 +369,16 @@ def test_cluster_autoscaler_runs_with_its_own_pod_identity_role(plan: MockRun) -
     assert actions == ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
 
 
+def test_cluster_autoscaler_runs_the_charts_image_whose_dra_handling_is_on(plan: MockRun) -> None:
+    # cluster-autoscaler v1.35.0, the image chart 9.57.0 runs, defaults
+    # --enable-dynamic-resource-allocation to true and exits if it is false (config/flags/flags.go);
+    # the release keeps that image and never sets the flag.
+    (release,) = [r for r in of_type(plan, RELEASE) if r.name == "eks-east-cluster-autoscaler"]
+    assert release.inputs["version"] == "9.57.0"
+    assert "image" not in release.inputs["values"]
+    assert not any(k.startswith("enable-dynamic-resource-allocation") for k in release.inputs["values"]["extraArgs"])
+
+
 def test_autoscaled_node_groups_leave_the_desired_size_to_the_autoscaler() -> None:
     fixed = PoolFacts("cpu", "cpu", "CPU", {}, (), None, None, 2, None, None)
     scaled = PoolFacts("l4", "l4", "GPU", {}, (), None, "nvidia", 1, 1, 3)

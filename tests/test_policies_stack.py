@@ -91,8 +91,18 @@ def test_stack_with_exactly_the_joined_components_passes() -> None:
 
 def test_stack_without_the_operator_its_owner_runs_passes() -> None:
     facts, _ = byo_facts()
-    without = [c for c in cluster_charts(facts) if c.key != "amd-gpu-operator"]
+    # The owner's AMD operator brings its own NFD on this AMD-only cluster (`owner_operator_keys`).
+    without = [c for c in cluster_charts(facts) if c.key not in ("amd-gpu-operator", "node-feature-discovery")]
     assert run(device_stack_filtered, stack_args(stack_of(without, owner_gpu_operator=True))) == []
+
+
+def test_second_nfd_next_to_the_owners_amd_operator_is_rejected() -> None:
+    facts, _ = byo_facts()
+    with_nfd = [c for c in cluster_charts(facts) if c.key != "amd-gpu-operator"]
+    assert run(device_stack_filtered, stack_args(stack_of(with_nfd, owner_gpu_operator=True))) == [
+        "cluster 'byo': release mp-node-feature-discovery installs a second copy of node-feature-discovery, which "
+        "the GPU operator the cluster's owner runs brings (ownerGpuOperator)"
+    ]
 
 
 def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected() -> None:
@@ -119,7 +129,8 @@ def test_a_preinstalled_component_left_out_passes_and_a_second_copy_is_rejected(
 
 def test_second_gpu_operator_next_to_the_owners_is_rejected() -> None:
     facts, _ = byo_facts()
-    found = run(device_stack_filtered, stack_args(stack_of(cluster_charts(facts), owner_gpu_operator=True)))
+    charts = [c for c in cluster_charts(facts) if c.key != "node-feature-discovery"]
+    found = run(device_stack_filtered, stack_args(stack_of(charts, owner_gpu_operator=True)))
     assert found == [
         "cluster 'byo': release mp-gpu-operator-charts installs a second GPU operator next to the one the "
         "cluster's owner runs (ownerGpuOperator)"

@@ -199,6 +199,15 @@ def test_existing_cluster_whose_owner_runs_the_gpu_operators_gets_neither_operat
     assert stack.inputs["ownerGpuOperator"] is True
 
 
+def test_existing_amd_cluster_whose_owner_runs_the_amd_operator_gets_no_second_nfd() -> None:
+    fleet = existing_fleet(AMD_BYO, CPU_BYO)
+    fleet["clusters"][0]["existing"] = {"ownerGpuOperator": True, "kubernetesVersion": "1.36"}
+    result = run_fleet(fleet)
+    assert result.error is None, result.error
+    # The owner's AMD operator chart brings NFD (`node-feature-discovery.enabled: true` by default).
+    assert set(releases_by_name(result)) == neutral("Existing") | {"mp-dra-driver-cpu"}
+
+
 # --------------------------------------------------------------------------------------------
 # Release arguments
 

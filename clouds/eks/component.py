@@ -319,6 +319,8 @@ class EksCluster(ClusterComponent):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=AUTOSCALER_REPO),
             namespace=AUTOSCALER_NAMESPACE,
             # Keys of the chart's values.yaml at 9.57.0 (kubernetes/autoscaler charts/cluster-autoscaler).
+            # No image override and no DRA flag: the chart's v1.35.0 image handles DRA claims by
+            # default (AUTOSCALER_VERSION says where that is read).
             values={
                 "cloudProvider": "aws",
                 "awsRegion": self.region,

@@ -93,6 +93,12 @@ AUTOSCALER_RELEASE = "mp-cluster-autoscaler"
 AUTOSCALER_CHART = "cluster-autoscaler"
 
 
+# 9.57.0 runs cluster-autoscaler v1.35.0 (the chart's values.yaml `image.tag` and Chart.yaml
+# `appVersion` at tag cluster-autoscaler-chart-9.57.0), which models DRA claims with no flag set:
+# `--enable-dynamic-resource-allocation` defaults to true there and the autoscaler exits if it is
+# false (cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.0; it defaulted to false
+# up to 1.34, so an image before v1.35.0 would need it in `extraArgs`). The chart's ClusterRole
+# already reads resourceslices, deviceclasses and resourceclaims (templates/clusterrole.yaml at 9.57.0).
 AUTOSCALER_VERSION = "9.57.0"
 
 

@@ -33,8 +33,9 @@ KEYS = {
         "preinstalled: [cert-manager, kube-prometheus-stack]",
     ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
-        "The cluster already runs the GPU operator for its GPUs: the stack installs no second one "
-        "(docs/existing-clusters.md).",
+        "The cluster already runs the GPU operator for its GPUs: the stack installs no second one, nor "
+        "node-feature-discovery where the pools claim AMD GPUs and no NVIDIA ones, since the AMD operator "
+        "brings its own (docs/existing-clusters.md).",
         "`infra.serving.catalog.join_charts`; policy `device-stack-filtered`",
         "ownerGpuOperator: true",
     ),

@@ -205,8 +205,9 @@ def check_gpu_scale_from_zero(ppath: str, source: str, pool: NodePool, cls: Infe
 
     Whether it can, and the source, is the cloud profile's `scaling.gpu_from_zero`
     (`infra.profiles.ScaleFromZero`); None (Existing) leaves it to the cluster's owner. CPU pools
-    are not judged here. From one node up every autoscaler copies a live node, ResourceSlices
-    included, so one node is the least that scales.
+    are not judged here. From one node up the Cluster Autoscaler copies a live node of the pool,
+    ResourceSlices included, where its DRA handling is on (docs/serving.md, "GPU pools at zero
+    nodes"), so one node is the least that scales.
     """
     stated = profile(source).scaling.gpu_from_zero
     if stated is None or stated.can or role_of(claimed_drivers(cls)) != "GPU":

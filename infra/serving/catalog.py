@@ -28,7 +28,7 @@ from clouds import PROFILES, SOURCES, profile
 from infra.facts import ClusterFacts
 from infra.serving.chart import Chart, NodeAgent
 from infra.serving.mirror import served_from
-from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY, cloud_rows, common_rows
+from infra.serving.rows import AMD_OPERATOR_KEY, NFD_KEY, NVIDIA_OPERATOR_KEY, cloud_rows, common_rows
 from infra.vocabulary import AMD_GPU_DRIVER as AMD
 from infra.vocabulary import CPU_DRIVER as CPU
 from infra.vocabulary import NET_DRIVER as NET
@@ -63,6 +63,23 @@ def catalog_for(cloud: str) -> list[Chart]:
 GPU_OPERATOR_KEYS = (NVIDIA_OPERATOR_KEY, AMD_OPERATOR_KEY)
 
 
+def owner_operator_keys(dra_drivers: Iterable[str] | None) -> frozenset[str]:
+    """The rows an owner's GPU operators stand in for (`ownerGpuOperator`), given the drivers claimed.
+
+    Always the operators. Also NFD where the pools claim AMD GPUs and no NVIDIA ones: the AMD
+    operator's chart installs its own NFD by default (ROCm/gpu-operator v1.5.1
+    helm-charts-k8s/values.yaml, `node-feature-discovery.enabled: true`; Chart.yaml makes it a
+    subchart on that condition), nothing else of ours reads NFD's labels there, and two NFD masters
+    rewrite each other's node labels. Where NVIDIA is claimed our NFD stays: the NVIDIA DRA
+    driver's node affinity reads its `pci-10de` labels, and the owner's operators run with their
+    bundled NFD off (docs/existing-clusters.md).
+    """
+    claimed = set(dra_drivers or ())
+    if AMD in claimed and NVIDIA not in claimed:
+        return frozenset((*GPU_OPERATOR_KEYS, NFD_KEY))
+    return frozenset(GPU_OPERATOR_KEYS)
+
+
 def join_charts(
     catalog: Sequence[Chart],
     dra_drivers: Iterable[str] | None,
@@ -74,21 +91,23 @@ def join_charts(
 
     An untagged component always installs; a tagged one installs only when at least one of its
     drivers is claimed. Unset drivers mean none are claimed: only untagged components install.
-    A cluster whose owner runs the GPU operator gets no operator row, and a cluster that already
-    runs a component (`existing.preinstalled`) gets no second copy of it: two copies fight over
-    the same CRDs and webhooks. The rows that depend on a left-out one still install, against the
+    A cluster whose owner runs the GPU operator gets no operator row (nor NFD where only the AMD
+    operator would read it: `owner_operator_keys`), and a cluster that already runs a component
+    (`existing.preinstalled`) gets no second copy of it: two copies fight over the same CRDs and
+    webhooks. The rows that depend on a left-out one still install, against the
     cluster's own copy (`relied_on` says what they need of it). A row for a serving feature
     installs only where a deployment uses the feature: KEDA only where one is autoscaled.
     """
     claimed = set(dra_drivers or ())
     own = set(preinstalled)
+    if owner_gpu_operator:
+        own |= owner_operator_keys(claimed)
     used = set(features)
     return [
         c
         for c in catalog
         if (not c.dra_drivers or claimed.intersection(c.dra_drivers))
         and (not c.features or used.intersection(c.features))
-        and not (owner_gpu_operator and c.key in GPU_OPERATOR_KEYS)
         and c.key not in own
     ]
 

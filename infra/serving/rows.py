@@ -21,6 +21,7 @@ from infra.vocabulary import NVIDIA_GPU_DRIVER as NVIDIA
 # The keys of the GPU operators' rows, which other steps look for (the serving stack, the joins).
 NVIDIA_OPERATOR_KEY = "gpu-operator"
 AMD_OPERATOR_KEY = "amd-gpu-operator"
+NFD_KEY = "node-feature-discovery"
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ def _gpu_operator_rows(cloud: str) -> list[Chart]:
         # 0.19.0: the NFD release gpu-operator v26.7.0 bundles as its subchart (Chart.yaml at
         # that tag); both GPU stacks read its `pci-10de` / `amd-gpu` labels.
         Chart(
-            "node-feature-discovery",
+            NFD_KEY,
             "node-feature-discovery",
             NFD_REPO,
             "0.19.0",
