@@ -22,6 +22,7 @@ from infra.serving.catalog import (
 )
 from infra.serving.chart import Chart
 from tests.conftest import cpu_cluster_fleet, fleet_of
+from tooling.catalog_doc import catalog_json, catalog_markdown
 
 EXPECTED_SUPPORTED = {
     "GKE": ["dra.cpu", "gpu.nvidia.com"],
@@ -542,3 +543,17 @@ def test_a_cpu_only_cluster_gets_the_untagged_rows_and_the_cpu_driver() -> None:
         "mp-opentelemetry-collector",
     ]
     assert values["mp-dra-driver-cpu"]["nodeSelector"] == {"modelplane.ai/cpu": "true"}
+
+
+def test_the_table_says_a_row_for_a_serving_feature_installs_only_with_it() -> None:
+    # KEDA joins a cluster only when one of its deployments is autoscaled (`join_charts`); the table
+    # and the JSON say so, never "always".
+    [keda] = [line for line in catalog_markdown().splitlines() if line.startswith("| keda |")]
+    assert keda.split(" | ")[4:] == ["with autoscaling"] * (len(SOURCES) - 1) + ["with autoscaling |"]
+    for cloud in SOURCES:
+        rows = {c["key"]: c for c in catalog_json()["clouds"][cloud]["components"]}
+        assert rows["keda"]["features"] == ["autoscaling"]
+        assert rows["cert-manager"]["features"] == []
+        # What the table says is what the join does.
+        assert "keda" not in {c.key for c in join_charts(CATALOG[cloud], None)}
+        assert "keda" in {c.key for c in join_charts(CATALOG[cloud], None, features=["autoscaling"])}

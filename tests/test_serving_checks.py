@@ -203,7 +203,14 @@ def test_cpu_deployment_may_leave_memory_unset() -> None:
 
 @pytest.mark.parametrize(
     ("memory", "shm", "rejected"),
-    [("2Gi", "2Gi", True), ("2047Mi", "2Gi", True), ("2049Mi", "2Gi", False), ("1", "1", True), ("2", "1", False)],
+    [
+        ("2Gi", "2Gi", True),
+        ("2047Mi", "2Gi", True),
+        ("2049Mi", "2Gi", False),
+        # A bare number of 1 GiB or more is a byte count (under 1 GiB it is refused as missing its unit).
+        ("2147483648", "2Gi", True),
+        ("2147483649", "2Gi", False),
+    ],
 )
 def test_memory_must_exceed_shm_size(memory: str, shm: str, rejected: bool) -> None:
     expected = [
@@ -282,6 +289,46 @@ def test_claim_cache_needs_a_storage_class_only_where_the_cloud_has_none(
         )
     ]
     assert serving(raw_fleet(source, deployment(cache=cache))) == (expected if rejected else [])
+
+
+@pytest.mark.parametrize(
+    ("model", "size", "least", "suggest"),
+    [
+        # No width in the id: the floor is 4 bits a weight, the fix the 16-bit size with a fifth to spare.
+        ("meta-llama/Llama-3.1-8B-Instruct", "2Gi", "3.7 GiB", "20Gi"),
+        ("Qwen/Qwen2.5-0.5B-Instruct", "200Mi", "0.2 GiB", "10Gi"),
+        # An 8-bit id: 8 bits a weight.
+        ("Qwen/Qwen3-30B-A3B-FP8", "20Gi", "27.9 GiB", "40Gi"),
+        # A 4-bit id: 4 bits a weight, also in the fix.
+        ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "30Gi", "32.6 GiB", "40Gi"),
+    ],
+)
+def test_a_claim_cache_smaller_than_the_models_weights_is_refused_and_its_fix_passes(
+    model: str, size: str, least: str, suggest: str
+) -> None:
+    raw = raw_fleet("GKE", deployment(pool="cpu", args=["--model", model], cache={"size": size}))
+    [(path, problem, fix)] = serving(raw)
+    assert path == "deployments[0].cache.size"
+    assert problem.startswith(
+        f"cache size {size} is less than the {least} the weights of model '{model}' take even at "
+    )
+    assert fix == f"set size above the model's checkpoint with room to spare, e.g. size: {suggest}"
+    raw["deployments"][0]["cache"]["size"] = suggest
+    assert serving(raw) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "meta-llama/Llama-3.1-8B-Instruct"],  # 3.7 GiB at 4 bits: 4Gi holds it
+        ["--model", "my-org/finetuned-model"],  # no parameter count
+        ["--model", "mistralai/Mixtral-8x7B-Instruct-v0.1"],  # experts x size: the total is not read
+        ["--model", "TheBloke/Llama-2-70B-GGUF"],  # GGUF goes below 4 bits a weight
+        [],  # no model named
+    ],
+)
+def test_a_cache_that_may_hold_the_weights_or_whose_model_is_unknown_passes(args: list[str]) -> None:
+    assert serving(raw_fleet("GKE", deployment(pool="cpu", args=args, cache={"size": "4Gi"}))) == []
 
 
 # --------------------------------------------------------------------------------------------

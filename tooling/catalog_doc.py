@@ -9,6 +9,7 @@ from typing import Any
 
 from clouds import SOURCES
 from infra.serving.catalog import CATALOG, supported_drivers
+from infra.serving.chart import Chart
 
 
 def catalog_markdown() -> str:
@@ -26,7 +27,8 @@ def catalog_markdown() -> str:
         "## Components by cloud",
         "",
         "A component tagged with DRA drivers installs only on clusters whose pools claim one of them;",
-        "an untagged one installs everywhere (`join_charts` in `infra/serving/catalog.py`).",
+        'one marked "with <feature>" only on clusters with a deployment that uses the feature (KEDA: an',
+        "autoscaled deployment); an untagged one installs everywhere (`join_charts` in `infra/serving/catalog.py`).",
         "",
         "| component | release | chart | version | " + " | ".join(SOURCES) + " |",
         "|---|---|---|---|" + "---|" * len(SOURCES),
@@ -37,7 +39,7 @@ def catalog_markdown() -> str:
         cells = []
         for cloud in SOURCES:
             row = rows[cloud]
-            cells.append("—" if row is None else (", ".join(row.dra_drivers) if row.dra_drivers else "always"))
+            cells.append("—" if row is None else _installs_on(row))
         lines.append(f"| {key} | {first.release} | {first.chart} | {first.version} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -52,6 +54,13 @@ def catalog_markdown() -> str:
     ]
     lines += [f"| {cloud} | {', '.join(supported_drivers(cloud))} |" for cloud in SOURCES]
     return "\n".join(lines) + "\n"
+
+
+def _installs_on(row: Chart) -> str:
+    """Where a row installs on its cloud: its DRA drivers and serving features (`join_charts`), or always."""
+    tags = [", ".join(row.dra_drivers)] if row.dra_drivers else []
+    tags += [f"with {feature}" for feature in row.features]
+    return "; ".join(tags) or "always"
 
 
 def catalog_json() -> dict[str, Any]:
@@ -69,6 +78,7 @@ def catalog_json() -> dict[str, Any]:
                         "version": c.version,
                         "namespace": c.namespace,
                         "draDrivers": sorted(c.dra_drivers),
+                        "features": list(c.features),
                         "dependsOn": list(c.depends_on),
                     }
                     for c in CATALOG[cloud]

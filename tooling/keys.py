@@ -340,7 +340,10 @@ KEYS: dict[tuple[str, str], Key] = {
         'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
     ),
     ("ModelDeploymentSpec", "shmSize"): Key(
-        "Size of the memory-backed `/dev/shm`; counts against the pod's memory.", "the pod's volumes", "shmSize: 2Gi"
+        "Size of the memory-backed `/dev/shm`; counts against the pod's memory. A bare number is bytes: one under "
+        "1 GiB is refused as missing its unit.",
+        "the pod's volumes",
+        "shmSize: 2Gi",
     ),
     ("ModelDeploymentSpec", "port"): Key(
         "The engine's one port: passed as `--port`, and used by the container, the probes, the Service and the "
@@ -350,7 +353,8 @@ KEYS: dict[tuple[str, str], Key] = {
     ),
     ("ModelDeploymentSpec", "memory"): Key(
         "Memory request and limit of the engine container (one value: the engine is not burstable). "
-        "Required on GPU pools; must exceed `shmSize`.",
+        "Required on GPU pools; must exceed `shmSize`. A bare number is bytes: one under 1 GiB is refused as "
+        "missing its unit.",
         "the container's resources; `infra.checks.services.check_serving`",
         "memory: 24Gi",
     ),
@@ -402,7 +406,11 @@ KEYS: dict[tuple[str, str], Key] = {
         "volume: NodeLocal",
     ),
     ("ModelCache", "size"): Key(
-        "Size of the claim; more than the model's weights. Required for a claim.", "the claim", "size: 50Gi"
+        "Size of the claim; more than the model's weights (a size under what the `--model` id's parameter count "
+        "takes at 4 bits a weight is refused). Required for a claim. A bare number is bytes: one under 1 GiB is "
+        "refused as missing its unit.",
+        "the claim; `infra.checks.parallelism.cache_size_issues`",
+        "size: 50Gi",
     ),
     ("ModelCache", "storageClassName"): Key(
         "StorageClass of the claim; default: the cloud's (none on EKS, where it is required).",
@@ -426,7 +434,8 @@ KEYS: dict[tuple[str, str], Key] = {
         "host: qwen.example.com",
     ),
     ("ModelServiceSpec", "path"): Key(
-        "Path prefix the route matches, stripped before the engine; default `/<name>`, or `/` with a host.",
+        "Path prefix the route matches, stripped before the engine, written without a trailing `/`; default "
+        "`/<name>`, or `/` with a host.",
         "the HTTPRoute",
         "path: /qwen",
     ),
@@ -459,7 +468,11 @@ KEYS: dict[tuple[str, str], Key] = {
         "the component's release; policy `mirror-chart-version` (advisory)",
         "version: 0.3.1",
     ),
-    ("Budget", "monthlyUsd"): Key("The monthly budget in USD.", "policy `cost-over-budget`", "monthlyUsd: 5000"),
+    ("Budget", "monthlyUsd"): Key(
+        "The monthly budget in USD, a plain number (`5000`, not `$5,000`).",
+        "policy `cost-over-budget`",
+        "monthlyUsd: 5000",
+    ),
     ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
     ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
 }

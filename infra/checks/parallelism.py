@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -110,6 +111,58 @@ def gpu_memory_gib(cluster: InferenceCluster, cls: InferenceClass) -> float | No
     return None
 
 
+def model_params(args: Sequence[str]) -> tuple[int, str, float] | None:
+    """The `--model` arg's index, the model id and its parameters in billions, read from the id
+    (`_PARAMS`); None without a model or a count the id states."""
+    model = flag_value(args, "--model")
+    if model is None or _EXPERTS.search(model[1]):
+        return None
+    counts = [float(n) for n in _PARAMS.findall(model[1].rsplit("/", 1)[-1])]
+    return (model[0], model[1], max(counts)) if counts else None
+
+
+def checkpoint_floor_gib(args: Sequence[str]) -> tuple[str, float, str, float] | None:
+    """The least the model's downloaded weights take: `(model id, parameters in billions, width, GiB)`.
+
+    The download is the checkpoint as published, whatever `--quantization` or `--dtype` the engine
+    then runs it in, so only the id is read: 8 bits a weight where it names an 8-bit format, else
+    4 bits, the fewest a checkpoint vLLM serves commonly stores (AWQ, GPTQ, MXFP4). A 16-bit
+    checkpoint takes twice that and more, so a size under the floor is short whatever the format.
+    """
+    model = model_params(args)
+    if model is None or re.search("gguf", model[1], re.IGNORECASE):
+        return None  # GGUF files go below 4 bits a weight (Q2_K, Q3_K)
+    _, model_id, params = model
+    eight = _EIGHT_BIT.search(model_id) and not _FOUR_BIT.search(model_id)
+    width, bytes_each = ("8-bit", 1.0) if eight else ("4-bit", 0.5)
+    return model_id, params, width, params * 1e9 * bytes_each / 2**30
+
+
+def cache_size_issues(dpath: str, args: Sequence[str], size: str) -> list[ConfigIssue]:
+    """A model cache volume smaller than the model's weights: the download fills it and the engine
+    exits before it serves, on every start (`checkpoint_floor_gib` is the least the weights take).
+
+    The fix names the 16-bit size (8 or 4 bits where the id names such a format) with a fifth to
+    spare, rounded up to 10 GiB.
+    """
+    floor = checkpoint_floor_gib(args)
+    amount = parse_quantity(size)
+    if floor is None or amount is None or float(amount) / 2**30 >= floor[3]:
+        return []
+    model_id, params, width, least = floor
+    bytes_each = 0.5 if _FOUR_BIT.search(model_id) else 1.0 if _EIGHT_BIT.search(model_id) else 2.0
+    suggest = math.ceil(params * 1e9 * bytes_each / 2**30 * 1.2 / 10) * 10
+    return [
+        ConfigIssue(
+            f"{dpath}.cache.size",
+            f"cache size {size} is less than the {least:.1f} GiB the weights of model {shown(model_id)} take even "
+            f"at {width.replace('-bit', ' bits')} a weight ({params:g}B parameters): the download would fill the "
+            "volume and the engine stop before it serves",
+            f"set size above the model's checkpoint with room to spare, e.g. size: {suggest}Gi",
+        )
+    ]
+
+
 def weights_issues(dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: float | None) -> list[ConfigIssue]:
     """A model whose weights alone exceed the GPU memory one replica may use: it can never load.
 
@@ -119,16 +172,13 @@ def weights_issues(dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: floa
     activations, which need more still, are not counted. A model id without a parameter count, or a
     pool whose GPU memory is unknown, is not checked.
     """
-    model = flag_value(args, "--model")
-    if model is None or per_gpu_gib is None or gpus == 0 or _EXPERTS.search(model[1]):
+    model = model_params(args)
+    if model is None or per_gpu_gib is None or gpus == 0:
         return []
-    counts = [float(n) for n in _PARAMS.findall(model[1].rsplit("/", 1)[-1])]
-    if not counts:
-        return []
-    params = max(counts)
+    at, model_id, params = model
     named = " ".join(
         [
-            model[1],
+            model_id,
             *(v for _, v in filter(None, [flag_value(args, "--quantization", "-q"), flag_value(args, "--dtype")])),
         ]
     )
@@ -148,8 +198,8 @@ def weights_issues(dpath: str, args: Sequence[str], gpus: int, per_gpu_gib: floa
         return []
     return [
         ConfigIssue(
-            f"{dpath}.args[{model[0]}]",
-            f"model {shown(model[1])} has about {params:g}B parameters, {weights:.1f} GiB of {width} weights, more "
+            f"{dpath}.args[{at}]",
+            f"model {shown(model_id)} has about {params:g}B parameters, {weights:.1f} GiB of {width} weights, more "
             f"than the {usable:.1f} GiB vLLM may use of the {gpus} x {per_gpu_gib:g} GiB GPUs one replica claims "
             f"(gpu-memory-utilization {utilization:g}), before any KV cache",
             "claim more GPUs per replica (and set --tensor-parallel-size to match), use a quantized build of the "

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from clouds import profile
-from infra.checks.parallelism import claimed_gpus, gpu_memory_gib, memory_fix, parallelism_issues, weights_issues
+from infra.checks.parallelism import (
+    cache_size_issues,
+    claimed_gpus,
+    gpu_memory_gib,
+    memory_fix,
+    parallelism_issues,
+    weights_issues,
+)
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
     CacheVolume,
@@ -90,6 +97,8 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                     "or use volume: NodeLocal",
                 )
             )
+        if cache is not None and cache.size is not None:
+            issues += cache_size_issues(dpath, dep.args, cache.size)
     issues.extend(_check_services(fleet))
     return issues
 

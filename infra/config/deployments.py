@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from pydantic import (
     StrictInt,
     StringConstraints,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -24,7 +26,36 @@ from infra.config.names import (
     DnsLabel,
     shown,
 )
-from infra.formats import parse_quantity
+from infra.formats import QUANTITY_RE, parse_quantity
+
+# A Kubernetes quantity without a suffix is a count of bytes where it sizes memory or storage
+# (kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/): `memory: 24` asks
+# for 24 bytes, `size: "50"` for a 50-byte volume. Under 1 GiB such a bare number is almost
+# certainly a unit left out (no engine's memory, /dev/shm or model cache is a few thousand bytes),
+# so it is refused with the unit spelled out; a bare number of at least 1 GiB is a byte count
+# written on purpose (`25769803776`) and stands.
+_UNITLESS_FLOOR = 2**30
+
+
+def unitless_bytes(key: str, v: Any) -> None:
+    """Refuse a byte quantity written as a bare number under 1 GiB, naming the unit it lacks.
+
+    The fix spells the number with `Gi`, or `Mi` when it reads as mebibytes (1024 or more): `24`
+    becomes `24Gi`, `2048` becomes `2048Mi`.
+    """
+    text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+    m = QUANTITY_RE.match(text) if isinstance(text, str) else None
+    if m is None or m["suffix"] is not None or m["exp"] is not None:
+        return
+    size = parse_quantity(text)
+    if size is None or size <= 0 or size >= _UNITLESS_FLOOR:
+        return
+    unit = "Mi" if size >= 1024 else "Gi"
+    number = text.lstrip("+")
+    bytes_ = "byte" if size == 1 else "bytes"
+    raise ValueError(
+        f"{shown(v)} has no unit, so Kubernetes reads it as {number} {bytes_}; write the unit: {key}: {number}{unit}"
+    )
 
 
 class DeploymentDevice(Model):
@@ -52,7 +83,11 @@ class ModelCache(Model):
     @field_validator("size", mode="before")
     @classmethod
     def _size_quantity(cls, v: Any) -> str | None:
-        return None if v is None else CapacityValue(value=v).value
+        if v is None:
+            return None
+        value = CapacityValue(value=v).value
+        unitless_bytes("size", v)
+        return value
 
     @model_validator(mode="after")
     def _size_for_claims(self) -> ModelCache:
@@ -201,18 +236,20 @@ class ModelDeploymentSpec(Model):
 
     @field_validator("shm_size", "memory", mode="before")
     @classmethod
-    def _positive_size(cls, v: Any) -> str | None:
+    def _positive_size(cls, v: Any, info: ValidationInfo) -> str | None:
         if v is None:
             return None
         text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
         size = parse_quantity(text) if isinstance(text, str) else None
         if size is None or size <= 0:
             raise ValueError(f"{shown(v)} is not a positive size; write a quantity of memory such as 2Gi or 512Mi")
+        unitless_bytes("shmSize" if info.field_name == "shm_size" else "memory", v)
         return str(text)
 
 
 # Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
-RoutePath = Annotated[str, StringConstraints(pattern=r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$", max_length=200)]
+_ROUTE_PATH = r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$"
+RoutePath = Annotated[str, StringConstraints(pattern=_ROUTE_PATH, max_length=200)]
 # A listener/route hostname as Gateway API accepts it, without wildcards (a certificate names it).
 Hostname = Annotated[
     str,
@@ -247,6 +284,20 @@ class ModelServiceSpec(Model):
     # Default: `/<name>` without a host, `/` with one.
     path: RoutePath | None = None
     tls: ServiceTls | None = None
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _no_trailing_slash(cls, v: Any) -> Any:
+        # Gateway API ignores a trailing '/' in a PathPrefix match (gateway-api apis/v1/httproute_types.go,
+        # PathMatchPathPrefix: "When specified, a trailing `/` is ignored"), so `/llama/` routes what
+        # `/llama` routes; one spelling keeps two services from taking the same route unnoticed.
+        if isinstance(v, str) and len(v) > 1 and v.endswith("/") and re.fullmatch(_ROUTE_PATH, v.rstrip("/")):
+            raise ValueError(
+                f"{shown(v)} ends with '/': a route's path prefix is written without one (the gateway "
+                f"ignores it, and {v.rstrip('/')} matches {v.rstrip('/')}/ and every path under it); "
+                f"drop the trailing slash: path: {v.rstrip('/')}"
+            )
+        return v
 
     @property
     def route_path(self) -> str:

@@ -110,6 +110,8 @@ def _inner_model(annotation: Any) -> Any:
 _TYPE_FIX = {
     "int_type": "write a whole number",
     "int_parsing": "write a whole number",
+    "float_parsing": "write a plain number, without a unit, currency sign or thousands separator",
+    "decimal_parsing": "write a plain number, without a unit, currency sign or thousands separator",
     "bool_type": "write true or false",
     "bool_parsing": "write true or false",
     "string_type": "write a string",

@@ -8,7 +8,7 @@ rules across keys are the checks' (`infra.checks`); reading a stack file is `inf
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
 from pydantic import (
@@ -99,6 +99,29 @@ class Budget(Model):
     """`modelplane:budget`: what the stack may cost a month, in USD (`infra.cost` checks it)."""
 
     monthly_usd: Annotated[Decimal, Field(gt=0)]
+
+    @field_validator("monthly_usd", mode="before")
+    @classmethod
+    def _plain_amount(cls, v: Any) -> Any:
+        # An amount as people write one (`$5,000`, `5000 USD`) is no number to pydantic, whose own
+        # message would say only that it is not a decimal: name the plain number it means.
+        if not isinstance(v, str):
+            return v  # a number, or the type check says what the key takes
+        try:
+            Decimal(v.strip())
+            return v
+        except InvalidOperation:
+            pass
+        plain = re.sub(r"[\s$,_]|usd", "", v, flags=re.IGNORECASE)
+        try:
+            amount = Decimal(plain) if plain else None
+        except InvalidOperation:
+            amount = None
+        shown_amount = plain if amount is not None and amount.is_finite() and amount > 0 else "5000"
+        raise ValueError(
+            f"{shown(v)} is not a plain number; write the amount in USD without a currency sign, unit or "
+            f"thousands separator: monthlyUsd: {shown_amount}"
+        )
 
 
 def _mirror_url(v: Any) -> Any:
