@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from clouds import cloud, machine, profile
+from clouds import cloud, machine, nearest_machines, profile
 from infra.config.base import Accelerator
 from infra.config.issues import ConfigIssue, issues_from_validation
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
@@ -102,8 +102,8 @@ def supply_class(cls: InferenceClass, at: str) -> tuple[InferenceClass, list[Con
                 f"{at}.devices",
                 f"the class writes no devices and its machine '{block.machine_name}' ({machine_at}) is not in the "
                 "machine catalog, so they cannot be taken from it",
-                "write the devices (and accelerator {type, count} for GPUs), or pick a machine the catalog "
-                "lists (docs/machines.md)",
+                f"{nearest_machines(prov.provider, block.machine_name)}pick a machine the catalog lists "
+                "(docs/machines.md), or write the devices (and accelerator {type, count} for GPUs)",
             )
         ]
     keys: list[str] = []

@@ -23,7 +23,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "two-gke-clusters-per-cluster-pro
 
 
 def cluster(name: str) -> dict[str, Any]:
-    block = {**CLUSTER_BLOCKS["GKE"], "project": "prod", "region": "us-central1"}
+    block = {**CLUSTER_BLOCKS["GKE"], "project": "prod-project", "region": "us-central1"}
     return {"name": name, "source": "GKE", "gke": block, "nodePools": [{"name": "cpu", "className": "cpu"}]}
 
 
