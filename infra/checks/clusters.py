@@ -122,9 +122,9 @@ def check_region(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
     return [
         ConfigIssue(
             f"{at}.{key}",
-            f"{shown(region)} is not a {cloud.name} region: the region catalog ({cloud.zones.regions_from}) does not "
-            "list it",
-            f"{did_you_mean(region, cloud.zones.regions)}write a region of {cloud.name} as its console lists it; if "
+            f"{shown(region)} is not a region of {cloud.name}: the region catalog ({cloud.zones.regions_from}) does "
+            "not list it",
+            f"{did_you_mean(region, cloud.zones.regions)}write a region {cloud.name} has; if "
             f"the region exists and the catalog does not list it yet, set {at}.uncataloguedRegion: true",
         )
     ]

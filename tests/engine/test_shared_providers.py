@@ -78,7 +78,7 @@ def test_a_stack_with_a_provider_per_cluster_moves_to_one_shared_provider_withou
     ], changed
     after = engine.export(stack)
     (shared,) = [r for r in resources(after) if r["type"] == "pulumi:providers:gcp"]
-    assert shared["urn"].endswith("::gcp-prod-us-central1-provider")
+    assert shared["urn"].endswith("::gcp-prod-project-us-central1-provider")
     cloud = [r for r in resources(after) if r["type"].startswith("gcp:")]
     assert cloud and all(r["provider"].startswith(shared["urn"] + "::") for r in cloud)
     assert {r["urn"] for r in cloud} == {
