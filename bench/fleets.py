@@ -22,7 +22,7 @@ CPU_MACHINE = {
     "Vultr": "vc2-8c-32gb",
 }
 CLUSTER_BLOCK: dict[str, dict[str, str]] = {
-    "GKE": {"project": "bench", "region": "us-central1", "kubernetesVersion": "1.35"},
+    "GKE": {"project": "bench-project", "region": "us-central1", "kubernetesVersion": "1.35"},
     "EKS": {"region": "us-east-1", "kubernetesVersion": "1.34"},
     "AKS": {"location": "westeurope", "kubernetesVersion": "1.34"},
     "Civo": {"region": "LON1", "kubernetesVersion": "1.34.1-k3s1"},

@@ -9,6 +9,7 @@ Adding a cloud is a new package and a line here (docs/adding-a-cloud.md).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 from clouds import aks, civo, digitalocean, eks, existing, gke, nebius, oci, vultr
@@ -70,6 +71,17 @@ ACCELERATOR_TYPES: tuple[str, ...] = tuple(
 def machine(source: str, name: str) -> MachineType | None:
     """The catalog row for `name` on `source`, or None when the catalog does not know it."""
     return _BY_MACHINE.get((source, name))
+
+
+def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """ "did you mean 'a' or 'b'? " for the names of `known` nearest `name` (difflib), or "" when none is near."""
+    close = difflib.get_close_matches(name, list(known), n=2)
+    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+
+
+def nearest_machines(source: str, name: str) -> str:
+    """`did_you_mean` over the machine types the catalog lists for `source`: the start of a fix for a typo."""
+    return did_you_mean(name, [m.name for m in MACHINES if m.cloud == source])
 
 
 def control_plane_fee(source: str) -> ControlPlaneFee | None:

@@ -88,6 +88,12 @@ class Zones:
     # The zones of each region the catalog knows (`pattern` clouds); a region missing here is
     # checked against the zone form only.
     by_region: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Every region of the cloud, as a sourced list names them (the module that holds it is
+    # `regions_from`): a cluster's region outside it is refused (`check_region`,
+    # infra/checks/clusters.py) unless its block says `uncataloguedRegion: true`. Empty: the
+    # program has no sourced list of the cloud's regions, and any region is taken.
+    regions: tuple[str, ...] = ()
+    regions_from: str = ""
     # The most distinct zones the cluster's pools may name (its network plan); None: any.
     limit: int | None = None
     # A pool's `node_count` counts nodes per zone of the pool (regional clusters), and a pool

@@ -16,7 +16,7 @@ from tooling.stackconfig import runtime_config
 
 # Example cluster and machine blocks per provisioned cloud, shared by the tests that build fleets.
 CLUSTER_BLOCKS: dict[str, dict[str, Any]] = {
-    "GKE": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
+    "GKE": {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"},
     "EKS": {"region": "us-east-1", "kubernetesVersion": "1.36"},
     "AKS": {"location": "eastus", "kubernetesVersion": "1.36"},
     "Civo": {"region": "LON1", "kubernetesVersion": "1.36.0-k3s1"},
@@ -179,7 +179,7 @@ def gke_fleet() -> dict[str, Any]:
             {
                 "name": "prod",
                 "source": "GKE",
-                "gke": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
+                "gke": {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"},
                 "nodePools": [{"name": "gpu", "className": "l4"}, {"name": "cpu", "className": "cpu"}],
             }
         ],

@@ -16,29 +16,29 @@ def test_clusters_of_one_project_and_region_share_a_provider_and_others_get_thei
     fleet = {
         "classes": [cpu_class("cpu", "GKE", {"machineType": "c3-standard-8"})],
         "clusters": [
-            gke_cluster("a", "prod", "us-central1"),
-            gke_cluster("b", "prod", "us-central1"),
-            gke_cluster("c", "prod", "europe-west4"),
-            gke_cluster("d", "lab", "us-central1"),
+            gke_cluster("a", "prod-project", "us-central1"),
+            gke_cluster("b", "prod-project", "us-central1"),
+            gke_cluster("c", "prod-project", "europe-west4"),
+            gke_cluster("d", "lab-project", "us-central1"),
         ],
     }
     result = run_fleet(fleet)
     assert result.error is None, result.error
     providers = {r.urn: r.name for r in of_type(result, "pulumi:providers:gcp")}
     assert sorted(providers.values()) == [
-        "gcp-lab-us-central1-provider",
-        "gcp-prod-europe-west4-provider",
-        "gcp-prod-us-central1-provider",
+        "gcp-lab-project-us-central1-provider",
+        "gcp-prod-project-europe-west4-provider",
+        "gcp-prod-project-us-central1-provider",
     ]
     used = {
         r.name.split("-")[0]: providers[r.provider.rsplit("::", 1)[0]]
         for r in of_type(result, "gcp:container/cluster:Cluster")
     }
     assert used == {
-        "a": "gcp-prod-us-central1-provider",
-        "b": "gcp-prod-us-central1-provider",
-        "c": "gcp-prod-europe-west4-provider",
-        "d": "gcp-lab-us-central1-provider",
+        "a": "gcp-prod-project-us-central1-provider",
+        "b": "gcp-prod-project-us-central1-provider",
+        "c": "gcp-prod-project-europe-west4-provider",
+        "d": "gcp-lab-project-us-central1-provider",
     }
     # The Kubernetes provider stays one per cluster: each has its own kubeconfig.
     assert len(of_type(result, "pulumi:providers:kubernetes")) == 4

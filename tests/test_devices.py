@@ -72,7 +72,7 @@ def test_cluster_dra_drivers_are_the_sorted_union_of_its_pools() -> None:
                 {
                     "name": "k",
                     "source": "GKE",
-                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
+                    "gke": {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"},
                     "nodePools": [{"name": "a", "className": "g"}, {"name": "b", "className": "c"}],
                 }
             ],
@@ -228,7 +228,7 @@ def test_pool_facts_follow_role_for_gpu_and_cpu() -> None:
                 {
                     "name": "k",
                     "source": "GKE",
-                    "gke": {"project": "p", "region": "r", "kubernetesVersion": "1.36"},
+                    "gke": {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"},
                     "nodePools": [{"name": "a", "className": "g"}, {"name": "b", "className": "c"}],
                 }
             ],

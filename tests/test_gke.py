@@ -51,7 +51,7 @@ def gke_fleet(protect: bool) -> dict[str, Any]:
             {
                 "name": "gke-europe",
                 "source": "GKE",
-                "gke": {"project": "mp-eu", "region": "europe-west4", "kubernetesVersion": "1.36"},
+                "gke": {"project": "mp-europe", "region": "europe-west4", "kubernetesVersion": "1.36"},
                 "nodePools": [{"name": "cpu", "className": "cpu8"}],
             },
         ],
@@ -234,14 +234,14 @@ def test_pool_zones_become_node_locations(plan: MockRun) -> None:
 
 def test_each_cluster_uses_the_gcp_provider_of_its_project_and_region(plan: MockRun) -> None:
     providers = {r.name: r for r in of_type(plan, PROVIDER)}
-    assert set(providers) == {"gcp-mp-prod-us-central1-provider", "gcp-mp-eu-europe-west4-provider"}
+    assert set(providers) == {"gcp-mp-prod-us-central1-provider", "gcp-mp-europe-europe-west4-provider"}
     assert providers["gcp-mp-prod-us-central1-provider"].inputs["project"] == "mp-prod"
     assert providers["gcp-mp-prod-us-central1-provider"].inputs["region"] == "us-central1"
-    assert providers["gcp-mp-eu-europe-west4-provider"].inputs["project"] == "mp-eu"
-    assert providers["gcp-mp-eu-europe-west4-provider"].inputs["region"] == "europe-west4"
+    assert providers["gcp-mp-europe-europe-west4-provider"].inputs["project"] == "mp-europe"
+    assert providers["gcp-mp-europe-europe-west4-provider"].inputs["region"] == "europe-west4"
     for cluster, provider_name in (
         ("gke-central", "gcp-mp-prod-us-central1-provider"),
-        ("gke-europe", "gcp-mp-eu-europe-west4-provider"),
+        ("gke-europe", "gcp-mp-europe-europe-west4-provider"),
     ):
         provider = providers[provider_name]
         assert provider.parent is None

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLOUDS: dict[str, dict[str, Any]] = {
     "GKE": {
         "key": "machineType",
-        "cluster": {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"},
+        "cluster": {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"},
         "region": "us-central1",
         "cpu": "c3-standard-8",
         "gpu": "g2-standard-8",

@@ -169,7 +169,7 @@ def test_a_group_on_a_gke_pool_of_the_default_three_zones_is_refused() -> None:
     raw["classes"] = [gpu_class("h100", "GKE", a3, count=8)]
     cluster = raw["clusters"][0]
     cluster.pop("eks")
-    cluster.update(source="GKE", gke={"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"})
+    cluster.update(source="GKE", gke={"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"})
     cluster["nodePools"][0].pop("zones")
     issue = issues(raw)["deployments[0].nodes"]
     assert "over 3 zones (none named)" in issue.problem

@@ -22,7 +22,7 @@ def deployed_fleet() -> dict[str, Any]:
         {
             "name": f"gke-{region}",
             "source": "GKE",
-            "gke": {"project": "prod", "region": region, "kubernetesVersion": "1.36"},
+            "gke": {"project": "prod-project", "region": region, "kubernetesVersion": "1.36"},
             "nodePools": [{"name": "l4", "className": "l4-shared"}, {"name": "cpu", "className": "cpu"}],
         }
         for region in ("us-central1", "europe-west4")

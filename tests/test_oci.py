@@ -12,7 +12,7 @@ from pulumi.runtime import rpc
 from clouds.oci.taints import registered_taints, user_data
 from infra.checks.devices import MACHINE_ACCELERATOR_MISMATCH, MACHINE_OUTSIDE_REGION, ZONE_OUTSIDE_REGION
 from infra.checks.machines import fleet_violations
-from infra.config.issues import located
+from infra.config.issues import ConfigError, located
 from infra.config.stackfile import parse_fleet
 from tests.conftest import assert_protected_but_providers, cpu_class, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun
@@ -152,10 +152,19 @@ def test_protect_covers_cluster_pools_and_network() -> None:
     assert_protected_but_providers(result)
 
 
+def test_a_region_oci_does_not_have_is_refused_at_the_region_with_the_nearest() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_fleet(oci_fleet(region="us-chicago-2"), "Pulumi.oci.yaml")
+    [issue] = err.value.issues
+    assert issue.path == "clusters[0].oci.region"
+    assert "did you mean 'us-chicago-1'" in issue.fix
+
+
 def test_a_region_oci_does_not_have_is_refused_with_the_shapes_path() -> None:
-    (v, *_) = located(
-        fleet_violations(parse_fleet(oci_fleet(region="us-chicago-2"), "Pulumi.oci.yaml")), "Pulumi.oci.yaml"
-    )
+    # A region taken as written (`uncataloguedRegion`) still meets the shapes' regions.
+    raw = oci_fleet(region="us-chicago-2")
+    raw["clusters"][0]["oci"]["uncataloguedRegion"] = True
+    (v, *_) = located(fleet_violations(parse_fleet(raw, "Pulumi.oci.yaml")), "Pulumi.oci.yaml")
     assert v.policy == MACHINE_OUTSIDE_REGION
     assert v.path == "classes[name=mi300x].provisioning.oci.shape"
     assert "not in the cluster's region us-chicago-2" in v.message

@@ -32,7 +32,7 @@ accelerator_driver_mismatch = POLICIES_BY_NAME[ACCELERATOR_DRIVER_MISMATCH]
 class_provider_mismatch = POLICIES_BY_NAME[CLASS_PROVIDER_MISMATCH]
 unsupported_devices_policy = POLICIES_BY_NAME[UNSUPPORTED_DEVICES]
 
-GKE = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"}
+GKE = {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"}
 VULTR = {"region": "ewr", "kubernetesVersion": "v1.36.2+1"}
 L4 = {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}
 

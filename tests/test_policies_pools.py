@@ -110,7 +110,7 @@ def test_inline_system_pool_of_a_cluster_is_checked() -> None:
 
 
 def test_program_gke_pools_pass_role_marking() -> None:
-    gke = {"project": "p", "region": "us-central1", "kubernetesVersion": "1.36"}
+    gke = {"project": "my-project", "region": "us-central1", "kubernetesVersion": "1.36"}
     raw = {
         "classes": [
             gpu_class("l4", "GKE", {"machineType": "g2-standard-8", "accelerator": {"type": "nvidia-l4", "count": 1}}),

@@ -22,7 +22,7 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
     for c in CLOUDS:
         block = c.cluster_block.__name__
         fields = fields_of(c.cluster_block)
-        example = ", ".join(f"{f}: {c.examples.get(f, '...')}" for f in fields)
+        example = ", ".join(f"{f}: {c.examples.get(f, '...')}" for f in fields if f != "uncataloguedRegion")
         keys[("InferenceCluster", c.key)] = Key(
             f"{c.source} cluster settings; set when `source` is `{c.source}`."
             if c.provisioned
@@ -33,6 +33,13 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
         if "region" in fields:
             keys[(block, "region")] = Key(
                 "The cloud region.", "the cluster's provider", f"region: {c.examples['region']}"
+            )
+        if "uncataloguedRegion" in fields:
+            keys[(block, "uncataloguedRegion")] = Key(
+                f"The region exists though the region catalog (`{c.profile.zones.regions_from}`) does not list it "
+                "yet; it is then taken as written.",
+                "`check_region` (`infra/checks/clusters.py`)",
+                "uncataloguedRegion: true",
             )
         if "kubernetesVersion" in fields:
             keys[(block, "kubernetesVersion")] = Key(

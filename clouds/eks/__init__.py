@@ -95,6 +95,9 @@ CLOUD = Cloud(
             # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html).
             pattern=re.compile(r"^(?P<region>[a-z]+(-[a-z]+)+-\d+)[a-z]$"),
             by_region=zones.ZONES_BY_REGION,
+            # The same page lists every commercial region (clouds/eks/zones.py).
+            regions=tuple(zones.ZONES_BY_REGION),
+            regions_from="clouds/eks/zones.py",
             limit=MAX_ZONES,
         ),
         # An EFA pool's nodes are one cluster placement group in the first zone (`_node_group`).

@@ -20,6 +20,8 @@ class EksMachine(MachineBlock):
 class EksCluster(ProvisionedClusterBlock):
     region: str
     kubernetes_version: str
+    # The region exists though the region catalog does not list it yet (`check_region`).
+    uncatalogued_region: bool = False
 
 
 # The reference's entries for the keys only EKS has (the shared ones: `tooling.keys.KEYS`).

@@ -91,6 +91,9 @@ CLOUD = Cloud(
             # A GKE zone is `<region>-<letter>` (https://cloud.google.com/compute/docs/regions-zones).
             pattern=re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$"),
             by_region=zones.ZONES_BY_REGION,
+            # The same table lists every region (clouds/gke/zones.py).
+            regions=tuple(zones.ZONES_BY_REGION),
+            regions_from="clouds/gke/zones.py",
         ),
         # A3 machines reach each other over GPUDirect-TCPX/TCPXO through GKE multi-networking
         # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx),

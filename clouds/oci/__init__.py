@@ -127,6 +127,9 @@ CLOUD = Cloud(
         zones=Zones(
             names=("1", "2", "3"),
             by_region={r: tuple(str(n) for n in range(1, count + 1)) for r, count in machines.AD_COUNT.items()},
+            # The commercial regions (machines.OCI_REGIONS).
+            regions=machines.REGIONS,
+            regions_from="clouds/oci/machines.py",
         ),
     ),
     key="oci",

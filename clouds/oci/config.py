@@ -89,6 +89,8 @@ class OciCluster(ProvisionedClusterBlock):
     compartment_id: Annotated[str, Field(min_length=1, pattern=r"^ocid1\.(compartment|tenancy)\.")]
     region: str
     kubernetes_version: str
+    # The region exists though the region catalog does not list it yet (`check_region`).
+    uncatalogued_region: bool = False
 
 
 # The reference's entries for the keys only Oracle Cloud has (the shared ones: `tooling.keys.KEYS`).

@@ -6,6 +6,7 @@ The record the registry lists (`clouds/__init__.py`); the component is `clouds.v
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +16,7 @@ from clouds.vultr import machines
 from clouds.vultr.config import KEYS, VultrCluster, VultrMachine
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, NvidiaStack, ScaleFromZero, Scaling
+from infra.profiles import CloudProfile, NvidiaStack, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "Vultr"
 
@@ -59,6 +60,14 @@ CLOUD = Cloud(
         # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
         cache_storage_class="vultr-block-storage",
         # Vultr places a cluster's nodes in its region; it has no zones to pick.
+        # VKE takes a version exactly as `GET /v2/kubernetes/versions` lists it, `v<major>.<minor>.<patch>+<build>`:
+        # the provider's example is `version = "v1.28.2+1"` (docs.vultr.com/reference/terraform/resources/kubernetes,
+        # and the ediri-vultr Pulumi package's `vultr.Kubernetes` example); `1.36` names no VKE version.
+        version=VersionForm(
+            re.compile(r"^v\d+\.\d+\.\d+\+\d+$"),
+            "`v<major>.<minor>.<patch>+<build>` (`GET https://api.vultr.com/v2/kubernetes/versions`)",
+            '"v1.36.2+1"',
+        ),
     ),
     key="vultr",
     cluster_block=VultrCluster,

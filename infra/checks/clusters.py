@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from clouds import profile
+from clouds import did_you_mean, profile
 from infra.config.base import ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue
 from infra.config.model import (
@@ -14,6 +14,7 @@ from infra.config.model import (
 )
 from infra.config.names import cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER
+from infra.profiles import CloudProfile
 
 # DRA (resource.k8s.io/v1) is GA and on by default from Kubernetes 1.34; every driver we install
 # (NVIDIA DRA 0.4, dra-driver-cpu, AMD's DRA mode) claims devices through it.
@@ -98,9 +99,40 @@ def _capacity_issue(fleet: Fleet, cluster: InferenceCluster, path: str, why: str
     return [ConfigIssue(path, f"pool {', '.join(claiming)} claims capacity {CPU_CLAIM_CAPACITY}, {why}", fix)]
 
 
+def region_unlisted(cloud: CloudProfile, region: str) -> bool:
+    """The cloud has a sourced list of its regions (`Zones.regions`) and `region` is not on it."""
+    return bool(cloud.zones.regions) and region not in cloud.zones.regions
+
+
+def check_region(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """A provisioned cluster's region is one its cloud has, where the program holds a sourced list of them.
+
+    A region that does not exist (`us-central-1` on GKE, `us-east1` on EKS) plans clean otherwise once
+    no pool lists a zone, and fails only when the cloud is asked to create the network.
+    """
+    cloud = profile(cluster.source)
+    block = getattr(cluster, cluster.cloud.key)
+    if not isinstance(block, ProvisionedClusterBlock) or getattr(block, "uncatalogued_region", False):
+        return []
+    region = block.place
+    if not region_unlisted(cloud, region):
+        return []
+    at = f"{base}.{cluster.cloud.key}"
+    key = type(block).model_fields[block.PLACE_FIELD].alias or block.PLACE_FIELD
+    return [
+        ConfigIssue(
+            f"{at}.{key}",
+            f"{shown(region)} is not a region of {cloud.name}: the region catalog ({cloud.zones.regions_from}) does "
+            "not list it",
+            f"{did_you_mean(region, cloud.zones.regions)}write a region {cloud.name} has; if "
+            f"the region exists and the catalog does not list it yet, set {at}.uncataloguedRegion: true",
+        )
+    ]
+
+
 def check_cloud_names(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
     """The names and values a cluster's cloud API refuses (its `CloudProfile`), checked where the fleet declares them."""
-    issues: list[ConfigIssue] = []
+    issues = check_region(base, cluster)
     cloud = profile(cluster.source)
     if cloud.naming.rule is not None:
         rule = cloud.naming.rule

@@ -8,10 +8,11 @@ a fleet, as the guard evaluates them.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from clouds import cloud, machine, profile
+from clouds import cloud, machine, nearest_machines, profile
 from infra.checks.devices import (
     ACCELERATOR_TYPE_UNKNOWN,
     CPU_CLAIM_EXCEEDS_MACHINE,
@@ -78,6 +79,15 @@ def zone_fix(source: str, region: str, zone: str, pool_at: str) -> str:
     """The fix for a zone `zone_problem` refuses: the region's zones, where the catalog lists them, and
     for a zone of the region's form that the catalog does not list, how to take it anyway."""
     cloud = profile(source)
+    if cloud.zones.regions and region not in cloud.zones.regions:
+        # The region itself may not exist (`check_region` says so at the cluster's block): dropping
+        # zones would leave a cluster in a region the cloud does not have.
+        close = difflib.get_close_matches(region, cloud.zones.regions, n=1)
+        example = f" (e.g. {close[0]}: {', '.join(cloud.zones.by_region.get(close[0], ()))})" if close else ""
+        return (
+            f"make the cluster's region one {source} has first ({region} is not in the region catalog), then list "
+            f"only zones of that region{example} in the pool's zones"
+        )
     known = cloud.zones.by_region.get(region)
     listed = f" ({', '.join(known)})" if known else ""
     fix = f"list only zones of {region}{listed} in the pool's zones, or drop zones to let the cloud choose"
@@ -136,7 +146,7 @@ def check_machine(
             reject(
                 UNKNOWN_MACHINE_TYPE,
                 f"machine type '{name}' is not in the machine catalog, so its GPUs, CPUs and price would go unchecked",
-                f"correct the name if it is a typo; if the machine exists, set {block}.uncatalogued: true to take "
+                f"{nearest_machines(source, name)}correct the name if it is a typo; if the machine exists, set {block}.uncatalogued: true to take "
                 "it unchecked and unpriced (docs/machines.md says how the catalog gains a row)",
                 path=machine_at,
             )

@@ -105,7 +105,9 @@ def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> li
                 f"`pulumi config set --secret {NAMESPACE}:kubeconfig < path/to/kubeconfig`"
             )
         else:
-            hint = f"add a '{wanted}' block ({', '.join(fields_of(cluster.cloud.cluster_block))})"
+            # The keys the block needs (an opt-in such as `uncataloguedRegion` is not one).
+            needed = [f for f in fields_of(cluster.cloud.cluster_block) if not f.startswith("uncatalogued")]
+            hint = f"add a '{wanted}' block ({', '.join(needed)})"
         issues.append(
             ConfigIssue(f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint)
         )
@@ -280,7 +282,7 @@ def _check_target(fleet: Fleet, dpath: str, dep: ModelDeploymentSpec) -> list[Co
             ConfigIssue(
                 f"{dpath}.pool",
                 f"cluster '{dep.cluster}' has no pool '{dep.pool}'",
-                f"use one of: {', '.join(pools)}",
+                f"use one of: {', '.join(pools)}" if pools else f"give cluster '{dep.cluster}' a node pool first",
             )
         ]
     return []
@@ -314,7 +316,19 @@ def _check_device_requests(
     for ri, req in enumerate(dep.devices):
         rpath = f"{dpath}.devices[{ri}]"
         dev = devices.get(req.name)
-        if dev is None:
+        if dev is None and not devices:
+            # A class whose devices come from its machine's catalog row has none while the machine is
+            # unknown; that is the class's own error (`classes[i].devices`), and fixing it gives the device.
+            ci = [c.name for c in fleet.classes].index(cls.name)
+            issues.append(
+                ConfigIssue(
+                    f"{rpath}.name",
+                    f"class '{cls.name}' has no devices, so none named '{req.name}'",
+                    f"give classes[{ci}] its devices first (write them, or name a machine the catalog lists), "
+                    "then name one of them here",
+                )
+            )
+        elif dev is None:
             issues.append(
                 ConfigIssue(
                     f"{rpath}.name",

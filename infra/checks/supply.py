@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from clouds import cloud, machine, profile
-from infra.config.base import Accelerator
+from clouds import cloud, machine, nearest_machines, profile
+from infra.config.base import Accelerator, MachineBlock
 from infra.config.issues import ConfigIssue, issues_from_validation
 from infra.config.model import CapacityValue, ClaimMode, Device, Fleet, InferenceClass, Supplied
 from infra.config.roles import CPU_CLAIM_CAPACITY
@@ -102,8 +102,7 @@ def supply_class(cls: InferenceClass, at: str) -> tuple[InferenceClass, list[Con
                 f"{at}.devices",
                 f"the class writes no devices and its machine '{block.machine_name}' ({machine_at}) is not in the "
                 "machine catalog, so they cannot be taken from it",
-                "write the devices (and accelerator {type, count} for GPUs), or pick a machine the catalog "
-                "lists (docs/machines.md)",
+                _no_devices_fix(prov.provider, block),
             )
         ]
     keys: list[str] = []
@@ -250,3 +249,12 @@ def supply_fleet(fleet: Fleet) -> tuple[Fleet, list[ConfigIssue]]:
     if not any(c.supplied for c in classes):
         return fleet, issues
     return fleet.model_copy(update={"classes": classes}), issues
+
+
+def _no_devices_fix(source: str, block: MachineBlock) -> str:
+    """The fix for a class without devices on a machine the catalog lacks: the nearest catalog names
+    when the machine may be a typo (the class does not say it takes it `uncatalogued`)."""
+    guess = "" if block.uncatalogued else nearest_machines(source, block.machine_name)
+    if guess:
+        return f"{guess}correct the machine type, or write the devices (and accelerator {{type, count}} for GPUs)"
+    return "write the devices (and accelerator {type, count} for GPUs), or pick a machine the catalog lists (docs/machines.md)"

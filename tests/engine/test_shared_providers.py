@@ -23,7 +23,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "two-gke-clusters-per-cluster-pro
 
 
 def cluster(name: str) -> dict[str, Any]:
-    block = {**CLUSTER_BLOCKS["GKE"], "project": "prod", "region": "us-central1"}
+    block = {**CLUSTER_BLOCKS["GKE"], "project": "prod-project", "region": "us-central1"}
     return {"name": name, "source": "GKE", "gke": block, "nodePools": [{"name": "cpu", "className": "cpu"}]}
 
 
@@ -78,7 +78,7 @@ def test_a_stack_with_a_provider_per_cluster_moves_to_one_shared_provider_withou
     ], changed
     after = engine.export(stack)
     (shared,) = [r for r in resources(after) if r["type"] == "pulumi:providers:gcp"]
-    assert shared["urn"].endswith("::gcp-prod-us-central1-provider")
+    assert shared["urn"].endswith("::gcp-prod-project-us-central1-provider")
     cloud = [r for r in resources(after) if r["type"].startswith("gcp:")]
     assert cloud and all(r["provider"].startswith(shared["urn"] + "::") for r in cloud)
     assert {r["urn"] for r in cloud} == {
