@@ -21,8 +21,10 @@ class GkeMachine(MachineBlock):
 # A project ID "must be a unique string of 6 to 30 lowercase letters, digits, or hyphens. It must
 # start with a letter, and cannot have a trailing hyphen"
 # (https://cloud.google.com/resource-manager/docs/creating-managing-projects). Projects made under
-# a Google Workspace domain long ago keep an ID scoped by it (`example.com:my-project`), so a
-# domain prefix is taken before that form.
+# a Google Workspace domain long ago keep an ID scoped by it (`example.com:my-project`; the Cloud
+# SQL Admin API's `DatabaseInstance.project`: "The Google apps domain is prefixed if applicable",
+# https://cloud.google.com/sql/docs/mysql/admin-api/rest/v1beta4/instances), so a domain prefix is
+# taken before that form.
 PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
