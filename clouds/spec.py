@@ -23,8 +23,9 @@ from infra.profiles import CloudProfile
 
 # A mock answer: (resource name, its inputs) -> the outputs the provider would compute.
 MockOutputs = Callable[[str, Mapping[str, Any]], dict[str, Any]]
-# A mock invoke: its arguments -> the result the program reads.
-MockInvoke = Callable[[Mapping[str, Any]], dict[str, Any]]
+# A mock invoke: (its arguments, the configuration of the provider it runs on, e.g. its region)
+# -> the result the program reads.
+MockInvoke = Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tooling.changes import PLAN_FORMAT, AgainstError, changed_leaves, check_against, compare, summary
+from tooling.changes import PLAN_FORMAT, REJECTED_SUMMARY, AgainstError, changed_leaves, check_against, compare, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -260,3 +260,74 @@ def test_an_earlier_plan_that_cannot_be_compared_is_refused(old: dict[str, Any],
     with pytest.raises(AgainstError, match=None) as refused:
         check_against(old, plan_doc([]))
     assert said in str(refused.value)
+
+
+def unknown_class(config: dict[str, Any]) -> None:
+    config["modelplane:clusters"][0]["nodePools"][1]["className"] = "h100-efa-ekz"
+
+
+def test_a_rejected_config_has_no_changes_and_its_fix_compares_again(tmp_path: Path) -> None:
+    # The guard stops the program before it registers anything, and the engine then deletes nothing:
+    # no change, no protection error, and the summary line says why.
+    old = planned(stack_file(tmp_path / "old", "eks-prod"), tmp_path / "old.json")
+    broken = stack_file(tmp_path / "new", "eks-prod", unknown_class)
+    out = modelplane("plan", "--stack-file", str(broken), "--against", str(old), "--json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    assert doc["changes"] == []
+    [error] = doc["errors"]
+    assert error["path"] == "clusters[0].nodePools[1].className"
+    assert "protect" not in error["message"] and "did you mean 'h100-efa-eks'?" in error["message"]
+    human = modelplane("plan", "--stack-file", str(broken), "--against", str(old))
+    first = human.stdout.splitlines()[0]
+    assert first.endswith(f": {REJECTED_SUMMARY}"), first
+    assert "delete" not in human.stdout.replace(REJECTED_SUMMARY, "")
+
+    # The fix the error gives compares clean: nothing changes.
+    fixed = stack_file(tmp_path / "fixed", "eks-prod", lambda c: None)
+    out = modelplane("plan", "--stack-file", str(fixed), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    assert {c["op"] for c in json.loads(out.stdout)["changes"]} == {"same"}
+
+
+def pinned(zone: str) -> Any:
+    def edit(config: dict[str, Any]) -> None:
+        unprotected(config)
+        config["modelplane:clusters"][0]["nodePools"][0]["zones"] = [zone]
+
+    return edit
+
+
+def test_pinning_a_pool_to_a_zone_the_subnets_have_keeps_them(tmp_path: Path) -> None:
+    # The offline answer of the region's zones is its real names in the provider's order, so a pool
+    # pinned to us-east-1a keeps the subnets already in us-east-1a and us-east-1b; the network then
+    # spans two zones (`clouds.eks.network`), so the third zone's subnets go and the pools over
+    # every subnet change theirs, as a real preview would show.
+    old = planned(stack_file(tmp_path / "old", "eks-prod", unprotected), tmp_path / "old.json")
+    new = stack_file(tmp_path / "new", "eks-prod", pinned("us-east-1a"))
+    out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    ops = {c["name"]: c["op"] for c in json.loads(out.stdout)["changes"] if c["type"] == "aws:ec2/subnet:Subnet"}
+    assert ops == {
+        "eks-us-east-1-public-0": "same",
+        "eks-us-east-1-private-0": "same",
+        "eks-us-east-1-public-1": "same",
+        "eks-us-east-1-private-1": "same",
+        "eks-us-east-1-public-2": "delete",
+        "eks-us-east-1-private-2": "delete",
+    }
+    # A zone the subnets hold elsewhere moves them, and the review says so.
+    moved = stack_file(tmp_path / "moved", "eks-prod", pinned("us-east-1c"))
+    out = modelplane("plan", "--stack-file", str(moved), "--against", str(old), "--json")
+    replaced = {
+        c["name"]: c["replacedBy"]
+        for c in json.loads(out.stdout)["changes"]
+        if c["type"] == "aws:ec2/subnet:Subnet" and c["op"] == "replace"
+    }
+    assert replaced == {f"eks-us-east-1-{k}-{i}": ["availabilityZone"] for k in ("public", "private") for i in (0, 1)}
+
+
+def test_a_rejected_plan_compared_with_a_rejected_one_has_no_changes_either() -> None:
+    rejected = plan_doc([], ok=False)
+    check_against(rejected, rejected)
+    assert compare(plan_doc([row("a", "kubernetes:apps/v1:Deployment", {})]), rejected) == []

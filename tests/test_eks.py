@@ -139,8 +139,8 @@ def test_subnets_are_public_and_private_per_zone_with_load_balancer_role_tags(pl
     public = [s for s in subnets if "-public-" in s.name]
     private = [s for s in subnets if "-private-" in s.name]
     # The pools name one zone; EKS needs two, so the region's first other zone joins it.
-    assert [s.inputs["availabilityZone"] for s in public] == ["us-east-1b", "zone-a"]
-    assert [s.inputs["availabilityZone"] for s in private] == ["us-east-1b", "zone-a"]
+    assert [s.inputs["availabilityZone"] for s in public] == ["us-east-1b", "us-east-1a"]
+    assert [s.inputs["availabilityZone"] for s in private] == ["us-east-1b", "us-east-1a"]
     for s in public:
         assert s.inputs["tags"]["kubernetes.io/role/elb"] == "1"
         assert s.inputs["mapPublicIpOnLaunch"] is True
@@ -153,7 +153,7 @@ def test_subnets_are_public_and_private_per_zone_with_load_balancer_role_tags(pl
 
 def test_without_pool_zones_the_vpc_spans_three_of_the_regions_zones(without_efa: MockRun) -> None:
     private = sorted((s for s in of_type(without_efa, SUBNET) if "-private-" in s.name), key=lambda s: s.name)
-    assert [s.inputs["availabilityZone"] for s in private] == ["zone-a", "zone-b", "zone-c"]
+    assert [s.inputs["availabilityZone"] for s in private] == ["us-east-1a", "us-east-1b", "us-east-1c"]
 
 
 def test_zones_repeat_when_the_region_has_fewer_than_asked() -> None:
@@ -403,3 +403,12 @@ def test_no_efa_resources_without_dra_net(without_efa: MockRun) -> None:
     names = {r.name for r in without_efa.resources}
     assert "eks-east-efa" not in names
     assert not [n for n in names if n.endswith("-placement")]
+
+
+def test_the_offline_zones_are_the_regions_names_in_the_providers_order() -> None:
+    from tooling.mockrun import invoke_result
+
+    zones = "aws:index/getAvailabilityZones:getAvailabilityZones"
+    assert invoke_result(zones, {}, {"region": "us-east-1"})["names"] == [f"us-east-1{x}" for x in "abcdef"]
+    # A region the zone list lacks gets the zone form's first letters, enough for the default network.
+    assert invoke_result(zones, {}, {"region": "xx-new-1"})["names"] == ["xx-new-1a", "xx-new-1b", "xx-new-1c"]

@@ -507,3 +507,26 @@ def test_an_autoscaled_deployment_is_judged_at_its_max_replicas() -> None:
 def test_an_autoscaled_deployment_whose_max_fits_the_pool_is_accepted() -> None:
     scaling = {"minReplicas": 1, "maxReplicas": 2, "metric": "RequestsWaiting", "target": 5}
     assert found(gke_with(deployment("llm", autoscaling=scaling))) == {}
+
+
+def test_a_shared_cache_and_a_pool_too_small_are_reported_in_one_plan_and_both_fixes_plan_clean(
+    tmp_path: Path,
+) -> None:
+    # Independent problems, one a rule on values (the cache, `check_serving`) and one the guard's (the
+    # pool's capacity): both in one run, not the second only after the first is fixed.
+    raw = gke_with(deployment("llm", replicas=3, cache={"size": "50Gi"}), nodeCount=1)
+    path = tmp_path / FILE
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}), encoding="utf-8")
+    doc = plan_stack(path, display=FILE)
+    assert doc["ok"] is False and doc["resources"] == []
+    errors = {e["path"]: e["message"] for e in doc["errors"]}
+    assert list(errors) == ["deployments[0].cache.volume", "deployments[0].replicas"]
+    assert "Fix: use volume: NodeLocal and remove size for several replicas" in errors["deployments[0].cache.volume"]
+    assert "(clusters[0].nodePools[0].nodeCount: 3)" in errors["deployments[0].replicas"]
+
+    # Both fixes, as the messages give them, plan clean.
+    raw["deployments"][0]["cache"] = {"volume": "NodeLocal"}
+    raw["clusters"][0]["nodePools"][0]["nodeCount"] = 3
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in raw.items()}}), encoding="utf-8")
+    fixed = plan_stack(path, display=FILE)
+    assert fixed["ok"] is True, fixed["errors"]

@@ -232,7 +232,7 @@ def test_memory_must_exceed_shm_size(memory: str, shm: str, rejected: bool) -> N
 RWO = (
     "deployments[0].cache.volume",
     "a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not 2 replicas",
-    "use volume: NodeLocal for several replicas, or replicas: 1",
+    "use volume: NodeLocal and remove size for several replicas, or replicas: 1",
 )
 
 

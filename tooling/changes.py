@@ -16,6 +16,9 @@ and a change its provider accepts in the diff and then cannot make (`Forcing.ref
 
 An earlier plan is accepted only when it is this stack's, of this format and mode, and lists what
 was registered (`check_against`); otherwise the comparison is refused with the reason.
+
+A new plan whose config is rejected has no changes (`rejected_before_registering`): the program
+stops before it registers anything, and the engine then bails before it generates a single delete.
 """
 
 from __future__ import annotations
@@ -63,6 +66,18 @@ def plan_of(plans: Sequence[Mapping[str, Any]], stack: str) -> Mapping[str, Any]
     return next((p for p in plans if p["stack"] == stack), None)
 
 
+def rejected_before_registering(plan: Mapping[str, Any]) -> bool:
+    """Whether `plan`'s config is rejected, so its program stops before registering anything.
+
+    The stack file is refused, or the guard stops the program (`program.main.deploy` raises before
+    its first registration). `up` then changes nothing: the engine's deployment executor bails on
+    the program's error before `performPostSteps`, where the deletes of what the program did not
+    register are generated (pulumi/pulumi v3.259.0 pkg/resource/deploy/deployment_executor.go,
+    `Execute`). A plan that ran always registers something: an empty fleet is a stop.
+    """
+    return not plan["ok"] and not plan["resources"]
+
+
 def check_against(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """Refuse an earlier plan that cannot be compared with `new`, saying why and what to pass instead."""
     if old["stack"] != new["stack"]:
@@ -85,7 +100,7 @@ def check_against(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             f"it was planned with `--mode {old.get('mode')}` and this plan with `--mode {new.get('mode')}`; "
             "values known in one mode are unknown in the other, so plan both in the same mode"
         )
-    if not old["resources"] and not old["ok"]:
+    if rejected_before_registering(old) and not rejected_before_registering(new):
         raise AgainstError(
             "it was rejected before the program ran, so it lists no resources to compare with; fix that commit's "
             "plan first, or compare with an earlier one that planned"
@@ -201,7 +216,10 @@ def _change(op: str, row: Mapping[str, Any], paths: Sequence[str], protected: bo
 
 
 def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One change per URN of either plan, in the new plan's order, then the deleted ones in the old's."""
+    """One change per URN of either plan, in the new plan's order, then the deleted ones in the old's;
+    none when the new plan's config is rejected (`up` stops before it changes anything)."""
+    if rejected_before_registering(new):
+        return []
     olds = {r["urn"]: r for r in old["resources"]}
     news = {r["urn"]: r for r in new["resources"]}
     changes = []
@@ -227,6 +245,13 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, An
         if urn not in news:
             changes.append(_change("delete", row, [], bool(row.get("protect"))))
     return changes
+
+
+# The summary line of a plan whose config is rejected (`rejected_before_registering`).
+REJECTED_SUMMARY = (
+    "the config is rejected, so `pulumi up` would stop before registering anything and create, change and "
+    "delete nothing; fix the errors below and plan again to see the changes"
+)
 
 
 def summary(changes: Sequence[Mapping[str, Any]]) -> str:

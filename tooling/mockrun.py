@@ -56,15 +56,18 @@ def computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str
     return answer(name, inputs) if answer is not None else {}
 
 
-def invoke_result(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The result of an invoke the program makes (availability zones, a cluster's credentials)."""
+def invoke_result(token: str, args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
+    """The result of an invoke the program makes (availability zones, a cluster's credentials) on a
+    provider configured with `provider` (its inputs: the region an answer depends on)."""
     answer = _INVOKES.get(token)
-    return answer(args) if answer is not None else {}
+    return answer(args, provider) if answer is not None else {}
 
 
 class PlanMocks(pulumi.runtime.Mocks):
     def __init__(self, preview: bool = False) -> None:
         self.preview = preview
+        # A provider's inputs by its reference (`<urn>::<id>`), from the monitor that registered it.
+        self.provider_inputs: Callable[[str], Mapping[str, Any]] = lambda reference: {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         state = dict(args.inputs)
@@ -79,7 +82,7 @@ class PlanMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         # An empty failure list, not None: the mock monitor iterates it.
-        return invoke_result(args.token, args.args), []
+        return invoke_result(args.token, args.args, self.provider_inputs(args.provider or "")), []
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,11 @@ class _RecordingMonitor(MockMonitor):
     def registrations(self) -> list[Registration]:
         return list(self._records)
 
+    def provider_inputs(self, reference: str) -> Mapping[str, Any]:
+        """The inputs of the provider `reference` (`<urn>::<id>`) names; none for the default provider."""
+        record = self._by_urn.get(reference.rsplit("::", 1)[0]) if reference else None
+        return record.inputs if record is not None else {}
+
 
 def run_under_mocks(
     program: Callable[[], None],
@@ -223,6 +231,7 @@ def run_under_mocks(
     _reset_runtime()
     mocks = PlanMocks(preview=preview)
     monitor = _RecordingMonitor(mocks, preview=preview)
+    mocks.provider_inputs = monitor.provider_inputs
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), secret_keys or [])
     result = MockRun()

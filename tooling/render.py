@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from infra.cost import PRICE_FROM_CLASS
-from tooling.changes import change_lines, summary
+from tooling.changes import REJECTED_SUMMARY, change_lines, rejected_before_registering, summary
 
 
 def esc(value: object) -> str:
@@ -101,9 +101,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
 
 def render_changes(doc: dict[str, Any], console: Console) -> None:
     """`--against`: the summary line first, then one line per resource that changes."""
-    console.print(
-        f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {summary(doc['changes'])}", soft_wrap=True
-    )
+    said = REJECTED_SUMMARY if rejected_before_registering(doc) else summary(doc["changes"])
+    console.print(f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {esc(said)}", soft_wrap=True)
     for line in change_lines(doc["changes"]):
         console.print("  " + esc(line), soft_wrap=True)
 

@@ -64,7 +64,7 @@ def _named(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name}
 
 
-def _user_credentials(args: Mapping[str, Any]) -> dict[str, Any]:
+def _user_credentials(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     kubeconfig = fake_kubeconfig(str(args.get("resourceName", "aks")))
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
 

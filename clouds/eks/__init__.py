@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal
+from string import ascii_lowercase
 from typing import Any
 
 from clouds.eks import machines, zones
@@ -72,6 +73,26 @@ def _launch_template_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, 
 def _policy_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     # IAM computes a policy's ARN; role attachments take it as `policyArn`.
     return {"arn": f"arn:aws:iam::000000000000:policy/{inputs.get('name') or name}"}
+
+
+def _availability_zones(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
+    """The zones `aws.get_availability_zones` gives in the provider's region, as a real preview reads them.
+
+    A preview runs invokes for real, so the subnets' `availabilityZone` is the region's zone names
+    in the order the provider returns them: sorted by name (hashicorp/terraform-provider-aws
+    internal/service/ec2/ec2_availability_zones_data_source.go, `sort.Slice` by `ZoneName`).
+    Stand-in names of another form would never equal a pool's declared zone, so pinning a pool to
+    a zone the region lists would move every subnet to another zone and `--against` would show
+    them replaced where `up` keeps them. The list is the region's letters in `clouds.eks.zones`;
+    an account may lack a letter there (a zone closed to new accounts), which no offline plan can
+    know. A region that list lacks gets the zone form's first letters (`<region>a` ...).
+    """
+    region = str(provider.get("region") or "")
+    names = zones.ZONES_BY_REGION.get(region) or tuple(
+        f"{region}{letter}" for letter in ascii_lowercase[:DEFAULT_ZONES]
+    )
+    # Zone IDs (`use1-az1`) map to names per account; the program reads names only.
+    return {"names": list(names), "id": region}
 
 
 def _role_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,17 +192,13 @@ CLOUD = Cloud(
         "aws:iam/role:Role": _role_outputs,
     },
     mock_invokes={
-        "aws:index/getAvailabilityZones:getAvailabilityZones": lambda args: {
-            "names": ["zone-a", "zone-b", "zone-c"],
-            "zoneIds": ["z1", "z2", "z3"],
-            "id": "zones",
-        },
-        "aws:index/getPartition:getPartition": lambda args: {
+        "aws:index/getAvailabilityZones:getAvailabilityZones": _availability_zones,
+        "aws:index/getPartition:getPartition": lambda args, provider: {
             "partition": "aws",
             "dnsSuffix": "amazonaws.com",
             "id": "aws",
         },
-        "aws:index/getCallerIdentity:getCallerIdentity": lambda args: {
+        "aws:index/getCallerIdentity:getCallerIdentity": lambda args, provider: {
             "accountId": "000000000000",
             "arn": "arn:aws:iam::000000000000:user/plan",
             "userId": "plan",

@@ -44,18 +44,18 @@ SERVICES = "oci:Core/getServices:getServices"
 OKE_PRICING = "https://www.oracle.com/cloud/cloud-native/container-engine-kubernetes/pricing/"
 
 
-def _kube_config(args: Mapping[str, Any]) -> dict[str, Any]:
+def _kube_config(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     # PULUMI_OCI `GetClusterKubeConfigResult.content`: "content of the Kubeconfig YAML for the cluster".
     return {"content": fake_kubeconfig(str(args.get("clusterId", "oke")))}
 
 
-def _availability_domains(args: Mapping[str, Any]) -> dict[str, Any]:
+def _availability_domains(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     # Names carry a tenancy prefix and the region key (`Uocm:US-ASHBURN-AD-1`); the component picks
     # them by their number, the last part.
     return {"availabilityDomains": [{"name": f"Mock:MOCK-AD-{n}", "id": f"ad-{n}"} for n in (1, 2, 3)]}
 
 
-def _node_pool_option(args: Mapping[str, Any]) -> dict[str, Any]:
+def _node_pool_option(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     version = str(args.get("nodePoolK8sVersion", "v0.0.0")).removeprefix("v")
     names = (
         f"Oracle-Linux-8.10-2026.11.01-0-OKE-{version}-1",
@@ -69,7 +69,7 @@ def _node_pool_option(args: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _services(args: Mapping[str, Any]) -> dict[str, Any]:
+def _services(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     # PULUMI_OCI `GetServicesServiceResult`: the service's OCID and its `cidr_block`, the name route
     # and security rules use for it.
     return {

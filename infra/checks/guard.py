@@ -2,11 +2,12 @@
 
 First the fleet's own rules, each reporting what it finds independently: what classes leave out is
 supplied (`infra.checks.supply`), then references across keys, the rules on values, the mirror
-rule and the roles of pools. A fleet that passes them is guarded (`guard`): the device rules'
-violations (mandatory and advisory), the rules a cloud's API enforces that the fleet model alone
-cannot see (zone limits, pool names the cloud shortens), deployments that could never be scheduled
-(`infra.checks.schedulable`), and the derived facts. Nothing raises: `Checked` holds what was
-found. The program (`program.main.deploy`) stops on it before the first registration, since a
+rule and the roles of pools. A fleet whose references hold is guarded (`guard`), whatever the
+rules on values found beside: the device rules' violations (mandatory and advisory), the rules a
+cloud's API enforces that the fleet model alone cannot see (zone limits, pool names the cloud
+shortens), deployments that could never be scheduled (`infra.checks.schedulable`), and the derived
+facts. So every independent problem is reported in one run. Nothing raises: `Checked` holds what
+was found. The program (`program.main.deploy`) stops on it before the first registration, since a
 program that registered fewer resources would make `pulumi up` delete the rest; the offline plan
 (`tooling.plan`) reports it and hands the same result to the program. Neither repeats a step.
 A check knows the paths inside the stack file, never its name: the loader attaches it once
@@ -15,7 +16,7 @@ A check knows the paths inside the stack file, never its name: the loader attach
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clouds import cloud
 from infra.checks.devices import Violation
@@ -37,9 +38,10 @@ class Checked:
 
     fleet: Fleet  # the fleet with what its classes left out supplied
     violations: list[Violation]  # every device-rule violation, mandatory or advisory
-    issues: list[ConfigIssue]  # the fleet's own rules; or the clouds' (`fleet_issues`), then `schedulability_issues`
+    issues: list[ConfigIssue]  # the fleet's own rules, then the clouds' (`fleet_issues`) and `schedulability_issues`
     facts: list[ClusterFacts]
-    guarded: bool = True  # False when the fleet's own rules failed and the guard did not run
+    guarded: bool = True  # False when the fleet's references failed and the guard did not run
+    own_rules_hold: bool = True  # False when the fleet's own rules (references, values) found an issue
 
     @property
     def stopping_violations(self) -> list[Violation]:
@@ -58,14 +60,18 @@ class Checked:
 def check(fleet: Fleet) -> Checked:
     """Every check over a validated fleet (`infra.config.stackfile.parse_fleet`), in order, once."""
     # What classes leave out is supplied before any rule reads them (`infra.checks.supply`).
-    fleet, issues = supply_fleet(fleet)
-    issues += check_references(fleet) + check_rules(fleet)
-    issues += mirror_issues(fleet.chart_mirror, chart_keys())
-    issues += pools_without_devices(fleet)
-    if issues:
-        # The guard's rules read derived facts, which need a fleet whose own rules hold.
-        return Checked(fleet, [], issues, [], guarded=False)
-    return guard(fleet)
+    fleet, unresolved = supply_fleet(fleet)
+    unresolved += check_references(fleet)
+    judged = check_rules(fleet) + mirror_issues(fleet.chart_mirror, chart_keys())
+    roleless = pools_without_devices(fleet)
+    if unresolved or roleless:
+        # The guard derives each pool's facts from its class and finds each deployment's pool: a class
+        # that could not be supplied, a reference that names nothing or a pool without a role leaves
+        # it nothing to read. The rules on values (`judged`) only judge what a key holds, which the
+        # guard does not need to be right, so a fleet they fault is still guarded and both report.
+        return Checked(fleet, [], unresolved + judged + roleless, [], guarded=False, own_rules_hold=False)
+    checked = guard(fleet)
+    return replace(checked, issues=judged + checked.issues, own_rules_hold=not judged)
 
 
 def guard(fleet: Fleet) -> Checked:

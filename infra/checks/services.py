@@ -74,13 +74,17 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                 if dep.nodes == 1
                 else f"{pods} pods ({dep.peak_replicas} x {dep.nodes} nodes)"
             )
+            # A NodeLocal cache refuses the claim's keys (`infra.config.deployments.ModelCache`), so
+            # the fix drops them too, or the next plan stops on them.
+            keys = [k for k, v in (("size", cache.size), ("storageClassName", cache.storage_class_name)) if v]
+            drop = f" and remove {' and '.join(keys)}" if keys else ""
             issues.append(
                 ConfigIssue(
                     f"{dpath}.cache.volume",
                     f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {spread}",
-                    f"use volume: NodeLocal for several replicas, or {dep.peak_replicas_key}: 1"
+                    f"use volume: NodeLocal{drop} for several replicas, or {dep.peak_replicas_key}: 1"
                     if dep.nodes == 1
-                    else "use volume: NodeLocal, which each pod of a group keeps on its own node",
+                    else f"use volume: NodeLocal{drop}, which each pod of a group keeps on its own node",
                 )
             )
         if (

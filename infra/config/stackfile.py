@@ -50,13 +50,18 @@ def stack_name_of(path: Path) -> str:
 
 
 def parse_fleet(raw: Mapping[str, Any], file: str) -> Fleet:
-    """Validate `modelplane:` values (keys without the namespace) into a Fleet, or raise ConfigError."""
-    return parse_checked(raw, file).fleet
+    """Validate `modelplane:` values (keys without the namespace) into a Fleet, or raise ConfigError
+    when the fleet's own rules fail (with what the guard found beside them, when it could run)."""
+    checked = parse_checked(raw, file)
+    if not checked.own_rules_hold:
+        raise ConfigError(checked.issues)
+    return checked.fleet
 
 
 def parse_checked(raw: Mapping[str, Any], file: str) -> Checked:
     """`modelplane:` values validated and checked once (`infra.checks.guard.check`); ConfigError when
-    the fleet's own rules fail. What the guard found is the caller's to report."""
+    the fleet's references fail, so the guard could not run. What the rules on values and the guard
+    found is the caller's to report, together."""
     if not raw.get("clusters"):
         # A fleet without clusters registers nothing: `pulumi up` would delete whatever the stack holds.
         raise ConfigError(
@@ -324,8 +329,10 @@ def load_stack_file(path: Path, display: str | None = None) -> StackConfig:
         checked = parse_checked(fleet_raw, file)  # reads fleet_raw, never changes it
     except ConfigError as err:
         raise ConfigError([*err.issues, *missing]) from None
-    if missing:
-        raise ConfigError(missing)
+    if missing or not checked.own_rules_hold:
+        # The fleet's own rules and the guard's issues report together; the device rules' violations
+        # are reported with the guard's issues once the fleet's own rules hold (`tooling.plan`).
+        raise ConfigError([*checked.issues, *missing])
     return StackConfig(
         file=file, stack=stack, fleet=checked.fleet, checked=checked, secrets=secrets, plain=plain, written=fleet_raw
     )

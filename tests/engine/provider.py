@@ -258,6 +258,8 @@ class TestProvider(p.Provider):
         self.pool = ServerPool.from_env() if package == "kubernetes" else None
         self.cluster: str | None = None  # the kubeconfig's server, once known
         self.unreachable: str | None = None  # why the kubeconfig reaches no cluster
+        # The provider's configuration (its region), which an invoke's answer may depend on.
+        self.settings: dict[str, Any] = {}
         # The package this process serves after `Parameterize` (the dynamic bridge only).
         self.parameterized: tuple[str, str] | None = None
 
@@ -296,6 +298,7 @@ class TestProvider(p.Provider):
         return p.DiffResponse(changes=bool(diffs), replaces=replaces, diffs=diffs)
 
     async def configure(self, request: p.ConfigureRequest) -> p.ConfigureResponse:
+        self.settings = plain_map(request.args)
         if self.pool is not None:
             try:
                 self.cluster = kubeconfig_server(plain_map(request.args).get("kubeconfig"))
@@ -433,7 +436,7 @@ class TestProvider(p.Provider):
         return p.ReadResponse(resource_id=request.resource_id, properties=properties, inputs=dict(request.inputs))
 
     async def invoke(self, request: p.InvokeRequest) -> p.InvokeResponse:
-        result = invoke_result(request.tok, plain_map(request.args))
+        result = invoke_result(request.tok, plain_map(request.args), self.settings)
         return p.InvokeResponse(return_value={k: wrap(v, secret=_secret_output(k)) for k, v in result.items()})
 
     async def construct(self, request: p.ConstructRequest) -> p.ConstructResponse:
