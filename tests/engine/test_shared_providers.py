@@ -2,7 +2,10 @@
 
 `fixtures/two-gke-clusters-per-cluster-providers.json` is the state of `FLEET` after `up` by the
 program as it was before `components.base.CloudProviders` (commit bd29317: a `gcp.Provider` named
-`<cluster>-gcp` under each cluster), exported with `pulumi stack export` from the engine tier. The
+`<cluster>-gcp` under each cluster), exported with `pulumi stack export` from the engine tier, its
+project renamed from `prod` to `prod-project` in every input and output (and the node service
+accounts' ids, which hash the project: `clouds.gke.component.node_account_id`) once project IDs
+were held to Google's rule (at least 6 characters). The
 engine decides whether a resource whose provider reference changed is replaced by asking the new
 provider's `DiffConfig` (pkg/resource/deploy/step_generator.go at v3.274.1, `providerChanged`).
 """
