@@ -12,6 +12,7 @@ import yaml
 
 from clouds import CLOUDS, profile
 from components.features.autoscaling import workload_ref
+from infra.checks.guard import check
 from infra.checks.services import check_autoscaling, check_serving
 from infra.config.issues import ConfigError, located
 from infra.config.model import Fleet
@@ -20,6 +21,7 @@ from infra.facts import PLAN_POOL_KEYS, derive_fleet
 from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
 from infra.serving.catalog import join_charts
 from infra.serving.chart import Chart
+from infra.serving.values import kube_prometheus_stack
 from tests.conftest import of_type, run_fleet
 from tests.test_model_deployment import DEPLOYMENT, lab_fleet, registered
 from tests.test_serving_checks import FILE, deployment, raw_fleet
@@ -213,6 +215,54 @@ def test_keda_installs_only_on_a_cluster_with_an_autoscaled_deployment(scaled_la
     assert plain(keda.inputs["repositoryOpts"])["repo"] == "https://kedacore.github.io/charts"
     [prometheus] = [r for r in of_type(scaled_lab, RELEASE) if r.name == "lab-stack-kube-prometheus-stack"]
     assert prometheus.urn in keda.dependencies
+
+
+# The owner's Prometheus (`existing.prometheus`), where the cluster runs its own kube-prometheus-stack.
+OWN_PROMETHEUS = {
+    "url": "http://prometheus-kube-prometheus-prometheus.monitoring.svc:9090",
+    "podMonitorLabels": {"release": "prometheus"},
+}
+
+
+def lab_on_own_prometheus(**prometheus: Any) -> dict[str, Any]:
+    """The autoscaled lab fleet on a cluster that runs its own kube-prometheus-stack."""
+    raw = lab_with()
+    raw["clusters"][0]["existing"]["preinstalled"] = ["kube-prometheus-stack"]
+    if prometheus:
+        raw["clusters"][0]["existing"]["prometheus"] = prometheus
+    return raw
+
+
+def test_our_own_prometheus_selects_every_pod_monitor_so_ours_needs_no_release_label() -> None:
+    # kube-prometheus-stack 84.4.0 selects only `release: <release>` PodMonitors unless this is off.
+    spec = kube_prometheus_stack("GKE")["prometheus"]["prometheusSpec"]
+    assert (spec["podMonitorSelectorNilUsesHelmValues"], spec["podMonitorSelector"]) == (False, {})
+
+
+def test_autoscaling_on_the_owners_prometheus_without_its_address_is_refused_and_the_fix_plans_clean() -> None:
+    found = located(check_autoscaling(Fleet.model_validate(lab_on_own_prometheus())), FILE)
+    assert [i.path for i in found] == ["deployments[0].autoscaling"]
+    assert "runs its own kube-prometheus-stack (clusters[0].existing.preinstalled)" in found[0].problem
+    assert "clusters[0].existing.prometheus.url" in found[0].fix
+    assert "clusters[0].existing.prometheus.podMonitorLabels" in found[0].fix
+    # The fix, applied: no issue, and KEDA asks the owner's Prometheus with a monitor it selects.
+    fixed = lab_on_own_prometheus(**OWN_PROMETHEUS)
+    checked = check(parse_fleet(copy.deepcopy(fixed), FILE))
+    assert not checked.stops, (checked.issues, checked.stopping_violations)
+    run = run_fleet(fixed)
+    obj = registered(run, SCALED_OBJECT, "lab-qwen-amd-scaledobject")
+    [trigger] = plain(obj.inputs["spec"])["triggers"]
+    assert trigger["metadata"]["serverAddress"] == OWN_PROMETHEUS["url"]
+    monitor = plain(registered(run, POD_MONITOR, "lab-qwen-amd-podmonitor").inputs["metadata"])
+    assert monitor["labels"]["release"] == "prometheus"
+    assert monitor["labels"]["modelplane.ai/deployment"] == "qwen-amd"
+    assert "lab-stack-kube-prometheus-stack" not in {r.name for r in of_type(run, RELEASE)}
+
+
+def test_a_cluster_running_our_prometheus_needs_no_owner_settings(scaled_lab: MockRun) -> None:
+    assert check_autoscaling(Fleet.model_validate(lab_with())) == []
+    monitor = plain(registered(scaled_lab, POD_MONITOR, "lab-qwen-amd-podmonitor").inputs["metadata"])
+    assert "release" not in monitor["labels"]
 
 
 def test_the_join_leaves_a_feature_row_out_until_a_deployment_uses_it() -> None:

@@ -497,6 +497,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("Accelerator", "modelplane:classes[].provisioning.<provider>.accelerator"),
     ("InferenceCluster", "modelplane:clusters[]"),
     *cloud_sections("cluster"),
+    ("OwnerPrometheus", "modelplane:clusters[].existing.prometheus"),
     ("NodePool", "modelplane:clusters[].nodePools[]"),
     ("Taint", "modelplane:clusters[].taints[]"),
     ("ModelDeploymentSpec", "modelplane:deployments[]"),

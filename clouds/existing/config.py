@@ -32,6 +32,25 @@ KEYS = {
         "`infra.serving.catalog.join_charts`, checked by `preinstalled_problems`; policy `device-stack-filtered`",
         "preinstalled: [cert-manager, kube-prometheus-stack]",
     ),
+    ("ExistingCluster", "prometheus"): KeyDoc(
+        "The cluster's own Prometheus, for autoscaled deployments: KEDA asks it at `url` and their PodMonitors "
+        "carry `podMonitorLabels`, instead of the stack's own Prometheus. Required for an autoscaled deployment "
+        "once `preinstalled` lists `kube-prometheus-stack` (docs/existing-clusters.md).",
+        "`components/features/autoscaling.py`; `check_autoscaling` (`infra/checks/services.py`)",
+        "prometheus: {url: http://prometheus-kube-prometheus-prometheus.monitoring.svc:9090, podMonitorLabels: {release: prometheus}}",
+    ),
+    ("OwnerPrometheus", "url"): KeyDoc(
+        "The address KEDA asks the autoscaling metric at (the ScaledObject trigger's `serverAddress`).",
+        "`components/features/autoscaling.py`",
+        "url: http://prometheus-kube-prometheus-prometheus.monitoring.svc:9090",
+    ),
+    ("OwnerPrometheus", "podMonitorLabels"): KeyDoc(
+        "Labels the PodMonitors of autoscaled deployments carry, so the owner's Prometheus selects them: "
+        "kube-prometheus-stack's selects `release: <its release name>` unless its values turn "
+        "`podMonitorSelectorNilUsesHelmValues` off.",
+        "`components/features/autoscaling.py`",
+        "podMonitorLabels: {release: prometheus}",
+    ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(
         "The cluster already runs the GPU operator for its GPUs: the stack installs no second one, nor "
         "node-feature-discovery where the pools claim AMD GPUs and no NVIDIA ones, since the AMD operator "

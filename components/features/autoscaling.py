@@ -49,11 +49,21 @@ def apply(
     spec, scaling = deployment.spec, deployment.spec.autoscaling
     if scaling is None:
         return []
+    # The owner's Prometheus where the cluster names one (`existing.prometheus`), else the stack's own,
+    # which selects every PodMonitor (`infra.serving.values.kube_prometheus_stack`).
+    owner = deployment.cluster.spec.owner_block
+    prometheus = owner.prometheus if owner is not None else None
+    address = prometheus.url if prometheus is not None else prometheus_address(deployment.cluster.source)
+    meta = deployment.meta
+    if prometheus is not None and prometheus.pod_monitor_labels:
+        meta = k8s.meta.v1.ObjectMetaArgs(
+            name=spec.name, namespace=spec.namespace, labels={**prometheus.pod_monitor_labels, **deployment.labels}
+        )
     monitor = k8s.apiextensions.CustomResource(
         f"{deployment.name}-podmonitor",
         api_version=PROMETHEUS_OPERATOR_API,
         kind="PodMonitor",
-        metadata=deployment.meta,
+        metadata=meta,
         spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, port_name),
         opts=deployment.child(),
     )
@@ -62,7 +72,7 @@ def apply(
         api_version=KEDA_API,
         kind="ScaledObject",
         metadata=deployment.meta,
-        spec=scaled_object_spec(spec, scaling, workload_ref(spec), prometheus_address(deployment.cluster.source)),
+        spec=scaled_object_spec(spec, scaling, workload_ref(spec), address),
         opts=deployment.child(depends_on=[workload, monitor]),
     )
     return [monitor, scaled]

@@ -11,6 +11,7 @@ from infra.checks.parallelism import (
     parallelism_issues,
     weights_issues,
 )
+from infra.config.base import OwnerClusterBlock
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
     CacheVolume,
@@ -18,6 +19,7 @@ from infra.config.model import (
 )
 from infra.config.roles import claimed_drivers, role_of
 from infra.formats import parse_quantity
+from infra.serving.autoscaling import PROMETHEUS_COMPONENT
 from infra.serving.vllm_args import PORT_FLAG, port_args
 
 
@@ -142,7 +144,38 @@ def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
                     "set minReplicas: 1 (the smallest count its metric can scale from)",
                 )
             )
+        issues += _unseen_by_prometheus(fleet, dep.cluster, f"{dpath}.autoscaling", dep.name)
     return issues
+
+
+def _unseen_by_prometheus(fleet: Fleet, cluster_name: str, path: str, name: str) -> list[ConfigIssue]:
+    """An autoscaled deployment on a cluster that runs its own kube-prometheus-stack and names no
+    Prometheus: the stack installs none there, so KEDA's default address answers nothing, and the
+    owner's Prometheus selects only PodMonitors labelled `release: <its release>` by default
+    (values.yaml `podMonitorSelectorNilUsesHelmValues: true`, templates/prometheus/prometheus.yaml
+    @ kube-prometheus-stack-84.4.0)."""
+    ci = next((i for i, c in enumerate(fleet.clusters) if c.name == cluster_name), None)
+    if ci is None:
+        return []  # check_references reports the unknown cluster
+    cluster = fleet.clusters[ci]
+    block = getattr(cluster, cluster.cloud.key, None)
+    if not isinstance(block, OwnerClusterBlock) or PROMETHEUS_COMPONENT not in block.preinstalled:
+        return []
+    if block.prometheus is not None:
+        return []
+    cpath = f"clusters[{ci}].{cluster.cloud.key}"
+    return [
+        ConfigIssue(
+            path,
+            f"deployment '{name}' is autoscaled on cluster '{cluster_name}', which runs its own "
+            f"{PROMETHEUS_COMPONENT} ({cpath}.preinstalled) and names no Prometheus: the stack installs none "
+            "there, so the autoscaler would read no metric",
+            f"set {cpath}.prometheus.url to your Prometheus's in-cluster address (kube-prometheus-stack's "
+            "Service `<fullname>-prometheus`, port 9090) and "
+            f"{cpath}.prometheus.podMonitorLabels to what its podMonitorSelector selects "
+            "(kube-prometheus-stack's default: {release: <its release name>}), or remove autoscaling",
+        )
+    ]
 
 
 def _check_services(fleet: Fleet) -> list[ConfigIssue]:

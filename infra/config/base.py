@@ -160,6 +160,17 @@ class KeyDoc:
     example: str  # a YAML fragment
 
 
+class OwnerPrometheus(Model):
+    """The owner's own Prometheus, which autoscaling relies on where the cluster runs its own
+    kube-prometheus-stack: where KEDA asks it, and the labels its PodMonitor selector wants."""
+
+    url: str
+    # kube-prometheus-stack's Prometheus selects only PodMonitors labelled `release: <its release>`
+    # unless its values say otherwise (values.yaml `podMonitorSelectorNilUsesHelmValues: true` and
+    # templates/prometheus/prometheus.yaml @ kube-prometheus-stack-84.4.0).
+    pod_monitor_labels: dict[str, str] = {}
+
+
 class OwnerClusterBlock(Model):
     """The block of a cluster its owner runs: where its kubeconfig is, and what the owner already installed."""
 
@@ -174,6 +185,8 @@ class OwnerClusterBlock(Model):
     # left out of the serving stack, whose dependents then rely on the cluster's own copy
     # (`join_charts`; the names are checked by `preinstalled_problems`, both in infra/serving/catalog.py).
     preinstalled: tuple[str, ...] = ()
+    # The owner's Prometheus, which autoscaled deployments use instead of the stack's own.
+    prometheus: OwnerPrometheus | None = None
 
 
 class ProvisionedClusterBlock(Model):

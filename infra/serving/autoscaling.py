@@ -70,7 +70,8 @@ class WorkloadRef:
 
 
 def prometheus_address(source: str) -> str:
-    """The in-cluster address of the Prometheus of a `source` cluster's serving stack.
+    """The in-cluster address of the Prometheus of a `source` cluster's serving stack (a cluster that
+    runs its own names its Prometheus instead: `existing.prometheus`).
 
     Its Service is `<fullname>-prometheus` in the row's namespace, and the fullname is the release
     name when that contains the chart's name, as the catalog's `mp-<chart>` always does

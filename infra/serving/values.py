@@ -104,7 +104,10 @@ def kube_prometheus_stack(cloud: str) -> Values:
         "prometheus": {
             "prometheusSpec": {
                 # Pick up every PodMonitor and ServiceMonitor in every namespace, not only those
-                # labelled with this release: the exporters of other charts carry their own labels.
+                # labelled with this release: the exporters of other charts carry their own labels,
+                # and so do the autoscaled deployments' PodMonitors. Left true, the chart selects
+                # `release: <release>` only (values.yaml and templates/prometheus/prometheus.yaml
+                # @ kube-prometheus-stack-84.4.0).
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "serviceMonitorSelectorNilUsesHelmValues": False,
                 "podMonitorSelector": {},
