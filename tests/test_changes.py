@@ -331,3 +331,105 @@ def test_a_rejected_plan_compared_with_a_rejected_one_has_no_changes_either() ->
     rejected = plan_doc([], ok=False)
     check_against(rejected, rejected)
     assert compare(plan_doc([row("a", "kubernetes:apps/v1:Deployment", {})]), rejected) == []
+
+
+def aks_pool(config: dict[str, Any], **changed: Any) -> None:
+    """aks-prod unprotected, with `changed` set on its a100 pool (`zones`, `name`) or class (`diskSizeGb`)."""
+    unprotected(config)
+    [cluster] = config["modelplane:clusters"]
+    pool = next(p for p in cluster["nodePools"] if p["name"] == "a100")
+    for key in ("zones", "name"):
+        if key in changed:
+            pool[key] = changed[key]
+    if "diskSizeGb" in changed:
+        cls = next(c for c in config["modelplane:classes"] if c["name"] == "a100-aks")
+        cls["provisioning"]["aks"]["diskSizeGb"] = changed["diskSizeGb"]
+
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+
+@pytest.mark.parametrize(
+    ("changed", "path"),
+    [({"zones": ["1", "2", "3"]}, "availabilityZones[2]"), ({"diskSizeGb": 200}, "osDiskSizeGB")],
+)
+def test_an_aks_pools_zones_or_os_disk_change_is_an_error_and_a_new_pool_plans_clean(
+    tmp_path: Path, changed: dict[str, Any], path: str
+) -> None:
+    old = planned(stack_file(tmp_path / "old", "aks-prod", aks_pool), tmp_path / "old.json")
+    new = stack_file(tmp_path / "new", "aks-prod", lambda c: aks_pool(c, **changed))
+    out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    [change] = [c for c in doc["changes"] if c["op"] != "same" and c["type"] == AGENT_POOL]
+    assert (change["op"], change["name"], change["refused"]) == ("update", "aks-westeurope-a100", [path])
+    [error] = doc["errors"]
+    assert f"cannot change {path} of aks-westeurope-a100 ({AGENT_POOL})" in error["message"]
+    assert "only when it creates the pool" in error["message"]
+    assert "give the pool a new name in the stack file" in error["message"]
+    assert error["message"] in out.stderr
+
+    # The fix: the same value under a new pool name is a new pool beside the old one.
+    renamed = stack_file(tmp_path / "renamed", "aks-prod", lambda c: aks_pool(c, **changed, name="a100b"))
+    out = modelplane("plan", "--stack-file", str(renamed), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert not doc["errors"]
+    pools = [(c["op"], c["name"]) for c in doc["changes"] if c["type"] == AGENT_POOL and c["op"] != "same"]
+    assert pools == [("create", "aks-westeurope-a100b"), ("delete", "aks-westeurope-a100")]
+
+
+def test_the_aks_system_pools_zones_are_an_error_too() -> None:
+    from tooling.changes import change_errors
+
+    cluster = "azure-native:containerservice:ManagedCluster"
+    pool = {"agentPoolProfiles": [{"name": "system", "availabilityZones": ["1"]}]}
+    zoned = {"agentPoolProfiles": [{"name": "system", "availabilityZones": ["1", "2"]}]}
+    changes = compare(plan_doc([row("c", cluster, pool)]), plan_doc([row("c", cluster, zoned)]))
+    assert [c.get("refused") for c in changes] == [["agentPoolProfiles[0].availabilityZones[1]"]]
+    [error] = change_errors(changes)
+    assert "a cluster of a new name" in error["message"]
+
+
+def qwen_cache(config: dict[str, Any], size: str, name: str = "qwen") -> None:
+    """recipe-qwen-cpu-civo unprotected, its cache of `size`, its deployment (and service's) named `name`."""
+    unprotected(config)
+    [deployment] = config["modelplane:deployments"]
+    deployment["cache"]["size"] = size
+    deployment["name"] = name
+    config["modelplane:services"][0]["deployment"] = name
+
+
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+
+
+def test_a_smaller_cache_is_an_error_a_bigger_one_an_update_and_a_new_deployment_plans_clean(tmp_path: Path) -> None:
+    stack = "recipe-qwen-cpu-civo"
+    old = planned(stack_file(tmp_path / "old", stack, lambda c: qwen_cache(c, "20Gi")), tmp_path / "old.json")
+    smaller = stack_file(tmp_path / "smaller", stack, lambda c: qwen_cache(c, "10Gi"))
+    out = modelplane("plan", "--stack-file", str(smaller), "--against", str(old), "--json")
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    [claim] = [c for c in doc["changes"] if c["type"] == PVC]
+    assert (claim["op"], claim["refused"]) == ("update", ["spec.resources.requests.storage"])
+    [error] = doc["errors"]
+    assert "cannot change spec.resources.requests.storage of civo-cpu-qwen-cache" in error["message"]
+    assert "a volume only grows" in error["message"]
+    assert "give the deployment a new name in the stack file" in error["message"]
+
+    # Growing is an update the API server accepts (where the StorageClass allows expansion).
+    bigger = stack_file(tmp_path / "bigger", stack, lambda c: qwen_cache(c, "40Gi"))
+    out = modelplane("plan", "--stack-file", str(bigger), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    [claim] = [c for c in doc["changes"] if c["type"] == PVC]
+    assert claim["op"] == "update" and "refused" not in claim and not doc["errors"]
+
+    # The fix: the smaller cache under a new deployment name is a new claim, and the old one goes.
+    renamed = stack_file(tmp_path / "renamed", stack, lambda c: qwen_cache(c, "10Gi", "qwen-small"))
+    out = modelplane("plan", "--stack-file", str(renamed), "--against", str(old), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert not doc["errors"]
+    claims = [(c["op"], c["name"]) for c in doc["changes"] if c["type"] == PVC]
+    assert claims == [("create", "civo-cpu-qwen-small-cache"), ("delete", "civo-cpu-qwen-cache")]

@@ -28,6 +28,7 @@ def test_every_type_the_stacks_create_has_its_forcing_inputs_and_their_source() 
         rule = forcing(t)
         assert rule is not None and rule.source, t
         assert not rule.refused or rule.refused_why, t
+        assert not (rule.refused or rule.refused_smaller) or (rule.refused_why and rule.refused_fix), t
 
 
 def test_a_type_nobody_read_has_no_rule() -> None:

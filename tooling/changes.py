@@ -12,7 +12,8 @@ Two things `up` would refuse are errors of the new plan (`change_errors`), each 
 resources: deleting or replacing a protected resource (the engine deletes nothing protected and
 replaces a resource only when the program stops protecting it in the same update: pulumi/pulumi
 pkg/resource/deploy/step_generator.go, "unable to replace resource ... marked for protection"),
-and a change its provider accepts in the diff and then cannot make (`Forcing.refused`).
+and a change its provider accepts in the diff and then it, or the cloud's API, cannot make
+(`Forcing.refused`, `Forcing.refused_smaller`), with the route that works (`Forcing.refused_fix`).
 
 An earlier plan is accepted only when it is this stack's, of this format and mode, and lists what
 was registered (`check_against`); otherwise the comparison is refused with the reason.
@@ -29,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling.replacements import Forcing, forcing
+from infra.formats import parse_quantity
+from tooling.replacements import NEW_POOL_OR_REVERT, Forcing, forcing
 
 # The plan document's format; `--against` reads only its own. 2: resources carry `urn` and
 # `protect`, and the document its `format` and `mode` (format 1 had none of these).
@@ -188,10 +190,32 @@ def forced_by(type_token: str, changed: Sequence[tuple[str | int, ...]]) -> list
     return _within(changed, rule.paths)
 
 
-def refused_by(type_token: str, changed: Sequence[tuple[str | int, ...]]) -> list[tuple[str | int, ...]]:
-    """The changed input paths that `type_token`'s provider accepts in its diff and cannot carry out."""
+def refused_by(
+    type_token: str,
+    changed: Sequence[tuple[str | int, ...]],
+    old: Mapping[str, Any] | None = None,
+    new: Mapping[str, Any] | None = None,
+) -> list[tuple[str | int, ...]]:
+    """The changed input paths that `type_token`'s provider accepts in its diff and cannot carry out:
+    its `refused` paths, and its `refused_smaller` quantities where `new` holds less than `old`."""
     rule = forcing(type_token) or Forcing((), "")
-    return _within(changed, rule.refused)
+    smaller = [p for p in _within(changed, rule.refused_smaller) if _shrinks(_at(old, p), _at(new, p))]
+    return [p for p in changed if p in smaller or p in _within(changed, rule.refused)]
+
+
+def _at(inputs: Any, path: Sequence[str | int]) -> Any:
+    """The value at `path` in `inputs`, or None where it is absent."""
+    for part in path:
+        if isinstance(part, int):
+            inputs = inputs[part] if isinstance(inputs, list) and part < len(inputs) else None
+        else:
+            inputs = inputs.get(part) if isinstance(inputs, Mapping) else None
+    return inputs
+
+
+def _shrinks(old: Any, new: Any) -> bool:
+    before, after = parse_quantity(old), parse_quantity(new)
+    return before is not None and after is not None and after < before
 
 
 def _within(changed: Sequence[tuple[str | int, ...]], patterns: Sequence[str]) -> list[tuple[str | int, ...]]:
@@ -234,7 +258,7 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, An
             changes.append(_change("same", row, [], protected))
             continue
         forced = [path_text(p) for p in forced_by(row["type"], leaves)]
-        refused = [path_text(p) for p in refused_by(row["type"], leaves)]
+        refused = [path_text(p) for p in refused_by(row["type"], leaves, before["inputs"], row["inputs"])]
         extra: dict[str, Any] = {"replacedBy": forced} if forced else {}
         if refused:
             extra["refused"] = refused
@@ -281,20 +305,15 @@ def change_errors(changes: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         if c.get("refused"):
             rule = forcing(c["type"])
             why = rule.refused_why if rule else ""
+            fix = (rule.refused_fix if rule else "") or NEW_POOL_OR_REVERT
             errors.append(
                 {
                     "path": "--against",
                     "message": f"`pulumi up` cannot change {', '.join(c['refused'])} of {c['name']} ({c['type']}): "
-                    f"{why}. Fix: {NEW_POOL_OR_REVERT}",
+                    f"{why}. Fix: {fix}",
                 }
             )
     return errors
-
-
-NEW_POOL_OR_REVERT = (
-    "keep the old value, or give the pool a new name in the stack file so that `up` creates a new pool and "
-    "deletes the old one"
-)
 
 
 def change_lines(changes: Sequence[Mapping[str, Any]]) -> list[str]:

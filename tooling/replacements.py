@@ -16,7 +16,9 @@ their resource classes sets it), so the schemas' replace markers are read from t
 
 Paths use the engine's spelling of the inputs (camelCase, as `resources[].inputs`), `[*]` for any
 list index. Some changes neither update nor replace: the provider accepts them in its diff and
-then cannot carry them out (`refused`); the plan reports those as errors.
+then it, or the cloud's API behind it, cannot carry them out (`refused`, and `refused_smaller` for a
+quantity that may grow and never shrink); the plan reports those as errors, each with the route
+that works (`refused_fix`).
 
 A type missing here fails `tests/test_replacements.py`, which plans every committed stack: adding
 a resource type means reading its provider and adding its row.
@@ -34,9 +36,14 @@ class Forcing:
 
     paths: tuple[str, ...]
     source: str
-    # Input paths whose change the provider's update rejects or silently drops, and what it does.
+    # Input paths whose change the provider's update, or the API it calls, rejects or silently drops,
+    # and what it does.
     refused: tuple[str, ...] = ()
     refused_why: str = ""
+    # Quantity paths (`20Gi`) whose decrease is refused; an increase is an ordinary update.
+    refused_smaller: tuple[str, ...] = ()
+    # The route that works instead of a refused change.
+    refused_fix: str = ""
 
 
 GOOGLE = "hashicorp/terraform-provider-google-beta google-beta/services/"
@@ -51,6 +58,11 @@ DIGITALOCEAN = "digitalocean/terraform-provider-digitalocean v2.99.1 digitalocea
 OCI = "pulumi-oci 5.5.0 SDK argument docs (oracle/terraform-provider-oci): the arguments not marked (Updatable), in "
 AZURE = "pulumi/pulumi-azure-native provider/pkg/gen/replacement.go (forceNewMap) and the ARM ID's path parameters"
 COMPONENT = "a component resource has no provider: the engine diffs its inputs and never replaces it"
+# The route for a pool whose refused input changes: a pool of a new name is created beside the old one.
+NEW_POOL_OR_REVERT = (
+    "keep the old value, or give the pool a new name in the stack file so that `up` creates a new pool and "
+    "deletes the old one"
+)
 PROVIDER = (
     "a provider's own configuration change is judged by its DiffConfig, which the offline plan does not run; "
     "its resources are shown by their own inputs"
@@ -215,7 +227,16 @@ _TABLE: dict[str, Forcing] = {
     ),
     # ---------------------------------------------------------------- Azure (pulumi-azure-native 3.29.0)
     "azure-native:containerservice:AgentPool": Forcing(
-        ("resourceGroupName", "resourceName", "agentPoolName", "vmSize", "gpuInstanceProfile"), AZURE
+        ("resourceGroupName", "resourceName", "agentPoolName", "vmSize", "gpuInstanceProfile"),
+        AZURE,
+        # The provider sends both in its update and AKS refuses them: zones are set when a pool is
+        # created (learn.microsoft.com/azure/aks/reliability-availability-zones-configure, "You can't
+        # change the number of availability zones after you create a node pool ... create a new node
+        # pool"), and a pool's OS disk is not resized in place (Azure/AKS#4529, open).
+        refused=("availabilityZones", "osDiskSizeGB"),
+        refused_why="AKS sets a pool's zones and OS disk size only when it creates the pool "
+        "(learn.microsoft.com/azure/aks/reliability-availability-zones-configure; Azure/AKS#4529)",
+        refused_fix=NEW_POOL_OR_REVERT,
     ),
     "azure-native:containerservice:ManagedCluster": Forcing(
         (
@@ -231,6 +252,12 @@ _TABLE: dict[str, Forcing] = {
             "nodeResourceGroup",
         ),
         AZURE,
+        # The inline System pool, as an AgentPool's (above): set when the cluster creates it.
+        refused=("agentPoolProfiles[*].availabilityZones", "agentPoolProfiles[*].osDiskSizeGB"),
+        refused_why="AKS sets the System pool's zones and OS disk size only when it creates the pool "
+        "(learn.microsoft.com/azure/aks/reliability-availability-zones-configure; Azure/AKS#4529)",
+        refused_fix="keep the old value; the System pool is created with the cluster, so a new value takes a "
+        "cluster of a new name in the stack file (`up` creates it and deletes the old one)",
     ),
     "azure-native:network:VirtualNetwork": Forcing(("resourceGroupName", "virtualNetworkName", "location"), AZURE),
     "azure-native:network:Subnet": Forcing(("resourceGroupName", "virtualNetworkName", "subnetName"), AZURE),
@@ -242,6 +269,7 @@ _TABLE: dict[str, Forcing] = {
         refused=("size",),
         refused_why="the Civo provider's node pool update fails on a size change "
         "(`Size change ... for existing pool is not available at this moment`)",
+        refused_fix=NEW_POOL_OR_REVERT,
     ),
     "civo:index/kubernetesCluster:KubernetesCluster": Forcing(
         (),
@@ -249,6 +277,7 @@ _TABLE: dict[str, Forcing] = {
         refused=("networkId", "pools.size"),
         refused_why="the Civo provider's cluster update fails on a network change, and its node pool update "
         "on a size change",
+        refused_fix=NEW_POOL_OR_REVERT,
     ),
     "civo:index/network:Network": Forcing(("region",), CIVO + "network/resource_network.go"),
     "civo:index/firewall:Firewall": Forcing(
@@ -261,6 +290,7 @@ _TABLE: dict[str, Forcing] = {
         refused=("plan", "label"),
         refused_why="the Vultr provider's node pool update sends neither the plan nor the label, so `up` "
         "reports an update and the pool keeps its machines",
+        refused_fix=NEW_POOL_OR_REVERT,
     ),
     "vultr:index/kubernetes:Kubernetes": Forcing(
         ("region", "vpcId", "haControlplanes", "enableFirewall"),
@@ -268,6 +298,7 @@ _TABLE: dict[str, Forcing] = {
         refused=("nodePools.plan", "nodePools.label"),
         refused_why="the Vultr provider's cluster update sends only the default pool's count, autoscaler, "
         "labels and taints",
+        refused_fix=NEW_POOL_OR_REVERT,
     ),
     # ---------------------------------------------------------------- Nebius (pulumi-nebius 0.6.73)
     "nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup": Forcing(
@@ -378,6 +409,24 @@ _KUBERNETES_KINDS: Mapping[str, tuple[str, ...]] = {
     "kubernetes:core/v1:Secret": ("type",),
 }
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+# The API server refuses a smaller claim: a bound claim's spec is immutable but for
+# `resources.requests` (the other fields the program sets replace: `forceNew` above); its storage request may
+# only grow (kubernetes.io/docs/concepts/storage/persistent-volumes/#expanding-persistent-volumes-claims;
+# KEP-284 leaves shrinking out; kubernetes/kubernetes pkg/apis/core/validation/validation.go,
+# ValidatePersistentVolumeClaimUpdate). The one lower request it takes is a retreat from an expansion
+# that failed, down to no less than the volume's capacity (RecoverVolumeExpansionFailure), which a
+# plan cannot see. Growing needs a StorageClass with `allowVolumeExpansion`, the cluster's choice.
+_PVC_SHRINK = "spec.resources.requests.storage"
+PVC_SHRINK_WHY = (
+    "the Kubernetes API server refuses a smaller storage request on an existing claim: a volume only grows "
+    "(kubernetes.io/docs/concepts/storage/persistent-volumes/#expanding-persistent-volumes-claims)"
+)
+NEW_CACHE_OR_REVERT = (
+    "keep the cache's `size` at the old value or more; for a smaller cache, give the deployment a new name in the "
+    "stack file, so that `up` creates its cache at the new size and deletes the old one (its downloaded weights "
+    "with it)"
+)
 
 
 def forcing(type_token: str) -> Forcing | None:
@@ -393,6 +442,14 @@ def forcing(type_token: str) -> Forcing | None:
     if type_token == "kubernetes:yaml/v2:ConfigFile":
         # A component of the kubernetes provider: its objects are registered as its children.
         return Forcing((), COMPONENT)
+    if type_token == PVC:
+        return Forcing(
+            _METADATA + _KUBERNETES_KINDS[PVC],
+            KUBERNETES,
+            refused_why=PVC_SHRINK_WHY,
+            refused_smaller=(_PVC_SHRINK,),
+            refused_fix=NEW_CACHE_OR_REVERT,
+        )
     if type_token.startswith("kubernetes:"):
         return Forcing(_METADATA + _KUBERNETES_KINDS.get(type_token, ()), KUBERNETES)
     return None

@@ -213,7 +213,7 @@ def refuse(urn: str, olds: Mapping[str, Any], news: Mapping[str, Any]) -> None:
     """Fail an update as the real provider does when it changes what that provider cannot change
     in place (`tooling.replacements`, `refused`): its diff accepted it, its update call fails."""
     typ, _ = _type_name(urn)
-    refused = refused_by(typ, _changed(olds, news, news))
+    refused = refused_by(typ, _changed(olds, news, news), olds, news)
     if refused:
         rule = forcing(typ)
         paths = ", ".join(path_text(path) for path in refused)
