@@ -47,24 +47,20 @@ CONFIG_TESTS = [
     "tests/test_devices.py",
 ]
 
+# The device rules and the machine rules, split from one module, are stated by the same tests.
+DEVICE_TESTS = [
+    "tests/test_devices.py",
+    "tests/test_properties.py",
+    "tests/test_machine_rules.py",
+    "tests/test_machines.py",
+    "tests/test_guard.py",
+    "tests/test_policies_config.py",
+]
+
 # Module -> the test files that state its rules (in priority order: the device rules first).
 MODULES: dict[str, list[str]] = {
-    "infra/checks/devices.py": [
-        "tests/test_devices.py",
-        "tests/test_properties.py",
-        "tests/test_machine_rules.py",
-        "tests/test_machines.py",
-        "tests/test_guard.py",
-        "tests/test_policies_config.py",
-    ],
-    "infra/checks/machines.py": [
-        "tests/test_devices.py",
-        "tests/test_properties.py",
-        "tests/test_machine_rules.py",
-        "tests/test_machines.py",
-        "tests/test_guard.py",
-        "tests/test_policies_config.py",
-    ],
+    "infra/checks/devices.py": DEVICE_TESTS,
+    "infra/checks/machines.py": DEVICE_TESTS,
     "infra/serving/catalog.py": [
         "tests/test_catalog.py",
         "tests/test_values.py",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from clouds import CLOUDS, PROVISIONED, cloud, profile
+from clouds.spec import Cloud
 from infra.checks.clusters import check_capacity_claims, check_cloud_names, check_owner_version, check_version
 from infra.config.base import OwnerClusterBlock, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
@@ -80,16 +82,24 @@ def _check_class(ci: int, cls: InferenceClass) -> list[ConfigIssue]:
                 f"add a '{wanted}' block with the machine for {prov.provider}",
             )
         )
-    for other in (c.key for c in PROVISIONED if c.key != wanted):
-        if getattr(prov, other) is not None:
-            issues.append(
-                ConfigIssue(
-                    f"classes[{ci}].provisioning.{other}",
-                    f"a '{other}' block is set but provider is {prov.provider}",
-                    f"remove the '{other}' block or set provider to match it",
-                )
-            )
+    issues += stray_blocks(prov, f"classes[{ci}].provisioning", PROVISIONED, wanted, "provider", prov.provider)
     return issues
+
+
+def stray_blocks(
+    holder: object, base: str, clouds: Sequence[Cloud], wanted: str, key: str, value: str
+) -> list[ConfigIssue]:
+    """A block of another cloud than the one `key` names (a class's provider, a cluster's source):
+    only the named cloud's block is read, so another one is a mistake, never a second setting."""
+    return [
+        ConfigIssue(
+            f"{base}.{other}",
+            f"a '{other}' block is set but {key} is {value}",
+            f"remove the '{other}' block or set {key} to match it",
+        )
+        for other in (c.key for c in clouds if c.key != wanted)
+        if getattr(holder, other) is not None
+    ]
 
 
 def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
@@ -111,15 +121,7 @@ def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> li
         issues.append(
             ConfigIssue(f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint)
         )
-    for other in (c.key for c in CLOUDS if c.key != wanted):
-        if getattr(cluster, other) is not None:
-            issues.append(
-                ConfigIssue(
-                    f"{base}.{other}",
-                    f"a '{other}' block is set but source is {cluster.source}",
-                    f"remove the '{other}' block or set source to match it",
-                )
-            )
+    issues += stray_blocks(cluster, base, CLOUDS, wanted, "source", cluster.source)
     version_path = f"{base}.{wanted}.kubernetesVersion"
     if isinstance(block, ProvisionedClusterBlock):
         issues.extend(
