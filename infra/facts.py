@@ -231,7 +231,9 @@ class ClusterFacts:
     pools: tuple[PoolFacts, ...]  # the system pool first (when the cloud provisions one)
     dra_drivers: tuple[str, ...]
     supported_drivers: tuple[str, ...]
-    taints: tuple[NodeTaint, ...] = field(default=())  # cluster taints model deployments tolerate
+    # `clusters[].taints`: on every pool's nodes (`derive_cluster`), tolerated by model deployments
+    # and by every node agent the stack installs (`infra.serving.catalog.cluster_charts`).
+    taints: tuple[NodeTaint, ...] = field(default=())
     owner_gpu_operator: bool = False  # Existing only: the owner runs the GPU operator, the stack does not
     chart_mirror: ChartMirror | None = None  # `modelplane:chartMirror`: where the stack's charts come from
     preinstalled: tuple[str, ...] = ()  # Existing only: catalog components the cluster runs itself
@@ -324,6 +326,13 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
     pools: list[PoolFacts] = []
     if cluster.provisioned:
         pools.append(system_pool(cloud))
+    # The cluster's taints go on every pool it declares: a provisioned cloud puts them on the pool's
+    # nodes (each cloud's spelling of `PoolFacts.taints`); on Existing they say what the owner's pool
+    # nodes carry. Not on the system pool: the cloud's own add-ons run there (CoreDNS, metrics-server,
+    # konnectivity) and tolerate only their own taints (e.g. EKS's CoreDNS add-on tolerates
+    # `CriticalAddonsOnly` and the control-plane taint), so a tenant or drain taint there would leave
+    # the cluster without DNS.
+    cluster_taints = tuple(NodeTaint(t.key, t.value, str(t.effect)) for t in cluster.taints)
     for pool in cluster.node_pools:
         cls = classes[pool.class_name]
         drivers = claimed_drivers(cls)
@@ -356,7 +365,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 class_name=cls.name,
                 role=role,
                 labels=labels,
-                taints=tuple(taints),
+                taints=(*taints, *cluster_taints),
                 accelerator=accel,
                 vendor=vendor,
                 node_count=pool.node_count,
@@ -386,7 +395,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         pools=tuple(pools),
         dra_drivers=tuple(cluster_dra_drivers(fleet, cluster)),
         supported_drivers=cloud.supported_drivers,
-        taints=tuple(NodeTaint(t.key, t.value, str(t.effect)) for t in cluster.taints),
+        taints=cluster_taints,
         owner_gpu_operator=owner_operator,
         chart_mirror=fleet.chart_mirror,
         preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),

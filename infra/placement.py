@@ -66,6 +66,12 @@ class Toleration:
         return out
 
 
+def exact_tolerations(taints: Sequence[NodeTaint]) -> list[Toleration]:
+    """One toleration per taint that matches it and nothing else (key, value, effect): how the
+    stack's workloads tolerate a cluster's own taints (`ClusterFacts.taints`), never by wildcard."""
+    return [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
+
+
 def untolerated(tolerations: Sequence[Toleration], taints: Sequence[NodeTaint]) -> list[NodeTaint]:
     """The blocking taints no toleration matches; empty means the taints admit the pod."""
     return [t for t in taints if t.effect in BLOCKING_EFFECTS and not any(tol.tolerates(t) for tol in tolerations)]

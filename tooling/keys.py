@@ -262,11 +262,16 @@ KEYS: dict[tuple[str, str], Key] = {
         "nodePools: [{name: gpu, className: l4-gke, nodeCount: 1}]",
     ),
     ("InferenceCluster", "taints"): Key(
-        "Taints every node of the cluster carries; model deployments tolerate them.",
-        "deployments' tolerations",
-        "taints: [{key: dedicated, value: ml, effect: NoSchedule}]",
+        "Taints every node of the cluster's pools carries: a provisioned cloud puts them on each pool it "
+        "declares (not the `system` pool, where the cloud's own add-ons run); on Existing they say what "
+        "the owner's pool nodes carry. Model deployments and every node agent of the serving stack "
+        "tolerate each exactly. A pool's role taint keys (`nvidia.com/gpu`, `amd.com/gpu`, "
+        "`modelplane.ai/cpu`) and a repeated key and effect are refused.",
+        "each pool's taints (`infra/facts.py`, `derive_cluster`); deployments' and node agents' "
+        "tolerations (`infra/serving/catalog.py`, `cluster_charts`); `infra/checks/clusters.py` (`check_taints`)",
+        "taints: [{key: example.com/dedicated, value: ml, effect: NoSchedule}]",
     ),
-    ("Taint", "key"): Key("Taint key.", "as `taints`", "key: dedicated"),
+    ("Taint", "key"): Key("Taint key.", "as `taints`", "key: example.com/dedicated"),
     ("Taint", "value"): Key("Taint value.", "as `taints`", "value: ml"),
     ("Taint", "effect"): Key("Taint effect, in Kubernetes spelling.", "as `taints`", "effect: NoSchedule"),
     ("NodePool", "name"): Key(

@@ -15,6 +15,11 @@ from infra.config.model import (
 from infra.config.names import cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER
 from infra.profiles import CloudProfile
+from infra.vocabulary import CPU_TAINT_KEY, VENDOR_TAINT_KEY
+
+# The taint keys the program gives pools by role (`infra.facts.derive_cluster`): GPU pools their
+# vendor's, CPU pools `modelplane.ai/cpu`. The device stacks tolerate exactly these.
+POOL_ROLE_TAINT_KEYS = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
 
 # DRA (resource.k8s.io/v1) is GA and on by default from Kubernetes 1.34; every driver we install
 # (NVIDIA DRA 0.4, dra-driver-cpu, AMD's DRA mode) claims devices through it.
@@ -128,6 +133,41 @@ def check_region(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
             f"the region exists and the catalog does not list it yet, set {at}.uncataloguedRegion: true",
         )
     ]
+
+
+def check_taints(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """The cluster's taints can go onto its pools' nodes beside the role taints (`infra.facts`).
+
+    A node's taints are unique by key and effect: the API server refuses a node that repeats a
+    pair (k8s.io/kubernetes pkg/apis/core/validation/validation.go @ v1.36.0, `validateNodeTaints`:
+    "taints must be unique by key and effect pair"), so a repeat would leave the pool's nodes
+    unregistered. A role taint's key is the program's: a cluster taint with it would change what
+    the device stacks, scoped to those keys, tolerate.
+    """
+    issues: list[ConfigIssue] = []
+    seen: set[tuple[str, str]] = set()
+    for ti, taint in enumerate(cluster.taints):
+        where = f"{base}.taints[{ti}]"
+        if taint.key in POOL_ROLE_TAINT_KEYS:
+            issues.append(
+                ConfigIssue(
+                    f"{where}.key",
+                    f"{shown(taint.key)} is a taint key the program sets on pools by their role "
+                    f"({', '.join(POOL_ROLE_TAINT_KEYS)}); a cluster taint with it would clash with the pools' own",
+                    "use a key of your own, e.g. example.com/dedicated",
+                )
+            )
+        elif (taint.key, str(taint.effect)) in seen:
+            issues.append(
+                ConfigIssue(
+                    where,
+                    f"a second taint {shown(taint.key)} with effect {taint.effect}: a node's taints are unique by "
+                    "key and effect, and the API server refuses a node that repeats one",
+                    "keep one of the two, or give them different effects",
+                )
+            )
+        seen.add((taint.key, str(taint.effect)))
+    return issues
 
 
 def check_cloud_names(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:

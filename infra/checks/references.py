@@ -7,7 +7,13 @@ from collections.abc import Sequence
 
 from clouds import CLOUDS, PROVISIONED, cloud, profile
 from clouds.spec import Cloud
-from infra.checks.clusters import check_capacity_claims, check_cloud_names, check_owner_version, check_version
+from infra.checks.clusters import (
+    check_capacity_claims,
+    check_cloud_names,
+    check_owner_version,
+    check_taints,
+    check_version,
+)
 from infra.config.base import OwnerClusterBlock, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue, duplicates, fields_of, unique_names
 from infra.config.model import (
@@ -131,6 +137,7 @@ def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> li
     elif isinstance(block, OwnerClusterBlock):
         issues.extend(check_owner_version(fleet, cluster, version_path, block.kubernetes_version))
     issues.extend(check_cloud_names(base, cluster))
+    issues.extend(check_taints(base, cluster))
     return issues
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from clouds import PROFILES, SOURCES, profile
 from infra.facts import ClusterFacts
+from infra.placement import exact_tolerations
 from infra.serving.chart import Chart, NodeAgent
 from infra.serving.mirror import served_from
 from infra.serving.rows import AMD_OPERATOR_KEY, NFD_KEY, NVIDIA_OPERATOR_KEY, cloud_rows, common_rows
@@ -238,11 +239,17 @@ def supported_drivers(cloud: str) -> list[str]:
 
 def cluster_charts(facts: ClusterFacts) -> list[Chart]:
     """The components this cluster installs: its cloud's catalog joined with its claimed drivers
-    and less what the cluster already runs, each from where the stack's chart mirror serves it."""
+    and less what the cluster already runs, each from where the stack's chart mirror serves it.
+
+    Every node agent tolerates the cluster's own taints, which its pools' nodes carry
+    (`infra.facts.derive_cluster`): a driver or exporter that did not would leave the pools without
+    devices or metrics. The controllers need not: they run on the system pool, which carries none.
+    """
     joined = join_charts(
         CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator, facts.preinstalled, facts.features
     )
-    return [served_from(c, facts.chart_mirror) for c in joined]
+    own_taints = [t.as_json() for t in exact_tolerations(facts.taints)]
+    return [served_from(c, facts.chart_mirror).tolerating(own_taints) for c in joined]
 
 
 def chart_keys() -> set[str]:

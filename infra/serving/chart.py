@@ -12,7 +12,8 @@ is adding a row and its values. This module holds the row's shape, never a row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -151,3 +152,20 @@ class Chart:
     def node_agents(self) -> tuple[NodeAgent, ...]:
         """Its agents, each naming the release that runs it."""
         return tuple(replace(a, release=self.release) for a in self.agents)
+
+    def tolerating(self, extra: Sequence[Mapping[str, Any]]) -> Chart:
+        """The row with `extra` added to every node agent's tolerations: what its values set there,
+        or the chart's default where they set nothing (a list value replaces the chart's default
+        whole, so the default must be carried over). The catalog adds a cluster's own taints
+        this way (`infra.serving.catalog.cluster_charts`), on every cloud's rows alike."""
+        if not extra or not self.agents:
+            return self
+        values: dict[str, Any] = copy.deepcopy(dict(self.values))
+        for agent in self.agents:
+            *parents, leaf = agent.tolerations
+            at = values
+            for part in parents:
+                at = at.setdefault(part, {})
+            have = list(at.get(leaf, agent.default_tolerations))
+            at[leaf] = have + [dict(t) for t in extra if dict(t) not in have]
+        return replace(self, values=values)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from infra.config.model import ModelDeploymentSpec
 from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts
-from infra.placement import PodPlacement, Toleration
+from infra.placement import PodPlacement, Toleration, exact_tolerations
 from infra.serving.routes import GATEWAY_NAME, gateway_namespace
 
 # Every driver's node taint, tolerated by every engine (harmless where a taint is absent): the pool
@@ -21,8 +21,7 @@ DRIVER_TAINT_KEYS: tuple[str, ...] = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TA
 def engine_tolerations(cluster: ClusterFacts) -> list[Toleration]:
     """The per-driver toleration list, then one exact toleration per cluster taint."""
     out = [Toleration(key=k, operator="Exists", effect="NoSchedule") for k in DRIVER_TAINT_KEYS]
-    out += [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in cluster.taints]
-    return out
+    return out + exact_tolerations(cluster.taints)
 
 
 def pod_placement(spec: ModelDeploymentSpec, cluster: ClusterFacts) -> PodPlacement:

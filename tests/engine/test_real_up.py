@@ -17,6 +17,8 @@ import pytest
 from pulumi import automation as auto
 
 from components.features import multinode
+from infra.placement import UNPOOLED
+from infra.serving.catalog import release_values
 from infra.vocabulary import AMD_GPU_DRIVER, CPU_DRIVER, NVIDIA_GPU_DRIVER
 from tests.engine import charts as mirror
 from tests.engine.cluster import condition
@@ -25,6 +27,7 @@ from tests.engine.harness import assert_secrets_kept, mock_urns, urns
 from tests.engine.kube import Etcd
 from tests.engine.stackrun import Run
 from tests.tools import require
+from tooling.placement import audit
 
 # The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
 # created by the AMD operator from its DeviceConfig, and no operator really runs here.
@@ -137,6 +140,21 @@ def check_installed(run: Run) -> None:
     if "mp-node-feature-discovery" in releases:
         cpu_nodes = claiming_nodes(run, CPU_DRIVER)
         assert site.release_nodes("mp-node-feature-discovery") == set(site.node_pools()) - cpu_nodes
+    # Every node agent runs on each node of the pools the offline placement audit puts it on, and
+    # nowhere else; the pools' nodes carry the cluster's own taints (`clusters[].taints`), so an
+    # agent that did not tolerate them would leave its pools here, as on the owner's nodes.
+    nodes_of_pool: dict[str, set[str]] = {}
+    for node, pool in site.node_pools().items():
+        nodes_of_pool.setdefault(pool or UNPOOLED, set()).add(node)
+    for placed, landed in audit(run.facts, release_values(run.facts), []).workloads:
+        agent = placed.agent
+        if agent.release in releases:
+            want = {n for pool in landed for n in nodes_of_pool.get(pool, set())}
+            got = site.daemon_nodes(releases[agent.release].namespace, f"{agent.release}-{agent.workload}")
+            assert got == want, (agent.release, agent.workload)
+    # Nothing waits for a node it cannot have: every pod runs, and a hook Job's pod has finished.
+    for pod in site.pods():
+        assert (pod.phase == "Running" and pod.ready) or pod.phase == "Succeeded", pod
     # Each model's pods run on its pool's nodes, Ready, with their claims allocated on their own
     # node from the claimed driver's published devices, in the count (and capacity) asked.
     pools = site.node_pools()
