@@ -161,3 +161,20 @@ def test_a_number_written_with_words_around_it_gets_a_fix_that_says_to_write_it_
         "(got '5 requests'). Fix: write a plain number, without a unit, currency sign or thousands separator "
         f"(in {FILE})"
     )
+
+
+def test_a_gpu_memory_capacity_without_its_unit_is_refused_and_the_unit_plans_clean(tmp_path: Path) -> None:
+    """A device's `memory` capacity is bytes as the DRA drivers publish it; `196592` is 192 KiB of GPU."""
+    from tests.test_regions_and_names import assert_clean, only_error, plan_with
+
+    def memory(value: Any) -> Any:
+        def change(config: dict[str, Any]) -> None:
+            config["modelplane:classes"][1]["devices"][0]["capacity"]["memory"] = {"value": value}
+
+        return change
+
+    error = only_error(plan_with(tmp_path, "byo-mixed", memory(196592)))
+    assert error["path"] == "classes[1].devices[0].capacity"
+    assert "'196592' has no unit, so Kubernetes reads it as 196592 bytes" in error["message"]
+    assert "Fix: write the unit: memory: {value: 196592Mi}" in error["message"]
+    assert_clean(plan_with(tmp_path, "byo-mixed", memory("196592Mi")))

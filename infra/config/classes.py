@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from clouds import CLOUDS, PROVISIONED, cloud
-from infra.config.base import Accelerator, MachineBlock, Model
+from infra.config.base import Accelerator, MachineBlock, Model, unitless_bytes
 from infra.config.names import (
     DNS1123_SUBDOMAIN,
     DNS1123_SUBDOMAIN_MAX,
@@ -28,6 +28,7 @@ from infra.config.names import (
 )
 from infra.formats import parse_quantity
 from infra.machines import MachineType
+from infra.vocabulary import GPU_VENDORS
 
 
 class ClaimMode(StrEnum):
@@ -79,6 +80,15 @@ class Device(Model):
     count: Annotated[StrictInt, Field(ge=1, le=MAX_DEVICES_PER_NODE)] = 1
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
+
+    @field_validator("capacity", mode="after")
+    @classmethod
+    def _memory_has_a_unit(cls, v: dict[str, CapacityValue], info: ValidationInfo) -> dict[str, CapacityValue]:
+        # A GPU's `memory` capacity is a byte quantity as the GPU DRA drivers publish it (NVIDIA's
+        # and AMD's ResourceSlices say `memory: 80Gi`, `192Gi`), so a bare number is bytes too.
+        if "memory" in v and info.data.get("driver") in GPU_VENDORS:
+            unitless_bytes("memory", v["memory"].value, form="{key}: {{value: {value}}}")
+        return v
 
     @field_validator("device_class_name", mode="after")
     @classmethod

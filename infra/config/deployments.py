@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from infra.config.base import Model
+from infra.config.base import Model, unitless_bytes
 from infra.config.classes import CapacityValue
 from infra.config.names import (
     DNS1035_LABEL,
@@ -26,36 +26,7 @@ from infra.config.names import (
     DnsLabel,
     shown,
 )
-from infra.formats import QUANTITY_RE, parse_quantity
-
-# A Kubernetes quantity without a suffix is a count of bytes where it sizes memory or storage
-# (kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/): `memory: 24` asks
-# for 24 bytes, `size: "50"` for a 50-byte volume. Under 1 GiB such a bare number is almost
-# certainly a unit left out (no engine's memory, /dev/shm or model cache is a few thousand bytes),
-# so it is refused with the unit spelled out; a bare number of at least 1 GiB is a byte count
-# written on purpose (`25769803776`) and stands.
-_UNITLESS_FLOOR = 2**30
-
-
-def unitless_bytes(key: str, v: Any) -> None:
-    """Refuse a byte quantity written as a bare number under 1 GiB, naming the unit it lacks.
-
-    The fix spells the number with `Gi`, or `Mi` when it reads as mebibytes (1024 or more): `24`
-    becomes `24Gi`, `2048` becomes `2048Mi`.
-    """
-    text = str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-    m = QUANTITY_RE.match(text) if isinstance(text, str) else None
-    if m is None or m["suffix"] is not None or m["exp"] is not None:
-        return
-    size = parse_quantity(text)
-    if size is None or size <= 0 or size >= _UNITLESS_FLOOR:
-        return
-    unit = "Mi" if size >= 1024 else "Gi"
-    number = text.lstrip("+")
-    bytes_ = "byte" if size == 1 else "bytes"
-    raise ValueError(
-        f"{shown(v)} has no unit, so Kubernetes reads it as {number} {bytes_}; write the unit: {key}: {number}{unit}"
-    )
+from infra.formats import parse_quantity
 
 
 class DeploymentDevice(Model):
