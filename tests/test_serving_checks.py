@@ -285,10 +285,14 @@ def test_claim_cache_needs_a_storage_class_only_where_the_cloud_has_none(
         (
             "deployments[0].cache.storageClassName",
             "EKS cluster 'c' has no StorageClass this program provides",
-            "set storageClassName to a class the cluster has (install its CSI driver first), or use volume: NodeLocal",
+            "set storageClassName to a class the cluster has (install its CSI driver first), or use volume: "
+            "NodeLocal and remove size",
         )
     ]
     assert serving(raw_fleet(source, deployment(cache=cache))) == (expected if rejected else [])
+    if rejected:
+        # The fix as written: NodeLocal, and no claim key left for the next plan to stop on.
+        assert serving(raw_fleet(source, deployment(cache={"volume": "NodeLocal"}))) == []
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import (
     CacheVolume,
     Fleet,
+    ModelCache,
 )
 from infra.config.roles import claimed_drivers, role_of
 from infra.formats import parse_quantity
@@ -76,10 +77,7 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                 if dep.nodes == 1
                 else f"{pods} pods ({dep.peak_replicas} x {dep.nodes} nodes)"
             )
-            # A NodeLocal cache refuses the claim's keys (`infra.config.deployments.ModelCache`), so
-            # the fix drops them too, or the next plan stops on them.
-            keys = [k for k, v in (("size", cache.size), ("storageClassName", cache.storage_class_name)) if v]
-            drop = f" and remove {' and '.join(keys)}" if keys else ""
+            drop = _claim_keys_dropped(cache)
             issues.append(
                 ConfigIssue(
                     f"{dpath}.cache.volume",
@@ -100,13 +98,20 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                     f"{dpath}.cache.storageClassName",
                     f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
                     "set storageClassName to a class the cluster has (install its CSI driver first), "
-                    "or use volume: NodeLocal",
+                    f"or use volume: NodeLocal{_claim_keys_dropped(cache)}",
                 )
             )
         if cache is not None and cache.size is not None:
             issues += cache_size_issues(dpath, dep.args, cache.size)
     issues.extend(_check_services(fleet))
     return issues
+
+
+def _claim_keys_dropped(cache: ModelCache) -> str:
+    """What a fix that turns a cache NodeLocal must also say: a NodeLocal cache refuses the claim's
+    keys (`infra.config.deployments.ModelCache`), so they go too, or the next plan stops on them."""
+    keys = [k for k, v in (("size", cache.size), ("storageClassName", cache.storage_class_name)) if v]
+    return f" and remove {' and '.join(keys)}" if keys else ""
 
 
 def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
