@@ -16,7 +16,10 @@ Next to the releases it creates the few objects a chart cannot be trusted with:
   quota exists (https://cloud.google.com/kubernetes-engine/quotas#limitations_and_consumption);
 - where the profile says so (GKE), Google's COS driver installer when the NVIDIA stack is joined:
   GKE's own driver installation is off on DRA pools, and the GPU Operator leaves the driver to
-  Google's installer (NVIDIA GPU Operator docs, "Google GKE").
+  Google's installer (NVIDIA GPU Operator docs, "Google GKE");
+- the Grafana dashboards (`infra.serving.dashboards`), one ConfigMap each in kube-prometheus-stack's
+  namespace, when this stack installs kube-prometheus-stack: a cluster whose owner runs their own
+  (`existing.preinstalled`) gets none, since nothing says their Grafana reads our labels.
 
 It never asks for its cloud by name: it reads the cluster's profile.
 """
@@ -32,8 +35,10 @@ import pulumi_kubernetes as k8s
 
 from infra import tokens
 from infra.facts import ClusterFacts
+from infra.serving.autoscaling import PROMETHEUS_COMPONENT
 from infra.serving.catalog import cluster_charts, critical_pod_namespaces, install_order, needed_by_others
 from infra.serving.chart import Chart
+from infra.serving.dashboards import DASHBOARDS, dashboard_config_map
 from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY
 from infra.vocabulary import AMD_GPU_DRIVER, DEVICE_CLASS
 
@@ -174,8 +179,28 @@ class ServingStack(pulumi.ComponentResource):
                 **release_args(component, component.key in awaited),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
+        self.dashboards = self._dashboards(name, next((c for c in components if c.key == PROMETHEUS_COMPONENT), None))
         self.release_names = pulumi.Output.from_input([c.release for c in components])
         self.register_outputs(planned)
+
+    def _dashboards(self, name: str, prometheus: Chart | None) -> list[k8s.core.v1.ConfigMap]:
+        """The dashboards' ConfigMaps, after the release whose Grafana reads them (and whose
+        namespace they live in); none where this stack installs no kube-prometheus-stack."""
+        if prometheus is None:
+            return []
+        release = self.releases[prometheus.key]
+        maps = []
+        for dashboard in DASHBOARDS:
+            cm = dashboard_config_map(dashboard, prometheus.values, prometheus.namespace)
+            maps.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}-{dashboard.uid}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(**cm["metadata"]),
+                    data=cm["data"],
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+                )
+            )
+        return maps
 
     def _critical_pod_quotas(self, name: str, namespaces: list[str]) -> Mapping[str, k8s.core.v1.ResourceQuota]:
         """The critical-pods quota in each namespace, with the namespace it lives in."""

@@ -185,7 +185,8 @@ def test_cpu_deployment_objects_validate_on_existing() -> None:
         ],
     }
     kinds = assert_valid(run_fleet(raw), {"lab": EXISTING_MINIMUM})
-    assert sorted(kinds) == ["Deployment", "ResourceClaimTemplate", "Service"]
+    # Beside the deployment's objects, the serving stack's two dashboards (tests/test_dashboards.py).
+    assert sorted(kinds) == ["ConfigMap", "ConfigMap", "Deployment", "ResourceClaimTemplate", "Service"]
 
 
 def test_strict_validation_rejects_an_unknown_field() -> None:

@@ -171,7 +171,8 @@ def test_the_group_objects_match_the_lws_crd_and_the_kubernetes_schemas(group: M
     from tests.test_k8s_schema import assert_valid
 
     kinds = assert_valid(group, {"lab": "1.36"})
-    assert sorted(kinds) == ["LeaderWorkerSet", "ResourceClaimTemplate", "Service"]
+    # Beside the group's objects, the serving stack's two dashboards (tests/test_dashboards.py).
+    assert sorted(kinds) == ["ConfigMap", "ConfigMap", "LeaderWorkerSet", "ResourceClaimTemplate", "Service"]
 
 
 def test_each_group_gets_a_headless_service_of_its_own_not_the_name_of_the_deployments_service(

@@ -95,11 +95,49 @@ def cert_manager(cloud: str) -> Values:
     return {"crds": {"enabled": True}}
 
 
+# Grafana's dashboard sidecar (kube-prometheus-stack 84.4.0 bundles the grafana chart 12.3.0 from
+# grafana-community/helm-charts, Chart.yaml `dependencies`). The sidecar turns every ConfigMap that
+# carries this label and value, in the namespaces it searches, into a dashboard; the serving stack's
+# own dashboards (`infra.serving.dashboards`) are ConfigMaps labelled from these values.
+# - label and value: kube-prometheus-stack's defaults (values.yaml `grafana.sidecar.dashboards.label`
+#   and `labelValue` @ kube-prometheus-stack-84.4.0), which its own default dashboards carry too
+#   (templates/grafana/dashboards-1.14/*.yaml);
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+GRAFANA_DASHBOARD_LABEL_VALUE = "1"
+# - every namespace, kube-prometheus-stack's default (`searchNamespace: ALL`, same file): a team can
+#   ship a dashboard from its own namespace; ours live in the stack's namespace;
+GRAFANA_DASHBOARD_NAMESPACES = "ALL"
+# - a ConfigMap's folder: the sidecar files a dashboard under the folder this annotation names
+#   (charts/grafana/values.yaml `sidecar.dashboards.folderAnnotation` @ grafana-12.3.0, off by
+#   default), and Grafana turns those directories into folders only with `foldersFromFilesStructure`
+#   (same file, `sidecar.dashboards.provider`). Dashboards without it, such as the chart's own,
+#   stay in Grafana's General folder.
+GRAFANA_FOLDER_ANNOTATION = "grafana_folder"
+
+
 def kube_prometheus_stack(cloud: str) -> Values:
     return {
-        # Dashboards and alert routing belong to the platform's own tooling; this Prometheus only
-        # feeds the telemetry collector and autoscaling.
-        "grafana": {"enabled": False},
+        # Grafana shows the serving stack's dashboards (`infra.serving.dashboards`). It is on by
+        # default (values.yaml `grafana.enabled: true` @ kube-prometheus-stack-84.4.0); said here
+        # because the dashboards' ConfigMaps rely on it. No `adminPassword`: left unset, the grafana
+        # chart generates a random 40-character one into the Secret `<release>-grafana` and keeps it
+        # on upgrade (charts/grafana/templates/secret.yaml and _helpers.tpl `grafana.password`, a
+        # `lookup` of the existing Secret, @ grafana-12.3.0); read it from that Secret's
+        # `admin-password`. kube-prometheus-stack's own dashboards stay on (`defaultDashboardsEnabled`,
+        # default true): they chart the nodes, pods and Prometheus this release already scrapes.
+        "grafana": {
+            "enabled": True,
+            "sidecar": {
+                "dashboards": {
+                    "label": GRAFANA_DASHBOARD_LABEL,
+                    "labelValue": GRAFANA_DASHBOARD_LABEL_VALUE,
+                    "searchNamespace": GRAFANA_DASHBOARD_NAMESPACES,
+                    "folderAnnotation": GRAFANA_FOLDER_ANNOTATION,
+                    "provider": {"foldersFromFilesStructure": True},
+                }
+            },
+        },
+        # Alert routing belongs to the platform's own tooling.
         "alertmanager": {"enabled": False},
         "prometheus": {
             "prometheusSpec": {
