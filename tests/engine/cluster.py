@@ -6,7 +6,9 @@ places pods by taints, selectors and affinity, and allocates their ResourceClaim
 ResourceSlices (DRA's allocator runs in the scheduler), and a deleted namespace is emptied.
 
 Simulated: the kubelets, by KWOK v0.8.0 (`sigs.k8s.io/kwok`), whose stages (its module's
-`kustomize/stage/`) mark nodes Ready and pods Running and Ready, and complete Job pods; and the
+`kustomize/stage/`) mark nodes Ready and pods Running and Ready, and complete Job pods, giving each
+Running pod an address from its node's pod CIDR (`PodNetwork`), which a process of this machine
+serves at its loopback twin (`loopback`; the model servers: `servers.py`); and the
 hardware: `DevicePublisher` writes each node's ResourceSlices as the DRA driver of its devices
 publishes them (see `devices.py`), and each node carries the labels node discovery would put on it
 (`infra.placement.nodes_of`). No container runs, so an operator's own operands (the DaemonSets
@@ -23,7 +25,10 @@ cannot count a group (`Lws` says where).
 from __future__ import annotations
 
 import base64
+import hashlib
+import ipaddress
 import json
+import socket
 import ssl
 import subprocess
 import time
@@ -53,6 +58,72 @@ KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # their lifecycle (pending, ready, complete, delete).
 KWOK_STAGES = ("node/fast", "pod/fast")
 
+# Pod addresses. KWOK's pod stage gives a Running pod `PodIPsWith` (kustomize/stage/pod/fast/
+# pod-ready.yaml line 80 at v0.8.0), which takes a free address of the pod's node's
+# `spec.podCIDRs`, else its `spec.podCIDR`, else of KWOK's `--cidr` (`funcPodIPsWith`,
+# pkg/kwok/controllers/pod_controller.go lines 797-802; its pool hands out the CIDR's address
+# + 1, + 2, ... and reuses a deleted pod's, `ipPool` in utils.go). Each cluster takes a /20 of
+# 10.16.0.0/12 (256 clusters), each of its nodes a /24 of that: apart from the Services' range
+# (10.96.0.0/16, kube.py) and KWOK's node address.
+#
+# The pods' addresses cannot be on loopback themselves: the API server refuses an EndpointSlice
+# holding a loopback address (`ValidateEndpointIP`, pkg/apis/core/validation/validation.go line
+# 8433 at v1.36.0, called for every IPv4 endpoint by pkg/apis/discovery/validation/validation.go
+# line 123), so a Service over such pods would have no endpoints. A process here serves a pod at
+# its loopback twin instead (`loopback`: 10.a.b.c -> 127.a.b.c), which Linux routes to the
+# loopback interface like all of 127.0.0.0/8, never to another machine; 127.0.0.1, where the API
+# server, etcd and the chart mirror listen, is no pod's twin.
+POD_NETWORKS = ipaddress.ip_network("10.16.0.0/12")
+CLUSTER_PREFIX = 20
+NODE_PREFIX = 24
+# The port a cluster holds on its /20's first address's twin while it runs, so that clusters
+# started at once on this machine (tests in several processes) never share a /20: a second bind
+# fails. KWOK never hands that address to a pod (its pools start at + 1).
+CLAIM_PORT = 41051
+
+
+def loopback(pod_ip: str) -> str:
+    """Where a process of this machine serves the pod at `pod_ip` (10.a.b.c): 127.a.b.c."""
+    if ipaddress.ip_address(pod_ip) not in POD_NETWORKS:
+        raise ValueError(f"{pod_ip} is not a local cluster's pod address ({POD_NETWORKS})")
+    return "127." + pod_ip.split(".", 1)[1]
+
+
+@dataclass
+class PodNetwork:
+    """The /20 of 10.16.0.0/12 one cluster's nodes take their pod CIDRs from, held by a listening
+    socket on its first address's loopback twin until `release`."""
+
+    network: ipaddress.IPv4Network
+    claim: socket.socket
+
+    @classmethod
+    def claim_one(cls, seed: str) -> PodNetwork:
+        """The first free /20 from one `seed` picks (the cluster's etcd prefix, unique per cluster)."""
+        blocks = list(POD_NETWORKS.subnets(new_prefix=CLUSTER_PREFIX))
+        start = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:4], "big")
+        for i in range(len(blocks)):
+            block = blocks[(start + i) % len(blocks)]
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind((loopback(str(block.network_address)), CLAIM_PORT))
+                sock.listen(1)
+            except OSError:
+                sock.close()
+                continue
+            return cls(block, sock)
+        raise RuntimeError(f"every /{CLUSTER_PREFIX} of {POD_NETWORKS} is held by a running local cluster")
+
+    def node_cidrs(self, count: int) -> list[str]:
+        """A /24 per node, in order."""
+        subnets = list(self.network.subnets(new_prefix=NODE_PREFIX))
+        if count > len(subnets):
+            raise RuntimeError(f"a local cluster has at most {len(subnets)} nodes ({count} asked)")
+        return [str(s) for s in subnets[:count]]
+
+    def release(self) -> None:
+        self.claim.close()
+
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -66,7 +137,8 @@ class NodeSpec:
     memory: str = "256Gi"
     slices: tuple[Mapping[str, Any], ...] = ()
 
-    def node(self) -> dict[str, Any]:
+    def node(self, pod_cidr: str | None = None) -> dict[str, Any]:
+        """The Node object; `pod_cidr`, immutable once set, is where KWOK takes its pods' addresses."""
         allocatable = {"cpu": str(self.cpu), "memory": self.memory, "pods": "110", "ephemeral-storage": "1Ti"}
         return {
             "apiVersion": "v1",
@@ -76,7 +148,10 @@ class NodeSpec:
                 "labels": {"kubernetes.io/hostname": self.name, "type": "kwok", **self.labels},
                 "annotations": {KWOK_ANNOTATION: "fake"},
             },
-            "spec": {"taints": [dict(t) for t in self.taints]},
+            "spec": {
+                "taints": [dict(t) for t in self.taints],
+                **({"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]} if pod_cidr else {}),
+            },
             "status": {
                 "capacity": allocatable,
                 "allocatable": allocatable,
@@ -117,12 +192,18 @@ class LocalCluster:
     folder: Path
     server: ApiServer
     nodes: list[NodeSpec]
+    pod_network: PodNetwork
     pids: list[int] = field(default_factory=list)
 
     @classmethod
     def start(cls, folder: Path, etcd_url: str, prefix: str, nodes: Sequence[NodeSpec]) -> LocalCluster:
-        server = ApiServer.start(folder / "apiserver", etcd_url, prefix, (PRIVILEGED,), crds=False)
-        cluster = cls(folder, server, list(nodes))
+        pod_network = PodNetwork.claim_one(prefix)
+        try:
+            server = ApiServer.start(folder / "apiserver", etcd_url, prefix, (PRIVILEGED,), crds=False)
+        except BaseException:
+            pod_network.release()
+            raise
+        cluster = cls(folder, server, list(nodes), pod_network)
         try:
             config = folder / "kubeconfig"
             config.write_text(kubeconfig(server))
@@ -150,8 +231,8 @@ class LocalCluster:
                 *[f"--config={f}" for f in stage_files()],
             )
             cluster._start_lws(config)
-            for node in nodes:
-                server.create(node.node())
+            for node, cidr in zip(nodes, pod_network.node_cidrs(len(nodes)), strict=True):
+                server.create(node.node(cidr))
                 for piece in node.slices:
                     server.create(dict(piece))
             cluster.wait_ready()
@@ -200,10 +281,15 @@ class LocalCluster:
     def kubeconfig(self) -> str:
         return kubeconfig(self.server)
 
+    def pod_cidrs(self) -> dict[str, str]:
+        """Each node's pod CIDR, as the cluster has it: node name -> CIDR."""
+        return {n["metadata"]["name"]: n["spec"].get("podCIDR", "") for n in self.list("v1", "Node")}
+
     def stop(self) -> None:
         for pid in reversed(self.pids):
             stop(pid)
         self.server.stop()
+        self.pod_network.release()
 
 
 # Where the lws chart installs (infra/serving/rows.py); its webhook configurations name it.

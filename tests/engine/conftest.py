@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.engine import charts as mirror
 from tests.engine.harness import Engine
 from tests.engine.kube import Etcd, ServerPool
+from tests.engine.stackrun import Run
 from tests.tools import require
 
 
@@ -45,3 +48,40 @@ def kube(tmp_path: Path, etcd: Etcd) -> Iterator[ServerPool]:
 @pytest.fixture
 def engine(tmp_path: Path, cli: Path, kube: ServerPool) -> Engine:
     return Engine(tmp_path, cli, kube)
+
+
+# The cluster tier (test_real_up.py, test_data_plane.py): committed stacks on local clusters.
+
+
+@pytest.fixture(scope="module")
+def real_tools() -> Path:
+    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "lws"):
+        require(name, "the cluster tier")
+    require("pulumi-resource-kubernetes", "the cluster tier")
+    return require("pulumi", "the cluster tier").parent.parent
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterator[Etcd]:
+    etcd = Etcd.start(tmp_path_factory.mktemp("etcd"))
+    yield etcd
+    etcd.stop()
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with mirror.served_charts(tmp_path_factory.mktemp("charts")) as url:
+        yield url
+
+
+@pytest.fixture
+def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
+    started: list[Run] = []
+
+    def start(stack: str) -> Run:
+        started.append(Run(tmp_path, real_tools, store, charts, stack))
+        return started[-1]
+
+    yield start
+    for r in started:
+        r.stop()

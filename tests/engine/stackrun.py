@@ -3,7 +3,8 @@
 The cluster tier's tests (test_real_up.py) and `make demo` (demo.py) run stacks this one way: the
 stack's Existing cluster started as a `LocalCluster` whose nodes are its pools', the stack's
 charts taken from a mirror (`modelplane:chartMirror`), its kubeconfig set as the secret its
-cluster names, and the real CLI, pack and `pulumi-resource-kubernetes` (`Engine.real`).
+cluster names, and the real CLI, pack and `pulumi-resource-kubernetes` (`Engine.real`). The
+cluster's model pods are served by simulated engines at their addresses (servers.py) until `stop`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.engine.cluster import LocalCluster
 from tests.engine.devices import cluster_nodes, stack_clusters
 from tests.engine.harness import Engine
 from tests.engine.kube import Etcd
+from tests.engine.servers import ModelServers
 from tests.engine.site import Site
 from tooling.plan import plan_stack
 
@@ -37,6 +39,11 @@ class Run:
         self.cluster = LocalCluster.start(
             base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts)
         )
+        try:
+            self.servers = ModelServers(self.cluster, base / "servers").start()
+        except BaseException:
+            self.cluster.stop()
+            raise
         self.site = Site(self.cluster)
         config = self.engine.config(stack)
         config.update(mirror.mirror_config(charts))
@@ -77,4 +84,5 @@ class Run:
         self.engine.write_config(self.name, config)
 
     def stop(self) -> None:
+        self.servers.stop()
         self.cluster.stop()

@@ -9,7 +9,6 @@ as a Helm repository on 127.0.0.1 (`modelplane:chartMirror`). Every assertion re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,7 @@ from tests.engine import charts as mirror
 from tests.engine.cluster import condition
 from tests.engine.devices import SIMULATED
 from tests.engine.harness import assert_secrets_kept, mock_urns, urns
-from tests.engine.kube import Etcd
 from tests.engine.stackrun import Run
-from tests.tools import require
 from tooling.placement import audit
 
 # The release whose DaemonSet is each driver's kubelet plugin. The AMD DRA driver's DaemonSet is
@@ -36,40 +33,6 @@ LWS_API = multinode.API_VERSION
 # The label LWS's pod webhook gives every pod of a group with the group's index
 # (`GroupIndexLabelKey`, api/leaderworkerset/v1/leaderworkerset_types.go at v0.8.0).
 GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
-
-
-@pytest.fixture(scope="module")
-def real_tools() -> Path:
-    for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok", "lws"):
-        require(name, "the cluster tier")
-    require("pulumi-resource-kubernetes", "the cluster tier")
-    return require("pulumi", "the cluster tier").parent.parent
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterator[Etcd]:
-    etcd = Etcd.start(tmp_path_factory.mktemp("etcd"))
-    yield etcd
-    etcd.stop()
-
-
-@pytest.fixture(scope="module")
-def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with mirror.served_charts(tmp_path_factory.mktemp("charts")) as url:
-        yield url
-
-
-@pytest.fixture
-def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
-    started: list[Run] = []
-
-    def start(stack: str) -> Run:
-        started.append(Run(tmp_path, real_tools, store, charts, stack))
-        return started[-1]
-
-    yield start
-    for r in started:
-        r.stop()
 
 
 def claiming_nodes(run: Run, driver: str) -> set[str]:
