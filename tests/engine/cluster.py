@@ -8,7 +8,8 @@ ResourceSlices (DRA's allocator runs in the scheduler), and a deleted namespace 
 Simulated: the kubelets, by KWOK v0.8.0 (`sigs.k8s.io/kwok`), whose stages (its module's
 `kustomize/stage/`) mark nodes Ready and pods Running and Ready, and complete Job pods, giving each
 Running pod an address from its node's pod CIDR (`PodNetwork`), which a process of this machine
-serves at its loopback twin (`loopback`; the model servers: `servers.py`); and the
+listens on (the pod network is local to this machine: `PodNetwork`; the model servers:
+`servers.py`, other programs: `podproc.py`); and the
 hardware: `DevicePublisher` writes each node's ResourceSlices as the DRA driver of its devices
 publishes them (see `devices.py`), and each node carries the labels node discovery would put on it
 (`infra.placement.nodes_of`). No container runs, so an operator's own operands (the DaemonSets
@@ -66,33 +67,39 @@ KWOK_STAGES = ("node/fast", "pod/fast")
 # 10.16.0.0/12 (256 clusters), each of its nodes a /24 of that: apart from the Services' range
 # (10.96.0.0/16, kube.py) and KWOK's node address.
 #
-# The pods' addresses cannot be on loopback themselves: the API server refuses an EndpointSlice
-# holding a loopback address (`ValidateEndpointIP`, pkg/apis/core/validation/validation.go line
+# The pods' addresses cannot be on loopback (127.0.0.0/8): the API server refuses an
+# EndpointSlice holding one (`ValidateEndpointIP`, pkg/apis/core/validation/validation.go line
 # 8433 at v1.36.0, called for every IPv4 endpoint by pkg/apis/discovery/validation/validation.go
-# line 123), so a Service over such pods would have no endpoints. A process here serves a pod at
-# its loopback twin instead (`loopback`: 10.a.b.c -> 127.a.b.c), which Linux routes to the
-# loopback interface like all of 127.0.0.0/8, never to another machine; 127.0.0.1, where the API
-# server, etcd and the chart mirror listen, is no pod's twin.
+# line 123), so a Service over such pods would have no endpoints. The pod network is made local
+# to this machine instead: a `local` route for it on the loopback device (`ip route replace local
+# 10.16.0.0/12 dev lo`, ip-route(8): "local - the destinations are assigned to this host"), so a
+# process can listen on any pod address and reach it, as on a node, and nothing of the range
+# leaves the machine. Prometheus then scrapes the addresses Kubernetes gives the pods, unchanged.
 POD_NETWORKS = ipaddress.ip_network("10.16.0.0/12")
 CLUSTER_PREFIX = 20
 NODE_PREFIX = 24
-# The port a cluster holds on its /20's first address's twin while it runs, so that clusters
+# The port a cluster holds on its /20's first address while it runs, so that clusters
 # started at once on this machine (tests in several processes) never share a /20: a second bind
 # fails. KWOK never hands that address to a pod (its pools start at + 1).
 CLAIM_PORT = 41051
 
 
-def loopback(pod_ip: str) -> str:
-    """Where a process of this machine serves the pod at `pod_ip` (10.a.b.c): 127.a.b.c."""
-    if ipaddress.ip_address(pod_ip) not in POD_NETWORKS:
-        raise ValueError(f"{pod_ip} is not a local cluster's pod address ({POD_NETWORKS})")
-    return "127." + pod_ip.split(".", 1)[1]
+def make_pod_network_local() -> None:
+    """The `local` route that lets processes here listen on pod addresses (idempotent: `replace`)."""
+    done = subprocess.run(
+        ["ip", "route", "replace", "local", str(POD_NETWORKS), "dev", "lo"], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"the local cluster needs the pod network {POD_NETWORKS} routed to this machine's loopback "
+            f"device (`ip route replace local {POD_NETWORKS} dev lo`, as root): {done.stderr.strip()}"
+        )
 
 
 @dataclass
 class PodNetwork:
     """The /20 of 10.16.0.0/12 one cluster's nodes take their pod CIDRs from, held by a listening
-    socket on its first address's loopback twin until `release`."""
+    socket on its first address until `release`."""
 
     network: ipaddress.IPv4Network
     claim: socket.socket
@@ -100,13 +107,14 @@ class PodNetwork:
     @classmethod
     def claim_one(cls, seed: str) -> PodNetwork:
         """The first free /20 from one `seed` picks (the cluster's etcd prefix, unique per cluster)."""
+        make_pod_network_local()
         blocks = list(POD_NETWORKS.subnets(new_prefix=CLUSTER_PREFIX))
         start = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:4], "big")
         for i in range(len(blocks)):
             block = blocks[(start + i) % len(blocks)]
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                sock.bind((loopback(str(block.network_address)), CLAIM_PORT))
+                sock.bind((str(block.network_address), CLAIM_PORT))
                 sock.listen(1)
             except OSError:
                 sock.close()

@@ -6,8 +6,7 @@ deleted; KWOK only writes the pod's status. `ModelServers` polls the API server 
 model deployments (those with `infra.vocabulary.DEPLOYMENT_LABEL`) and keeps one process per pod
 whose engine container names the engine's port (`components.model_deployment.ENGINE_PORT_NAME`;
 a headless worker of a multi-node group names none and serves no HTTP), listening on the pod's
-address's loopback twin (`cluster.loopback`: the pod's own address is not on this machine) and
-that port, with the container's args. A pod being deleted has gone: its engine would
+address (local to this machine: `cluster.PodNetwork`) and that port, with the container's args. A pod being deleted has gone: its engine would
 have had SIGTERM. It is not a kubelet: no probe, no restart, no container other than the engine.
 """
 
@@ -23,7 +22,7 @@ from typing import Any
 
 from components.model_deployment import ENGINE_PORT_NAME
 from infra.vocabulary import DEPLOYMENT_LABEL
-from tests.engine.cluster import LocalCluster, loopback
+from tests.engine.cluster import LocalCluster
 from tests.engine.kube import ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +41,8 @@ class Served:
 
     @property
     def address(self) -> str:
-        """Where its server listens: the pod address's loopback twin."""
-        return loopback(self.ip)
+        """Where its server listens: the pod's address."""
+        return self.ip
 
     @property
     def url(self) -> str:

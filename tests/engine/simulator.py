@@ -2,7 +2,7 @@
 
 It stands in for vLLM 0.23.0 (the image `vllm/vllm-openai:v0.23.0` that infra/serving pins) the
 way KWOK stands in for kubelets: the serving stack's probes, scrapes and requests reach a process
-at the pod's address (its loopback twin, cluster.py `loopback`) and port (`servers.py` starts one
+at the pod's address (local to this machine, cluster.py `PodNetwork`) and port (`servers.py` starts one
 per Running pod), and what it answers follows the load it is given. Sources, all in PyPI's vllm-0.23.0 sdist:
 
 - `GET /health`: 200 with an empty body (vllm/entrypoints/serve/instrumentator/health.py).

@@ -1,6 +1,6 @@
 """Model servers at pod addresses: after `up` of a committed stack on the local cluster, each model pod
-has an address from its node's pod CIDR and a simulated vLLM answers at that address's loopback
-twin (cluster.py `loopback`, servers.py, simulator.py), its queue follows the load, and it stops
+has an address from its node's pod CIDR and a simulated vLLM answers at that address (cluster.py
+`PodNetwork`, servers.py, simulator.py), its queue follows the load, and it stops
 when its pod goes. Read from the cluster and from the servers, as Prometheus and the gateway would.
 """
 
@@ -14,7 +14,7 @@ import urllib.request
 from typing import Any
 
 from infra.vocabulary import DEPLOYMENT_LABEL
-from tests.engine.cluster import loopback, wait_for
+from tests.engine.cluster import wait_for
 from tests.engine.stackrun import Run
 from tests.metrics_text import parse
 
@@ -77,7 +77,7 @@ def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with
     recipe.edit_deployment(dep["name"], args=[*dep["args"], "--max-num-seqs", str(MAX_NUM_SEQS)])
     recipe.up()
 
-    # The pod has an address of its node's pod CIDR, and its engine answers at its loopback twin.
+    # The pod has an address of its node's pod CIDR, and its engine answers there.
     cidrs = recipe.cluster.pod_cidrs()
     (pod,) = model_pods(recipe, dep["name"])
     ip = ipaddress.ip_address(pod["status"]["podIP"])
@@ -86,7 +86,7 @@ def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with
     assert len(set(cidrs.values())) == len(cidrs)
     # The deployment's Service has the pod as its endpoint (a loopback address would be refused).
     assert recipe.site.endpoints(dep["namespace"], dep["name"]) == {pod["metadata"]["name"]}
-    url = f"http://{loopback(str(ip))}:{dep['port']}"
+    url = f"http://{ip}:{dep['port']}"
     wait_for(f"{url}/health answering", lambda: answers(url + "/health"), timeout=60, every=0.5)
     families = parse(get(url + "/metrics")[1])
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"):
