@@ -16,10 +16,16 @@
 #   lws             the LeaderWorkerSet controller manager that cluster runs (sigs.k8s.io/lws)
 #   pulumi-resource-kubernetes
 #                   the real pulumi-kubernetes provider the cluster tier runs the program with
+#   prometheus-operator
+#                   the operator that turns PodMonitors and ServiceMonitors into Prometheus's
+#                   scrape configuration
+#   prometheus      the Prometheus that scrapes the model servers, with Kubernetes service discovery only
+#   keda, keda-adapter
+#                   KEDA's operator (ScaledObjects into HPAs) and its metrics API server
 #
 # Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/, lws/,
-# kubernetes/) whose go.mod and go.sum
-# pin the release, into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
+# kubernetes/, prometheus-operator/, prometheus/, keda/) whose go.mod and go.sum pin the release,
+# into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
 #
 # A `pulumi` already on the PATH is used when its version is at least PULUMI_VERSION. The Python
@@ -49,6 +55,15 @@ LWS_VERSION=0.8.0
 K8S_PROVIDER_VERSION=4.25.0
 K8S_PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
 K8S_PROVIDER_PSEUDO=v4.0.0-20260115033456-f47bc2d6f199
+# engine/prometheus-operator/go.mod: kube-prometheus-stack 84.4.0's operator (its Chart.yaml appVersion).
+PROMETHEUS_OPERATOR_VERSION=0.90.1
+# engine/prometheus/go.mod: module v0.311.3 is Prometheus v3.11.3, the image tag kube-prometheus-stack
+# 84.4.0 pins (values.yaml, prometheus.prometheusSpec.image.tag).
+PROMETHEUS_VERSION=3.11.3
+# engine/keda/go.mod: the release of the `keda` chart autoscaled stacks install (infra/serving/rows.py).
+KEDA_VERSION=2.20.2
+# The commit tag v2.20.2 names in kedacore/keda, which KEDA's Makefile stamps as GIT_COMMIT.
+KEDA_COMMIT=68a5b5028f35b22d50597c69819ab32c4e92f21a
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELPLANE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelplane-infra}
@@ -59,6 +74,7 @@ if [ "${1:-}" = "--locate" ]; then
   shift
 fi
 tool=${1:-pulumi}
+cgo= tags=
 
 case "$tool" in
   pulumi)
@@ -98,8 +114,38 @@ case "$tool" in
     # What the provider's Makefile sets (VERSION_PATH in pulumi/pulumi-kubernetes's Makefile).
     ldflags="-X $K8S_PROVIDER_MODULE/pkg/version.Version=$K8S_PROVIDER_VERSION"
     ;;
+  prometheus-operator)
+    version=$PROMETHEUS_OPERATOR_VERSION module=prometheus-operator minutes=4 cgo=0
+    package=github.com/prometheus-operator/prometheus-operator/cmd/operator
+    # Its Makefile's GO_BUILD_RECIPE: CGO_ENABLED=0, the release from its VERSION file stamped into
+    # prometheus/common's version package (GO_BUILD_LDFLAGS), which --short-version prints.
+    ldflags="-X github.com/prometheus/common/version.Version=$PROMETHEUS_OPERATOR_VERSION"
+    ;;
+  prometheus)
+    version=$PROMETHEUS_VERSION module=prometheus package=github.com/prometheus/prometheus/cmd/prometheus
+    minutes=8 cgo=0
+    # .promu.yml's build tags are netgo and builtinassets; we keep netgo and drop builtinassets,
+    # which embeds the web UI from a file only `make assets` (npm) writes (web/ui/assets_embed.go).
+    # Without it the UI is read from ./web/ui/static at run time and is absent; the HTTP API, which
+    # is what the tests read, is all there. remove_all_sd with enable_kubernetes_sd keeps only the
+    # Kubernetes service discovery prometheus-operator writes for PodMonitors and ServiceMonitors,
+    # plus the file and HTTP ones that are always built (README.md at v0.311.3, "Service discovery
+    # plugins"; the build constraints of plugins/plugin_*.go and plugins/minimum.go).
+    tags=netgo,remove_all_sd,enable_kubernetes_sd
+    # .promu.yml's ldflags stamp the release from its VERSION file; --version prints it.
+    ldflags="-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION"
+    ;;
+  keda | keda-adapter)
+    version=$KEDA_VERSION module=keda minutes=10 cgo=0
+    # KEDA's Makefile: bin/keda from cmd/operator, bin/keda-adapter from cmd/adapter, CGO_ENABLED=0,
+    # and GO_LDFLAGS stamping VERSION (the tag without its v, release-build.yml) and GIT_COMMIT.
+    package=github.com/kedacore/keda/v2/cmd/operator
+    if [ "$tool" = keda-adapter ]; then package=github.com/kedacore/keda/v2/cmd/adapter; fi
+    ldflags="-X github.com/kedacore/keda/v2/version.Version=$KEDA_VERSION"
+    ldflags+=" -X github.com/kedacore/keda/v2/version.GitCommit=$KEDA_COMMIT"
+    ;;
   *)
-    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws or pulumi-resource-kubernetes)" >&2
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda or keda-adapter)" >&2
     exit 2
     ;;
 esac
@@ -133,6 +179,12 @@ built() {
     lws) said=$("$bin" --version 2>/dev/null) && [ "$(head -n 1 <<<"$said")" = "Version: v$LWS_VERSION" ] ;;
     # The provider has no version flag; the build stamps the module version it was built from.
     pulumi-resource-kubernetes) [ "$(cat "$bin.version" 2>/dev/null)" = "$K8S_PROVIDER_PSEUDO" ] ;;
+    prometheus-operator) said=$("$bin" --short-version 2>/dev/null) && [ "$said" = "$PROMETHEUS_OPERATOR_VERSION" ] ;;
+    # "prometheus, version 3.11.3 (branch: , revision: unknown)": no revision is stamped.
+    prometheus) said=$("$bin" --version 2>/dev/null) && said=$(head -n 1 <<<"$said") && [ "${said%% (*}" = "prometheus, version $PROMETHEUS_VERSION" ] ;;
+    # KEDA's binaries print their version only once connected to a cluster; the build stamps the
+    # KEDA module version the binary's own build information names (`go version -m`).
+    keda | keda-adapter) [ "$(cat "$bin.version" 2>/dev/null)" = "v$KEDA_VERSION" ] ;;
   esac
 }
 
@@ -173,8 +225,14 @@ else
   (
     cd "$here/$module"
     # -mod=readonly: the module graph is the committed go.mod/go.sum, never re-resolved here.
-    go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$root/bin/$tool.tmp" "$package"
+    env ${cgo:+CGO_ENABLED=$cgo} go build -mod=readonly -trimpath ${tags:+-tags "$tags"} -ldflags "-s -w $ldflags" \
+      -o "$root/bin/$tool.tmp" "$package"
   )
+  if [ "$module" = keda ]; then
+    # The build information names the module of the main package on its `mod` line.
+    go version -m "$root/bin/$tool.tmp" | awk '$1 == "mod" && $2 == "github.com/kedacore/keda/v2" { print $3 }' \
+      >"$root/bin/$tool.version"
+  fi
 fi
 mv "$root/bin/$tool.tmp" "$root/bin/$tool"
 echo "engine/build.sh: built $tool in $((SECONDS - start)) s" >&2

@@ -41,12 +41,25 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     assert done.returncode == 2
     assert (
         "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
-        "kwok, lws or pulumi-resource-kubernetes)" in done.stderr
+        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda or keda-adapter)" in done.stderr
     )
 
 
 @pytest.mark.parametrize(
-    "name", ["kube-apiserver", "etcd", "otelcol", "kube-controller-manager", "kube-scheduler", "kwok", "lws"]
+    "name",
+    [
+        "kube-apiserver",
+        "etcd",
+        "otelcol",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+        "lws",
+        "prometheus-operator",
+        "prometheus",
+        "keda",
+        "keda-adapter",
+    ],
 )
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
     # A binary that answers with another version, where the pinned one would be: not located.
@@ -59,6 +72,10 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
         "kube-scheduler": "v1.36.0",
         "kwok": "v0.8.0",
         "lws": "v0.8.0",
+        "prometheus-operator": "v0.90.1",
+        "prometheus": "v3.11.3",
+        "keda": "v2.20.2",
+        "keda-adapter": "v2.20.2",
     }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)
