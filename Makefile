@@ -49,11 +49,13 @@ pytest: sync
 # tier's kubernetes test provider sends objects to (tests/engine/), an OpenTelemetry collector
 # that validates the telemetry config (tests/test_telemetry.py), and for the cluster tier
 # (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK, the
-# LeaderWorkerSet controller and the real pulumi-kubernetes provider. Built from the Go module
+# LeaderWorkerSet controller, the real pulumi-kubernetes provider, and the monitoring chain's
+# prometheus-operator and Prometheus (tests/engine/test_monitoring.py). Built from the Go module
 # proxy into a cache outside the repository, once per version per machine (engine/build.sh says
-# where; docs/benchmarks.md how long: about 47 minutes for all nine the first time on two cores,
-# nothing once built).
-ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes
+# where; docs/benchmarks.md how long the first time on two cores; nothing once built). KEDA's
+# operator and metrics server build too (engine/build.sh keda, keda-adapter), but no test runs
+# them yet, so `make engine` leaves them out.
+ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus
 
 engine:
 	for t in $(ENGINE_TOOLS); do bash engine/build.sh $$t >/dev/null || exit 1; done

@@ -97,8 +97,10 @@ def _neutral_rows(cloud: str) -> list[Chart]:
                     listed=9,
                 ),
             ),
-            # Its crds subchart carries the PodMonitor CRD (charts/crds/crds at 84.4.0).
-            crds=("podmonitors",),
+            # Its crds subchart carries the operator's CRDs (charts/crds/crds at 84.4.0): of its ten,
+            # the ones the stack's objects and values name, PodMonitor, ServiceMonitor and the
+            # Prometheus the operator runs (with the rules and probes its controller watches).
+            crds=("podmonitors", "servicemonitors", "prometheuses"),
         ),
         Chart(
             "envoy-gateway",

@@ -8,7 +8,7 @@ did not run (tests/tools.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import pytest
 from tests.engine import charts as mirror
 from tests.engine.harness import Engine
 from tests.engine.kube import Etcd, ServerPool
+from tests.engine.podproc import PodProgram
 from tests.engine.stackrun import Run
 from tests.tools import require
 
@@ -78,8 +79,8 @@ def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
     started: list[Run] = []
 
-    def start(stack: str) -> Run:
-        started.append(Run(tmp_path, real_tools, store, charts, stack))
+    def start(stack: str, programs: Sequence[PodProgram] = ()) -> Run:
+        started.append(Run(tmp_path, real_tools, store, charts, stack, programs))
         return started[-1]
 
     yield start

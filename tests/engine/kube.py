@@ -398,14 +398,33 @@ def keda_crds() -> list[dict[str, Any]]:
     return module_crds("github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml")
 
 
-@functools.cache
-def pod_monitor_crds() -> list[dict[str, Any]]:
-    """The PodMonitor CRD of the prometheus-operator release engine/crds pins, the copy
-    kube-prometheus-stack's crds subchart carries; an autoscaled deployment creates one."""
+def operator_crds(kind: str) -> list[dict[str, Any]]:
+    """The CRD of one kind (`podmonitors`) of the prometheus-operator release engine/crds pins, the
+    copy kube-prometheus-stack's crds subchart carries."""
     return module_crds(
         "github.com/prometheus-operator/prometheus-operator",
-        "example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
+        f"example/prometheus-operator-crd/monitoring.coreos.com_{kind}.yaml",
     )
+
+
+@functools.cache
+def pod_monitor_crds() -> list[dict[str, Any]]:
+    """The PodMonitor CRD: an autoscaled deployment creates one."""
+    return operator_crds("podmonitors")
+
+
+@functools.cache
+def service_monitor_crds() -> list[dict[str, Any]]:
+    """The ServiceMonitor CRD, whose selectors the stack's Prometheus is given."""
+    return operator_crds("servicemonitors")
+
+
+@functools.cache
+def prometheus_crds() -> list[dict[str, Any]]:
+    """The Prometheus CRD (the release's Prometheus, which the operator runs), and the rule and
+    probe CRDs its Prometheus controller watches and waits for before it reconciles anything
+    (prometheus-operator v0.90.1 pkg/prometheus/server/operator.go: its informers, unconditional)."""
+    return operator_crds("prometheuses") + operator_crds("prometheusrules") + operator_crds("probes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ cluster's model pods are served by simulated engines at their addresses (servers
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from tests.engine.cluster import LocalCluster
 from tests.engine.devices import cluster_nodes, stack_clusters
 from tests.engine.harness import Engine
 from tests.engine.kube import Etcd
+from tests.engine.podproc import PodProcesses, PodProgram
 from tests.engine.servers import ModelServers
 from tests.engine.site import Site
 from tooling.plan import plan_stack
@@ -30,7 +31,9 @@ from tooling.plan import plan_stack
 class Run:
     """One stack of the repository, installed with the real provider on its own local cluster."""
 
-    def __init__(self, base: Path, cli: Path, etcd: Etcd, charts: str, stack: str) -> None:
+    def __init__(
+        self, base: Path, cli: Path, etcd: Etcd, charts: str, stack: str, programs: Sequence[PodProgram] = ()
+    ) -> None:
         self.engine = Engine(base / "engine", cli, real=True)
         self.name = stack
         facts = stack_clusters(self.engine.stack_file(stack))
@@ -41,6 +44,9 @@ class Run:
         )
         try:
             self.servers = ModelServers(self.cluster, base / "servers").start()
+            # The real programs of the pods a test's claims rest on (podproc.py), such as the
+            # Prometheus operator and the Prometheus it runs (`podproc.monitoring`).
+            self.pods = PodProcesses(self.cluster.server, base / "pods", programs).start()
         except BaseException:
             self.cluster.stop()
             raise
@@ -85,4 +91,5 @@ class Run:
 
     def stop(self) -> None:
         self.servers.stop()
+        self.pods.stop()
         self.cluster.stop()

@@ -37,7 +37,14 @@ import yaml
 
 from infra.serving.catalog import CATALOG
 from infra.serving.chart import Chart, NodeAgent
-from tests.engine.kube import gateway_api_crds, keda_crds, lws_crds, pod_monitor_crds
+from tests.engine.kube import (
+    gateway_api_crds,
+    keda_crds,
+    lws_crds,
+    pod_monitor_crds,
+    prometheus_crds,
+    service_monitor_crds,
+)
 
 # What every stand-in pod runs; KWOK runs no container, so it is never pulled.
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -47,6 +54,8 @@ CRD_BUNDLES: Mapping[str, Callable[[], list[dict[str, Any]]]] = {
     "leaderworkerset": lws_crds,
     "keda": keda_crds,
     "podmonitors": pod_monitor_crds,
+    "servicemonitors": service_monitor_crds,
+    "prometheuses": prometheus_crds,
 }
 
 
@@ -150,6 +159,59 @@ spec:
 """
 
 
+def prometheus_server() -> str:
+    """kube-prometheus-stack's Prometheus: the `Prometheus` its operator runs, and the Service KEDA
+    and our dashboards ask.
+
+    The selectors follow the chart's own template (templates/prometheus/prometheus.yaml @
+    kube-prometheus-stack-84.4.0): a selector the values set is used as written; an empty or unset
+    one selects `release: <release>` while `<kind>SelectorNilUsesHelmValues` is true (the chart's
+    default, values.yaml), else everything. Names as its helpers make them: the fullname is the
+    release name when that holds the chart's name (`mp-kube-prometheus-stack`), the custom resource
+    and the Service `<fullname>-prometheus`, port 9090, selecting the operator's pods of it
+    (templates/prometheus/service.yaml).
+    """
+    return """{{- $ps := dig "prometheus" "prometheusSpec" dict .Values.AsMap }}
+{{- $name := printf "%s-prometheus" .Release.Name }}
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: 1
+  version: v3.11.3
+{{- range $kind := list "podMonitor" "serviceMonitor" }}
+{{- $sel := get $ps (printf "%sSelector" $kind) }}
+{{- if $sel }}
+  {{ $kind }}Selector: {{ $sel | toJson }}
+{{- else if (dig (printf "%sSelectorNilUsesHelmValues" $kind) true $ps) }}
+  {{ $kind }}Selector: {"matchLabels": {"release": {{ $.Release.Name | quote }}}}
+{{- else }}
+  {{ $kind }}Selector: {}
+{{- end }}
+  {{ $kind }}NamespaceSelector: {{ (get $ps (printf "%sNamespaceSelector" $kind)) | default dict | toJson }}
+{{- end }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $name }}
+  namespace: {{ .Release.Namespace }}
+spec:
+  ports:
+    - {name: http-web, port: 9090, targetPort: 9090}
+  selector:
+    app.kubernetes.io/name: prometheus
+    operator.prometheus.io/name: {{ $name }}
+"""
+
+
+# Objects a row's stand-in carries beyond its workloads, by catalog key: what the data plane's
+# real programs (`podproc.py`) act on.
+DATA_PLANE: Mapping[str, Callable[[], str]] = {"kube-prometheus-stack": prometheus_server}
+
+
 def device_class(name: str, cel: str, gate: tuple[str, ...] | None) -> str:
     body = f"""apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -186,6 +248,8 @@ def files_of(chart: Chart) -> dict[str, str]:
         files["templates/deviceclass.yaml"] = device_class(dc.name, dc.cel, dc.created_by)
     if chart.post_install_hook:
         files["templates/hook.yaml"] = hook_job()
+    if chart.key in DATA_PLANE:
+        files["templates/data-plane.yaml"] = DATA_PLANE[chart.key]()
     for bundle in chart.crds:
         files[f"crds/{bundle}.yaml"] = yaml.safe_dump_all(CRD_BUNDLES[bundle](), sort_keys=False)
     return files

@@ -1,0 +1,357 @@
+"""Real programs in place of the containers of chosen pods, run where a kubelet would run them.
+
+KWOK marks pods Running and runs nothing in them. For the pods whose behaviour a test claims (the
+Prometheus operator of the kube-prometheus-stack release and the Prometheus it creates), a
+`PodProgram` names the program, built from the Go module proxy at the version the product pins
+(`engine/build.sh`), and `PodProcesses` runs it while its pod is Running, and stops it when the pod
+goes. Each runs as a pod's container sees its world:
+
+- it listens on the pod's IP, a loopback address (`cluster.py` gives the nodes pod CIDRs inside
+  127.0.0.0/8, which Linux routes to this machine);
+- in a mount namespace of its own (`unshare --mount`), where the service account's token and CA sit
+  at /var/run/secrets/kubernetes.io/serviceaccount, as the kubelet mounts them, and
+  `KUBERNETES_SERVICE_HOST`/`_PORT` name the API server, so client-go's in-cluster configuration
+  (`rest.InClusterConfig`) reaches it;
+- with an /etc/hosts that resolves each Service's cluster name (`<svc>.<ns>.svc[.cluster.local]`)
+  to a Ready endpoint's pod IP: what cluster DNS and the Service proxy give a pod, kept current
+  while it runs.
+
+What stands in for a kubelet's container runtime is this module; what runs in it is the real program.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import json
+import shlex
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from tests.engine.kube import ApiError, ApiServer, stop
+from tests.tools import tool
+
+# The kubelet's mount point of a pod's service account token, CA and namespace
+# (k8s.io/kubernetes pkg/kubelet ... `/var/run/secrets/kubernetes.io/serviceaccount`; client-go
+# rest.InClusterConfig reads `token` and `ca.crt` there).
+SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"  # /var/run is /run here
+CLUSTER_DOMAIN = "cluster.local"
+
+Pod = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PodProgram:
+    """A program that runs for every Running pod `claims` accepts: `argv(pod, folder)` starts it,
+    `refresh(pod, folder, api)` (optional) runs every poll while it runs (a config to reload)."""
+
+    name: str
+    claims: Callable[[Pod], bool]
+    argv: Callable[[Pod, Path, ApiServer], list[str]]
+    refresh: Callable[[Pod, Path, ApiServer], None] | None = None
+
+
+@dataclass
+class _Running:
+    pod_uid: str
+    pod_ip: str
+    proc: subprocess.Popen[bytes]
+    folder: Path
+    log: Any
+
+
+def pod_ip(pod: Pod) -> str:
+    return str((pod.get("status") or {}).get("podIP") or "")
+
+
+def is_running(pod: Pod) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and bool(pod_ip(pod)) and not pod["metadata"].get("deletionTimestamp")
+
+
+def service_hosts(api: ApiServer) -> dict[str, str]:
+    """Each Service's cluster names -> the pod IP of one of its Ready endpoints."""
+    hosts: dict[str, str] = {}
+    for piece in api.list_all("discovery.k8s.io/v1", "EndpointSlice"):
+        service = (piece["metadata"].get("labels") or {}).get("kubernetes.io/service-name")
+        namespace = piece["metadata"]["namespace"]
+        ready = [
+            e["addresses"][0]
+            for e in piece.get("endpoints") or []
+            if e.get("addresses") and (e.get("conditions") or {}).get("ready", True)
+        ]
+        if service and ready:
+            for name in (f"{service}.{namespace}.svc.{CLUSTER_DOMAIN}", f"{service}.{namespace}.svc"):
+                hosts[name] = ready[0]
+    return hosts
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """Rewrite a bind-mounted file through the same inode, so the process's view changes too."""
+    with open(path, "a+") as f:
+        f.seek(0)
+        if f.read() == text:
+            return
+        f.seek(0)
+        f.truncate()
+        f.write(text)
+
+
+@dataclass
+class PodProcesses:
+    """Runs `programs` for the pods they claim, polling the API server; `stop` ends every one."""
+
+    api: ApiServer
+    folder: Path
+    programs: Sequence[PodProgram]
+    interval: float = 0.5
+    running: dict[tuple[str, str, str], _Running] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def start(self) -> PodProcesses:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._loop, name="pod-processes", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for key in list(self.running):
+            self._end(key)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sync()
+            except (OSError, ApiError, ValueError) as err:  # a poll that failed is retried
+                self.errors.append(repr(err))
+
+    def sync(self) -> None:
+        pods = self.api.list_all("v1", "Pod")
+        hosts = self._hosts_text()
+        wanted: dict[tuple[str, str, str], tuple[PodProgram, Pod]] = {}
+        for pod in pods:
+            if not is_running(pod):
+                continue
+            for program in self.programs:
+                if program.claims(pod):
+                    meta = pod["metadata"]
+                    wanted[(program.name, meta["namespace"], meta["name"])] = (program, pod)
+        for key, run in list(self.running.items()):
+            got = wanted.get(key)
+            if got is None or got[1]["metadata"]["uid"] != run.pod_uid or pod_ip(got[1]) != run.pod_ip:
+                self._end(key)
+            elif run.proc.poll() is not None:
+                self._end(key)  # exited: started again below, as a kubelet restarts a container
+        for key, (program, pod) in wanted.items():
+            if key not in self.running:
+                self._begin(key, program, pod, hosts)
+            run = self.running[key]
+            _write_in_place(run.folder / "hosts", hosts)
+            if program.refresh is not None:
+                program.refresh(pod, run.folder, self.api)
+
+    def _hosts_text(self) -> str:
+        lines = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in sorted(service_hosts(self.api).items())]
+        return "\n".join(lines) + "\n"
+
+    def _begin(self, key: tuple[str, str, str], program: PodProgram, pod: Pod, hosts: str) -> None:
+        folder = self.folder / "-".join(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        account = folder / "serviceaccount"
+        account.mkdir(exist_ok=True)
+        (account / "token").write_text(self.api.token)
+        (account / "ca.crt").write_bytes(Path(self.api.ca_file).read_bytes())
+        (account / "namespace").write_text(pod["metadata"]["namespace"])
+        _write_in_place(folder / "hosts", hosts)
+        argv = program.argv(pod, folder, self.api)
+        # A private mount namespace: a tmpfs over /run for the service account's mount point, the
+        # hosts file over /etc/hosts; nothing outside the namespace sees either.
+        script = " && ".join(
+            [
+                "mount --make-rprivate /",
+                "mount -t tmpfs tmpfs /run",
+                f"mkdir -p {SERVICE_ACCOUNT_DIR}",
+                f"mount --bind {shlex.quote(str(account))} {SERVICE_ACCOUNT_DIR}",
+                f"mount --bind {shlex.quote(str(folder / 'hosts'))} /etc/hosts",
+                'exec "$@"',
+            ]
+        )
+        server = urlparse(self.api.url)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(folder),
+            "KUBERNETES_SERVICE_HOST": server.hostname or "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(server.port),
+            "POD_NAME": pod["metadata"]["name"],
+            "POD_NAMESPACE": pod["metadata"]["namespace"],
+            "POD_IP": pod_ip(pod),
+        }
+        log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
+        proc = subprocess.Popen(
+            ["unshare", "--mount", "--fork", "sh", "-c", script, "sh", *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=folder,
+            start_new_session=True,
+        )
+        self.running[key] = _Running(pod["metadata"]["uid"], pod_ip(pod), proc, folder, log)
+
+    def _end(self, key: tuple[str, str, str]) -> None:
+        run = self.running.pop(key)
+        if run.proc.poll() is None:
+            stop(run.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.proc.wait(timeout=10)
+        run.log.close()
+
+    def logs(self, program: str) -> str:
+        """Every log of `program`'s processes, for a failing test's message."""
+        return "\n".join(
+            p.read_text(errors="replace")[-3000:] for p in sorted(self.folder.glob(f"{program}-*/{program}.log"))
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The monitoring chain of the kube-prometheus-stack release
+
+
+def operator_pod(release: str) -> Callable[[Pod], bool]:
+    """The release's operator pod: the stand-in's controller Deployment (`standins.controller`)."""
+
+    def claims(pod: Pod) -> bool:
+        return (pod["metadata"].get("labels") or {}).get("app") == f"{release}-controller"
+
+    return claims
+
+
+def prometheus_operator() -> PodProgram:
+    """prometheus-operator v0.90.1, the operator kube-prometheus-stack 84.4.0 runs (its Chart.yaml
+    appVersion), in-cluster; no kubelet Service (`--kubelet-service` unset: it writes none)."""
+
+    def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
+        return [str(tool("prometheus-operator")), f"--web.listen-address={pod_ip(pod)}:8080", "--log-level=info"]
+
+    return PodProgram("prometheus-operator", operator_pod("mp-kube-prometheus-stack"), argv)
+
+
+# The operator's labels on the pods of a Prometheus it runs (prometheus-operator v0.90.1
+# pkg/prometheus/server/statefulset.go: `app.kubernetes.io/name: prometheus`), and the Secret that
+# holds the configuration it generates, gzipped (pkg/prometheus/server/operator.go,
+# `configFilename = "prometheus.yaml.gz"`), which its config-reloader sidecar expands for Prometheus.
+PROMETHEUS_POD_LABEL = ("app.kubernetes.io/name", "prometheus")
+CONFIG_KEY = "prometheus.yaml.gz"
+PROMETHEUS_PORT = 9090
+
+
+def _config_secret(pod: Pod) -> str:
+    for volume in pod["spec"].get("volumes") or []:
+        if volume.get("name") == "config" and "secret" in volume:
+            return str(volume["secret"]["secretName"])
+    raise ValueError(f"pod {pod['metadata']['name']} has no config Secret volume")
+
+
+def reloader_env(pod: Pod) -> dict[str, str]:
+    """The environment of the pod's config-reloader container, whose `$(NAME)` references it
+    substitutes in the configuration (`POD_NAME` from the pod's name, `SHARD`: prometheus-operator
+    v0.90.1 pkg/operator/config_reloader.go, `PodNameEnvVar`, `ShardEnvVar`)."""
+    env: dict[str, str] = {}
+    for container in [*pod["spec"].get("containers", []), *pod["spec"].get("initContainers", [])]:
+        if container["name"] != "config-reloader":
+            continue
+        for item in container.get("env") or []:
+            if "value" in item:
+                env[item["name"]] = str(item["value"])
+            elif ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") == "metadata.name":
+                env[item["name"]] = pod["metadata"]["name"]
+    return env
+
+
+def expand_config(pod: Pod, folder: Path, api: ApiServer) -> bool:
+    """Write the operator's configuration for `pod` as its config-reloader does: gunzipped, with
+    each `$(NAME)` of its environment replaced (prometheus-config-reloader's
+    `--config-envsubst-file`). True if it changed."""
+    secret = api.get(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": _config_secret(pod), "namespace": pod["metadata"]["namespace"]},
+        }
+    )
+    data = ((secret or {}).get("data") or {}).get(CONFIG_KEY)
+    if data is None:
+        return False
+    text = gzip.decompress(base64.b64decode(data)).decode()
+    for name, value in reloader_env(pod).items():
+        text = text.replace(f"$({name})", value)
+    path = folder / "prometheus.yaml"
+    if path.exists() and path.read_text() == text:
+        return False
+    path.write_text(text)
+    return True
+
+
+def prometheus() -> PodProgram:
+    """Prometheus v3.11.3, the image kube-prometheus-stack 84.4.0 pins (values.yaml
+    `prometheus.prometheusSpec.image.tag`), on its pod's IP with the operator's configuration."""
+
+    def claims(pod: Pod) -> bool:
+        key, value = PROMETHEUS_POD_LABEL
+        return (pod["metadata"].get("labels") or {}).get(key) == value
+
+    def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
+        deadline = time.monotonic() + 60
+        while not expand_config(pod, folder, api) and not (folder / "prometheus.yaml").exists():
+            if time.monotonic() > deadline:
+                raise ValueError(f"the operator wrote no configuration for {pod['metadata']['name']}")
+            time.sleep(0.5)
+        return [
+            str(tool("prometheus")),
+            f"--config.file={folder / 'prometheus.yaml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address={pod_ip(pod)}:{PROMETHEUS_PORT}",
+            # How the config-reloader asks for a reload (the operator sets it: statefulset.go).
+            "--web.enable-lifecycle",
+        ]
+
+    def refresh(pod: Pod, folder: Path, api: ApiServer) -> None:
+        if expand_config(pod, folder, api):
+            with contextlib.suppress(OSError):
+                reload = f"http://{pod_ip(pod)}:{PROMETHEUS_PORT}/-/reload"
+                urllib.request.urlopen(urllib.request.Request(reload, method="POST"), timeout=5).close()
+
+    return PodProgram("prometheus", claims, argv, refresh)
+
+
+def monitoring() -> list[PodProgram]:
+    return [prometheus_operator(), prometheus()]
+
+
+def query(address: str, promql: str) -> list[dict[str, Any]]:
+    """A Prometheus instant query's result vector."""
+    url = f"http://{address}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = json.loads(response.read())
+    if body.get("status") != "success":
+        raise ValueError(body)
+    return list(body["data"]["result"])
+
+
+def get_json(address: str, path: str) -> Any:
+    with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as response:
+        return json.loads(response.read())["data"]
