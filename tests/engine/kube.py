@@ -281,14 +281,22 @@ class ApiServer:
         for crd in crds:
             self.apply(crd)
         deadline = time.monotonic() + 60
-        pending = {c["spec"]["group"] + "/" + v["name"] for c in crds for v in c["spec"]["versions"] if v["served"]}
+        # Each kind in its group version's listing: a group already served for another kind (a
+        # PodMonitor before a Prometheus) lists a new one only once its CRD is established.
+        pending = {
+            (c["spec"]["group"] + "/" + v["name"], c["spec"]["names"]["plural"])
+            for c in crds
+            for v in c["spec"]["versions"]
+            if v["served"]
+        }
         while pending and time.monotonic() < deadline:
-            for group_version in sorted(pending):
+            for group_version, plural in sorted(pending):
                 try:
-                    self._request("GET", f"/apis/{group_version}")
-                    pending.discard(group_version)
+                    listing = self._request("GET", f"/apis/{group_version}")
                 except ApiError:
-                    pass
+                    continue
+                if any(r.get("name") == plural for r in listing.get("resources", [])):
+                    pending.discard((group_version, plural))
             time.sleep(0.1)
         if pending:
             raise RuntimeError(f"CRDs not served in 60 s: {sorted(pending)}")

@@ -231,23 +231,28 @@ class PodProcesses:
 # The monitoring chain of the kube-prometheus-stack release
 
 
-def operator_pod(release: str) -> Callable[[Pod], bool]:
-    """The release's operator pod: the stand-in's controller Deployment (`standins.controller`)."""
+# The operator pod of the stack's kube-prometheus-stack release: its stand-in's controller
+# Deployment (`standins.controller`, labelled `app: <release>-controller`).
+STACK_OPERATOR = {"app": "mp-kube-prometheus-stack-controller"}
 
+
+def labelled(selector: Mapping[str, str]) -> Callable[[Pod], bool]:
     def claims(pod: Pod) -> bool:
-        return (pod["metadata"].get("labels") or {}).get("app") == f"{release}-controller"
+        labels = pod["metadata"].get("labels") or {}
+        return all(labels.get(k) == v for k, v in selector.items())
 
     return claims
 
 
-def prometheus_operator() -> PodProgram:
+def prometheus_operator(selector: Mapping[str, str]) -> PodProgram:
     """prometheus-operator v0.90.1, the operator kube-prometheus-stack 84.4.0 runs (its Chart.yaml
-    appVersion), in-cluster; no kubelet Service (`--kubelet-service` unset: it writes none)."""
+    appVersion), in-cluster, for the pods `selector` picks; no kubelet Service (`--kubelet-service`
+    unset: it writes none)."""
 
     def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
         return [str(tool("prometheus-operator")), f"--web.listen-address={pod_ip(pod)}:8080", "--log-level=info"]
 
-    return PodProgram("prometheus-operator", operator_pod("mp-kube-prometheus-stack"), argv)
+    return PodProgram("prometheus-operator", labelled(selector), argv)
 
 
 # The operator's labels on the pods of a Prometheus it runs (prometheus-operator v0.90.1
@@ -338,8 +343,10 @@ def prometheus() -> PodProgram:
     return PodProgram("prometheus", claims, argv, refresh)
 
 
-def monitoring() -> list[PodProgram]:
-    return [prometheus_operator(), prometheus()]
+def monitoring(operator: Mapping[str, str] = STACK_OPERATOR) -> list[PodProgram]:
+    """The chain for the operator pods `operator` picks (the stack's, or an owner's) and every
+    Prometheus an operator runs."""
+    return [prometheus_operator(operator), prometheus()]
 
 
 def query(address: str, promql: str) -> list[dict[str, Any]]:

@@ -20,7 +20,8 @@ from typing import Any
 
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
 from tests.engine.cluster import wait_for
-from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query
+from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
+from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query, service_hosts
 from tests.engine.stackrun import Run
 from tests.metrics_text import parse
 from tests.tools import require
@@ -130,3 +131,93 @@ def complete(engine: str, model: str) -> None:
     )
     with contextlib.suppress(OSError):
         urllib.request.urlopen(request, timeout=300).close()
+
+
+# --------------------------------------------------------------------------------------------
+# A cluster that runs its own kube-prometheus-stack (`existing.preinstalled`)
+
+# The owner's release, as docs/existing-clusters.md's example names it, and what kube-prometheus-stack
+# 84.4.0 makes of it with its default values: the fullname `<release>-kube-prometheus-stack` cut to
+# 26 characters (templates/_helpers.tpl, `kube-prometheus-stack.fullname`), a Prometheus of that name
+# and `-prometheus` selecting PodMonitors labelled `release: <release>` (podMonitorSelector empty and
+# podMonitorSelectorNilUsesHelmValues true: values.yaml, templates/prometheus/prometheus.yaml), its
+# Service on 9090 (templates/prometheus/service.yaml), and an operator whose pods carry
+# `app: kube-prometheus-stack-operator` and `release: <release>` (templates/prometheus-operator/deployment.yaml).
+OWNER_RELEASE = "prometheus"
+OWNER_PROMETHEUS = "prometheus-kube-prometheus-prometheus"
+OWNER_OPERATOR = {"app": "kube-prometheus-stack-operator", "release": OWNER_RELEASE}
+
+
+def owner_kube_prometheus_stack() -> list[dict[str, Any]]:
+    """The objects of the owner's release that the chain acts on, as its chart renders them."""
+    selector = {"app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": OWNER_PROMETHEUS}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "prometheus-kube-prometheus-operator", "namespace": "monitoring"},
+            "spec": {
+                "selector": {"matchLabels": OWNER_OPERATOR},
+                "template": {
+                    "metadata": {"labels": OWNER_OPERATOR},
+                    "spec": {"containers": [{"name": "kube-prometheus-stack", "image": "registry.k8s.io/pause:3.10"}]},
+                },
+            },
+        },
+        {
+            "apiVersion": PROMETHEUS_OPERATOR_API,
+            "kind": "Prometheus",
+            "metadata": {"name": OWNER_PROMETHEUS, "namespace": "monitoring"},
+            "spec": {
+                "replicas": 1,
+                "version": "v3.11.3",
+                "podMonitorSelector": {"matchLabels": {"release": OWNER_RELEASE}},
+                "podMonitorNamespaceSelector": {},
+                "serviceMonitorSelector": {"matchLabels": {"release": OWNER_RELEASE}},
+                "serviceMonitorNamespaceSelector": {},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": OWNER_PROMETHEUS, "namespace": "monitoring"},
+            "spec": {"ports": [{"name": "http-web", "port": 9090, "targetPort": 9090}], "selector": selector},
+        },
+    ]
+
+
+def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_names(run: Any) -> None:
+    for name in ("prometheus-operator", "prometheus"):
+        require(name, "the monitoring chain")
+    mixed = run(STACK, monitoring(OWNER_OPERATOR))
+    server = mixed.cluster.server
+    server.install_crds(pod_monitor_crds() + service_monitor_crds() + prometheus_crds())
+    for obj in owner_kube_prometheus_stack():
+        server.create(obj)
+    url = f"http://{OWNER_PROMETHEUS}.monitoring.svc:9090"
+    config = mixed.engine.config(STACK)
+    (cluster,) = config["modelplane:clusters"]
+    cluster["existing"]["preinstalled"] = ["kube-prometheus-stack"]
+    cluster["existing"]["prometheus"] = {"url": url, "podMonitorLabels": {"release": OWNER_RELEASE}}
+    mixed.engine.write_config(STACK, config)
+    mixed.up()
+    assert "mp-kube-prometheus-stack" not in mixed.site.releases()
+
+    (scaled,) = [d for d in mixed.deployments() if d.get("autoscaling")]
+    name, namespace = scaled["name"], scaled["namespace"]
+    # KEDA asks the owner's Prometheus, at the name its Service has in the cluster.
+    (scaled_object,) = mixed.cluster.list(KEDA_API, "ScaledObject", namespace)
+    (trigger,) = scaled_object["spec"]["triggers"]
+    assert trigger["metadata"]["serverAddress"] == url
+    address = prometheus_address(mixed)
+    assert service_hosts(server)[f"{OWNER_PROMETHEUS}.monitoring.svc"] == address.split(":")[0]
+    # The owner's Prometheus, selecting by its release label, scrapes the engines.
+    job = f"podMonitor/{namespace}/{name}/0"
+
+    def scraped() -> bool:
+        active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
+        mine = [t for t in active if t.get("scrapePool") == job]
+        return bool(mine) and all(t["health"] == "up" for t in mine)
+
+    assert wait_for(f"the owner's Prometheus scraping {job}", answered(scraped), 150)
