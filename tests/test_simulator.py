@@ -1,6 +1,6 @@
 """The model-server simulator alone (tests/engine/simulator.py), without a cluster: its metrics as
 vLLM 0.23.0 exposes them, its queue, its OpenAI-compatible answers, and the supervisor that starts
-and stops one per pod (tests/engine/servers.py) fed pods by hand.
+and stops one per pod (tests/engine/servers.py, run by tests/engine/podproc.py) fed pods by hand.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine import simulator
 from tests.engine.kube import free_port
-from tests.engine.servers import ModelServers, Served, served
+from tests.engine.podproc import PodProcesses
+from tests.engine.servers import MODEL_SERVER, Served, model_servers, served
 from tests.metrics_text import FormatError, parse
 
 LABELS = {"model_name": "qwen", "engine": "0"}
@@ -196,13 +197,13 @@ class Pods:
     def __init__(self) -> None:
         self.pods: list[dict[str, Any]] = []
 
-    def list(self, api_version: str, kind: str) -> list[dict[str, Any]]:
-        return list(self.pods)
+    def list_all(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return list(self.pods) if kind == "Pod" else []
 
 
 def test_a_server_starts_with_its_pod_and_stops_when_it_goes(tmp_path: Any) -> None:
     cluster = Pods()
-    servers = ModelServers(cast(Any, cluster), tmp_path).start()
+    servers = PodProcesses(cast(Any, cluster), tmp_path, [model_servers()]).start()
     port = free_port()
     health = f"http://127.31.255.250:{port}/health"  # the pod's address, on loopback here
 
@@ -216,8 +217,8 @@ def test_a_server_starts_with_its_pod_and_stops_when_it_goes(tmp_path: Any) -> N
     try:
         cluster.pods = [pod("a", port)]
         wait_until(answering)
-        assert set(servers.serving()) == {"ml/a"}
+        assert set(servers.serving(MODEL_SERVER)) == {"ml/a"}
         cluster.pods = [pod("a", port, metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"})]
-        wait_until(lambda: not answering() and not servers.serving())
+        wait_until(lambda: not answering() and not servers.serving(MODEL_SERVER))
     finally:
         servers.stop()

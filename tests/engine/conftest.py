@@ -63,10 +63,9 @@ def real_tools() -> Path:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, real_tools: Path) -> Iterator[Etcd]:
-    etcd = Etcd.start(tmp_path_factory.mktemp("etcd"))
-    yield etcd
-    etcd.stop()
+def store(etcd: Etcd, real_tools: Path) -> Etcd:
+    """The process's etcd: each local cluster keeps its objects under a prefix of its own."""
+    return etcd
 
 
 @pytest.fixture(scope="module")

@@ -48,17 +48,24 @@ SERVICE_ACCOUNT_DIR = "/run/secrets/kubernetes.io/serviceaccount"  # /var/run is
 CLUSTER_DOMAIN = "cluster.local"
 
 Pod = Mapping[str, Any]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
 class PodProgram:
     """A program that runs for every Running pod `claims` accepts: `argv(pod, folder)` starts it,
-    `refresh(pod, folder, api)` (optional) runs every poll while it runs (a config to reload)."""
+    `refresh(pod, folder, api)` (optional) runs every poll while it runs (a config to reload).
+
+    `in_pod`: in the pod's world (the mount namespace, service account and cluster names above);
+    off for a program that needs none of it (the model servers), which then runs as a plain child
+    of the tests, in the repository's root.
+    """
 
     name: str
     claims: Callable[[Pod], bool]
     argv: Callable[[Pod, Path, ApiServer], list[str]]
     refresh: Callable[[Pod, Path, ApiServer], None] | None = None
+    in_pod: bool = True
 
 
 @dataclass
@@ -165,6 +172,10 @@ class PodProcesses:
             if program.refresh is not None:
                 program.refresh(pod, run.folder, self.api)
 
+    def serving(self, program: str) -> set[str]:
+        """The pods (`namespace/name`) `program` runs for now."""
+        return {f"{namespace}/{name}" for (p, namespace, name) in list(self.running) if p == program}
+
     def _hosts_text(self) -> str:
         lines = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in sorted(service_hosts(self.api).items())]
         return "\n".join(lines) + "\n"
@@ -172,6 +183,17 @@ class PodProcesses:
     def _begin(self, key: tuple[str, str, str], program: PodProgram, pod: Pod, hosts: str) -> None:
         folder = self.folder / "-".join(key)
         folder.mkdir(parents=True, exist_ok=True)
+        if not program.in_pod:
+            log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
+            proc = subprocess.Popen(
+                program.argv(pod, folder, self.api),
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            self.running[key] = _Running(pod["metadata"]["uid"], pod_ip(pod), proc, folder, log)
+            return
         account = folder / "serviceaccount"
         account.mkdir(exist_ok=True)
         (account / "token").write_text(self.api.token)
@@ -203,7 +225,8 @@ class PodProcesses:
         }
         log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
         proc = subprocess.Popen(
-            ["unshare", "--mount", "--fork", "sh", "-c", script, "sh", *argv],
+            # --kill-child: the program ends with `unshare`, which is what `_end` stops.
+            ["unshare", "--mount", "--fork", "--kill-child", "sh", "-c", script, "sh", *argv],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

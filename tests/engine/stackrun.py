@@ -23,7 +23,7 @@ from tests.engine.devices import cluster_nodes, stack_clusters
 from tests.engine.harness import Engine
 from tests.engine.kube import Etcd
 from tests.engine.podproc import PodProcesses, PodProgram
-from tests.engine.servers import ModelServers
+from tests.engine.servers import model_servers
 from tests.engine.site import Site
 from tooling.plan import plan_stack
 
@@ -42,14 +42,10 @@ class Run:
         self.cluster = LocalCluster.start(
             base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts)
         )
-        try:
-            self.servers = ModelServers(self.cluster, base / "servers").start()
-            # The real programs of the pods a test's claims rest on (podproc.py), such as the
-            # Prometheus operator and the Prometheus it runs (`podproc.monitoring`).
-            self.pods = PodProcesses(self.cluster.server, base / "pods", programs).start()
-        except BaseException:
-            self.cluster.stop()
-            raise
+        # What runs in pods (podproc.py): a model server for every engine pod (servers.py), and
+        # the programs a test's claims rest on, such as the Prometheus operator and the Prometheus
+        # it runs (`podproc.monitoring`).
+        self.pods = PodProcesses(self.cluster.server, base / "pods", [model_servers(), *programs]).start()
         self.site = Site(self.cluster)
         config = self.engine.config(stack)
         config.update(mirror.mirror_config(charts))
@@ -90,6 +86,5 @@ class Run:
         self.engine.write_config(self.name, config)
 
     def stop(self) -> None:
-        self.servers.stop()
         self.pods.stop()
         self.cluster.stop()

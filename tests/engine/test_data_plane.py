@@ -15,6 +15,7 @@ from typing import Any
 
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine.cluster import wait_for
+from tests.engine.servers import MODEL_SERVER
 from tests.engine.stackrun import Run
 from tests.metrics_text import parse
 
@@ -123,4 +124,4 @@ def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with
     )
     wait_for(f"{url} refusing connections", lambda: refuses(url + "/health"), timeout=60, every=0.5)
     wait_for("no model pod left", lambda: not model_pods(recipe, dep["name"]), timeout=60, every=0.5)
-    assert not recipe.servers.serving()
+    assert not recipe.pods.serving(MODEL_SERVER)
