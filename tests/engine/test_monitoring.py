@@ -19,6 +19,7 @@ import urllib.request
 from typing import Any
 
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
+from infra.serving.dashboards import panel_queries
 from tests.engine.cluster import wait_for
 from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
 from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query, service_hosts
@@ -116,6 +117,17 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
         return float(result[0]["value"][1]) if result else None
 
     assert wait_for(f"{promql} reading the queue", answered(lambda: asked() == waiting), 90)
+
+    # Every dashboard panel's query, for this deployment, is one the real Prometheus parses; every
+    # panel over vLLM's series returns data from the engines (the GPU panels and kube-state-metrics'
+    # have no exporter here, and are only parsed).
+    for dashboard, panel, expr in panel_queries():
+        concrete = expr.replace("$namespace", namespace).replace("$deployment", name)
+        query(address, concrete)  # raises on a query Prometheus refuses
+        if "vllm:" in concrete:
+            wait_for(
+                f"{dashboard} / {panel}: {concrete} returning data", answered(lambda q=concrete: query(address, q)), 90
+            )
 
 
 def waiting_at(engine: str) -> float:
