@@ -2,7 +2,8 @@
 cluster's Kubernetes version, checked against the official OpenAPI schema (strict: unknown fields
 are errors) with `kubernetes_validate`.
 
-Objects of CRDs (Gateway API, cert-manager) are checked with `jsonschema` against the CRD's own
+Objects of CRDs (Gateway API, cert-manager, LWS, KEDA's ScaledObject, the Prometheus operator's
+PodMonitor) are checked with `jsonschema` against the CRD's own
 `openAPIV3Schema`, from the CRDs the serving stack's charts install (`tests/schemas/crds.json`,
 each entry naming the chart file it was taken from), made strict the same way: an object schema
 that lists properties admits no others. What a structural schema cannot express (CEL
@@ -214,22 +215,32 @@ def test_cluster_versions_are_read_as_each_cloud_spells_them(spelled: str, expec
     assert kubernetes_version(cluster) == expected
 
 
-def test_crd_schemas_are_the_ones_envoy_gateway_cert_manager_and_lws_ship() -> None:
+def test_crd_schemas_are_the_ones_the_stacks_charts_ship() -> None:
     raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
     assert sorted(raw) == [
         "cert-manager.io/v1/Certificate",
         "gateway.networking.k8s.io/v1/Gateway",
         "gateway.networking.k8s.io/v1/GatewayClass",
         "gateway.networking.k8s.io/v1/HTTPRoute",
+        "keda.sh/v1alpha1/ScaledObject",
         "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
+        "monitoring.coreos.com/v1/PodMonitor",
     ]
     for key, entry in raw.items():
         if key.startswith("gateway.networking.k8s.io/"):
             assert f"Gateway API {GATEWAY_API_BUNDLE}" in entry["source"]
         elif key.startswith("leaderworkerset.x-k8s.io/"):
             assert f"kubernetes-sigs/lws/blob/v{lws_chart_version()}/" in entry["source"]
+        elif key.startswith("keda.sh/"):
+            assert f"kedacore/keda/blob/v{chart_version('keda')}/" in entry["source"]
+        elif key.startswith("monitoring.coreos.com/"):
+            assert f"kube-prometheus-stack-{chart_version('kube-prometheus-stack')}/" in entry["source"]
         else:
             assert "cert-manager/blob/v1.20.2/" in entry["source"]
+
+
+def chart_version(chart: str) -> str:
+    return next(c.version for rows in CATALOG.values() for c in rows if c.chart == chart).lstrip("v")
 
 
 def lws_chart_version() -> str:
