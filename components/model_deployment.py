@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import ComponentError
-from components.features import DeploymentContext, autoscaling, cache, multinode
+from components.features import DeploymentContext, autoscaling, cache, monitoring, multinode
 from infra import tokens
 from infra.config.model import ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
@@ -256,7 +256,7 @@ class ModelDeployment(pulumi.ComponentResource):
         deployment = DeploymentContext(self, name, spec, cluster, meta, labels)
         self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
         # The steps run in the order the children register in, which the plans and the state show:
-        # claim template, cache claim, env Secret, workload, Service, then the autoscaler's objects.
+        # claim template, cache claim, env Secret, workload, Service, PodMonitor, then the autoscaler's.
         # The engine's pod: its claim template, its volumes (with the model cache's), its env.
         template = self._claim_template(name, spec, labels, claims)
         volumes, mounts = cache.apply(deployment, *shared_memory(spec))
@@ -267,7 +267,8 @@ class ModelDeployment(pulumi.ComponentResource):
         self.deployment = self._workload(deployment, pod, container, template)
         self.service = self._service(name, spec, meta, multinode.service_selector(spec, labels))
         # The features added to what the workload built.
-        self.scaling = autoscaling.apply(deployment, self.deployment, ENGINE_PORT_NAME)
+        self.monitor = monitoring.apply(deployment, ENGINE_PORT_NAME)
+        self.scaling = autoscaling.apply(deployment, self.deployment, self.monitor)
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
 

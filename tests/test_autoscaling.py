@@ -176,9 +176,9 @@ def test_the_autoscaled_engine_is_scraped_by_a_pod_monitor_carrying_its_deployme
     }
 
 
-def test_a_fixed_deployment_gets_no_scaled_object_or_pod_monitor(scaled_lab: MockRun) -> None:
+def test_a_fixed_deployment_is_scraped_for_its_dashboard_but_gets_no_scaled_object(scaled_lab: MockRun) -> None:
     names = {r.name for r in scaled_lab.resources if r.type in (SCALED_OBJECT, POD_MONITOR)}
-    assert names == {"lab-qwen-amd-scaledobject", "lab-qwen-amd-podmonitor"}
+    assert names == {"lab-qwen-amd-scaledobject", "lab-qwen-amd-podmonitor", "lab-qwen-cpu-podmonitor"}
 
 
 @pytest.mark.parametrize(
@@ -257,6 +257,21 @@ def test_autoscaling_on_the_owners_prometheus_without_its_address_is_refused_and
     assert monitor["labels"]["release"] == "prometheus"
     assert monitor["labels"]["modelplane.ai/deployment"] == "qwen-amd"
     assert "lab-stack-kube-prometheus-stack" not in {r.name for r in of_type(run, RELEASE)}
+
+
+def test_fixed_deployments_on_an_owners_prometheus_are_monitored_only_where_it_is_named() -> None:
+    """No PodMonitor where nothing would select it: the owner runs kube-prometheus-stack and names
+    no Prometheus; with `existing.prometheus`, one carrying its labels, as for a scaled one."""
+    raw = lab_fleet()
+    raw["clusters"][0]["existing"]["preinstalled"] = ["kube-prometheus-stack"]
+    run = run_fleet(raw)
+    assert run.error is None, run.error
+    assert of_type(run, POD_MONITOR) == []
+    raw["clusters"][0]["existing"]["prometheus"] = OWN_PROMETHEUS
+    run = run_fleet(raw)
+    monitors = of_type(run, POD_MONITOR)
+    assert {m.name for m in monitors} == {"lab-qwen-amd-podmonitor", "lab-qwen-cpu-podmonitor"}
+    assert all(plain(m.inputs["metadata"])["labels"]["release"] == "prometheus" for m in monitors)
 
 
 def test_a_cluster_running_our_prometheus_needs_no_owner_settings(scaled_lab: MockRun) -> None:

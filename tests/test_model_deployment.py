@@ -18,6 +18,7 @@ from tooling.mockrun import MockRun, Registration
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 SERVICE = "kubernetes:core/v1:Service"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 COMPONENT = "modelplane:deploy:ModelDeployment"
@@ -92,13 +93,18 @@ def lab() -> MockRun:
     return run_fleet(lab_fleet())
 
 
-def test_each_deployment_registers_a_claim_template_deployment_and_service(lab: MockRun) -> None:
+def test_each_deployment_registers_a_claim_template_deployment_service_and_pod_monitor(lab: MockRun) -> None:
     comps = {r.name: r for r in of_type(lab, COMPONENT)}
     assert set(comps) == {"lab-qwen-amd", "lab-qwen-cpu"}
     assert all(r.parent == "lab" for r in comps.values())
     for name in comps:
         kids = {(r.type, r.name) for r in lab.resources if r.parent == name}
-        assert kids == {(TEMPLATE, f"{name}-claims"), (DEPLOYMENT, f"{name}-deployment"), (SERVICE, f"{name}-service")}
+        assert kids == {
+            (TEMPLATE, f"{name}-claims"),
+            (DEPLOYMENT, f"{name}-deployment"),
+            (SERVICE, f"{name}-service"),
+            (POD_MONITOR, f"{name}-podmonitor"),
+        }
 
 
 def test_shared_namespace_is_created_once_for_the_cluster(lab: MockRun) -> None:

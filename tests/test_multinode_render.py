@@ -172,7 +172,14 @@ def test_the_group_objects_match_the_lws_crd_and_the_kubernetes_schemas(group: M
 
     kinds = assert_valid(group, {"lab": "1.36"})
     # Beside the group's objects, the serving stack's two dashboards (tests/test_dashboards.py).
-    assert sorted(kinds) == ["ConfigMap", "ConfigMap", "LeaderWorkerSet", "ResourceClaimTemplate", "Service"]
+    assert sorted(kinds) == [
+        "ConfigMap",
+        "ConfigMap",
+        "LeaderWorkerSet",
+        "PodMonitor",
+        "ResourceClaimTemplate",
+        "Service",
+    ]
 
 
 def test_each_group_gets_a_headless_service_of_its_own_not_the_name_of_the_deployments_service(

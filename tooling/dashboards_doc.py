@@ -70,8 +70,9 @@ def dashboards_section() -> list[str]:
         " ".join(
             (
                 "So the GPU panels are empty today: the collector's exporter is not scraped by the",
-                "stack's Prometheus. The serving panels read a deployment's series only when it is",
-                "autoscaled (its PodMonitor is what has Prometheus scrape it).",
+                "stack's Prometheus. The serving panels read every deployment's series, through its",
+                "PodMonitor (on an Existing cluster that runs its own kube-prometheus-stack, only",
+                "when `existing.prometheus` names it).",
             )
         ),
         "",

@@ -33,10 +33,12 @@ KEYS = {
         "preinstalled: [cert-manager, kube-prometheus-stack]",
     ),
     ("ExistingCluster", "prometheus"): KeyDoc(
-        "The cluster's own Prometheus, for autoscaled deployments: KEDA asks it at `url` and their PodMonitors "
-        "carry `podMonitorLabels`, instead of the stack's own Prometheus. Required for an autoscaled deployment "
-        "once `preinstalled` lists `kube-prometheus-stack` (docs/existing-clusters.md).",
-        "`components/features/autoscaling.py`; `check_autoscaling` (`infra/checks/services.py`)",
+        "The cluster's own Prometheus, when `preinstalled` lists `kube-prometheus-stack`: the deployments' "
+        "PodMonitors carry `podMonitorLabels` and KEDA asks it at `url`, instead of the stack's own Prometheus. "
+        "Required for an autoscaled deployment there; without it no deployment gets a PodMonitor "
+        "(docs/existing-clusters.md).",
+        "`components/features/monitoring.py`, `components/features/autoscaling.py`; `check_autoscaling` "
+        "(`infra/checks/services.py`)",
         "prometheus: {url: http://prometheus-kube-prometheus-prometheus.monitoring.svc:9090, podMonitorLabels: {release: prometheus}}",
     ),
     ("OwnerPrometheus", "url"): KeyDoc(
@@ -45,10 +47,10 @@ KEYS = {
         "url: http://prometheus-kube-prometheus-prometheus.monitoring.svc:9090",
     ),
     ("OwnerPrometheus", "podMonitorLabels"): KeyDoc(
-        "Labels the PodMonitors of autoscaled deployments carry, so the owner's Prometheus selects them: "
+        "Labels the deployments' PodMonitors carry, so the owner's Prometheus selects them: "
         "kube-prometheus-stack's selects `release: <its release name>` unless its values turn "
         "`podMonitorSelectorNilUsesHelmValues` off.",
-        "`components/features/autoscaling.py`",
+        "`components/features/monitoring.py`",
         "podMonitorLabels: {release: prometheus}",
     ),
     ("ExistingCluster", "ownerGpuOperator"): KeyDoc(

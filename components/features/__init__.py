@@ -3,7 +3,8 @@ facts into its own objects or decorating what the workload built.
 
 - `cache`: the model cache, a volume of the engine's pod (a PersistentVolumeClaim or a node directory);
 - `multinode`: replicas of several nodes, the workload as a LeaderWorkerSet of one group per replica;
-- `autoscaling`: the PodMonitor and the KEDA ScaledObject that set the workload's replicas;
+- `monitoring`: the PodMonitor that has the cluster's Prometheus scrape the engines;
+- `autoscaling`: the KEDA ScaledObject that sets the workload's replicas from what it scraped;
 - `routing`: the cluster's Gateway and one HTTPRoute per published service, components of their own
   that the program composes beside the deployments they publish.
 

@@ -1,8 +1,8 @@
 """Autoscaling: the objects that set an autoscaled deployment's replicas from vLLM's own metrics.
 
-For a deployment with `autoscaling`, a PodMonitor has the stack's Prometheus scrape the engine's
-pods, and a KEDA ScaledObject drives the scale subresource of the workload the deployment built
-(its Deployment or its LeaderWorkerSet) from what Prometheus scraped. The objects' specs are data
+For a deployment with `autoscaling`, a KEDA ScaledObject drives the scale subresource of the
+workload the deployment built (its Deployment or its LeaderWorkerSet) from what the cluster's
+Prometheus scraped through the deployment's PodMonitor (`components.features.monitoring`). The objects' specs are data
 in `infra.serving.autoscaling`; KEDA's install is the catalog's `keda` row. A deployment without
 autoscaling gets nothing here, and its workload keeps its own replica count.
 """
@@ -13,16 +13,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext, multinode
+from components.features.monitoring import owner_prometheus
 from infra.config.model import ModelDeploymentSpec
-from infra.serving.autoscaling import (
-    KEDA_API,
-    PROMETHEUS_OPERATOR_API,
-    WorkloadRef,
-    pod_monitor_spec,
-    prometheus_address,
-    scaled_object_spec,
-)
-from infra.vocabulary import DEPLOYMENT_LABEL
+from infra.serving.autoscaling import KEDA_API, WorkloadRef, prometheus_address, scaled_object_spec
 
 
 def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
@@ -41,32 +34,18 @@ def fixed_replicas(spec: ModelDeploymentSpec) -> int | None:
 
 
 def apply(
-    deployment: DeploymentContext, workload: pulumi.CustomResource, port_name: str
+    deployment: DeploymentContext, workload: pulumi.CustomResource, monitor: pulumi.CustomResource | None
 ) -> list[k8s.apiextensions.CustomResource]:
-    """For an autoscaled deployment, the PodMonitor that has Prometheus scrape the engine's port
-    `port_name` and the ScaledObject that sets the workload's replicas from what it scrapes; nothing
-    otherwise."""
+    """For an autoscaled deployment, the ScaledObject that sets the workload's replicas from what
+    Prometheus scrapes through `monitor`; nothing otherwise."""
     spec, scaling = deployment.spec, deployment.spec.autoscaling
     if scaling is None:
         return []
-    # The owner's Prometheus where the cluster names one (`existing.prometheus`), else the stack's own,
-    # which selects every PodMonitor (`infra.serving.values.kube_prometheus_stack`).
-    owner = deployment.cluster.spec.owner_block
-    prometheus = owner.prometheus if owner is not None else None
+    # The owner's Prometheus where the cluster names one (`existing.prometheus`), else the stack's own.
+    prometheus = owner_prometheus(deployment)
     address = prometheus.url if prometheus is not None else prometheus_address(deployment.cluster.source)
-    meta = deployment.meta
-    if prometheus is not None and prometheus.pod_monitor_labels:
-        meta = k8s.meta.v1.ObjectMetaArgs(
-            name=spec.name, namespace=spec.namespace, labels={**prometheus.pod_monitor_labels, **deployment.labels}
-        )
-    monitor = k8s.apiextensions.CustomResource(
-        f"{deployment.name}-podmonitor",
-        api_version=PROMETHEUS_OPERATOR_API,
-        kind="PodMonitor",
-        metadata=meta,
-        spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, port_name),
-        opts=deployment.child(),
-    )
+    # A scaled deployment always has its PodMonitor: the check refuses one no Prometheus would see.
+    assert monitor is not None, "refused before registering (infra.checks.services.check_autoscaling)"
     scaled = k8s.apiextensions.CustomResource(
         f"{deployment.name}-scaledobject",
         api_version=KEDA_API,
@@ -75,4 +54,4 @@ def apply(
         spec=scaled_object_spec(spec, scaling, workload_ref(spec), address),
         opts=deployment.child(depends_on=[workload, monitor]),
     )
-    return [monitor, scaled]
+    return [scaled]

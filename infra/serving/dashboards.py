@@ -6,7 +6,7 @@ installs each dashboard as a ConfigMap that kube-prometheus-stack's Grafana side
 (`dashboard_config_map`), labelled from the chart's values (`infra.serving.values`).
 
 What the panels read, and whether the stack's Prometheus holds it:
-- vLLM's own series, scraped through each autoscaled deployment's PodMonitor
+- vLLM's own series, scraped through each deployment's PodMonitor
   (`infra.serving.autoscaling`), which copies the deployment's label onto every series;
 - kube-state-metrics' series, scraped by the ServiceMonitor kube-prometheus-stack installs with it;
 - the `modelplane_gpu_*` series, the one GPU schema for NVIDIA and AMD (`infra.serving.telemetry`).
@@ -104,7 +104,7 @@ SOURCES: dict[str, Source] = {
         VLLM_SERIES,
         "each vLLM server's `/metrics`",
         True,
-        "the autoscaled deployment's PodMonitor (an engine without autoscaling has none)",
+        "each deployment's PodMonitor (`components.features.monitoring`)",
     ),
     "kube-state-metrics": Source(
         KSM_SERIES,

@@ -98,6 +98,23 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
 
     # Every engine is scraped at its pod's address, where its server answers.
     wait_for(f"every target of {job} up", answered(lambda: all(t["health"] == "up" for t in targets())), 120)
+    # The deployments with a fixed replica count are scraped too, for their dashboard: one target
+    # per pod that serves (a multi-node group's leader; here every pod).
+    for other in mixed.deployments():
+        if other is scaled:
+            continue
+        served = {
+            p.name
+            for p in mixed.site.pods()
+            if p.namespace == other["namespace"] and p.owner == f"Deployment/{other['name']}"
+        }
+        pool = f"podMonitor/{other['namespace']}/{other['name']}/0"
+
+        def pool_pods(pool: str = pool) -> set[str]:
+            active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
+            return {t["labels"]["pod"] for t in active if t.get("scrapePool") == pool}
+
+        assert wait_for(f"Prometheus's targets of {pool}", answered(lambda want=served: pool_pods() == want), 120)
 
     # The ScaledObject's own query, asked of the real Prometheus, reads what the engines queue.
     (scaled_object,) = mixed.cluster.list(KEDA_API, "ScaledObject", namespace)
@@ -109,8 +126,9 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
     load = [threading.Thread(target=complete, args=(engine, model), daemon=True) for _ in range(REQUESTS)]
     for thread in load:
         thread.start()
-    waiting = wait_for("the engine's queue", answered(lambda: waiting_at(engine)), 30)
-    assert waiting == REQUESTS - 4
+    # Every request in: the bound running, the rest waiting.
+    waiting = REQUESTS - 4
+    wait_for("the engine's queue", answered(lambda: waiting_at(engine) == waiting), 30)
 
     def asked() -> float | None:
         result = query(address, promql)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from infra.serving.dashboards import DASHBOARDS
 from tests.conftest import CLUSTER_BLOCKS
 from tests.engine.harness import Engine, resources
 
@@ -50,6 +51,11 @@ FLEET = {
 }
 
 
+def is_dashboard(urn: str) -> bool:
+    """A dashboard's ConfigMap (`components.serving_stack`, named after the dashboard's uid)."""
+    return "kubernetes:core/v1:ConfigMap::" in urn and urn.endswith(tuple(f"-{d.uid}" for d in DASHBOARDS))
+
+
 def test_a_stack_with_a_provider_per_cluster_moves_to_one_shared_provider_without_a_replacement(
     engine: Engine,
 ) -> None:
@@ -67,14 +73,20 @@ def test_a_stack_with_a_provider_per_cluster_moves_to_one_shared_provider_withou
 
     preview = stack.preview()
     assert "replace" not in preview.change_summary, preview.change_summary
-    assert preview.change_summary.get("create") == 1  # the shared provider
+    # The shared provider, and the serving stacks' dashboards, which the fixture's program predates
+    # (one ConfigMap per dashboard and cluster: infra.serving.dashboards).
+    assert preview.change_summary.get("create") == 1 + len(DASHBOARDS) * 2
     assert preview.change_summary.get("delete") == 2  # the two per-cluster providers, nothing else
 
     stack.up()
     # The one cloud change is the system pools' autoscaling bounds, updated in place: a regional
     # system pool is now 1..2 nodes in each of its 3 zones (infra.facts.system_pool), where the
     # fixture's program gave it 1..2 in all. The provider move itself changes no cloud resource.
-    changed = engine.ops().changes()
+    # (The serving stack's own objects move with what the program installs since the fixture: the
+    # dashboards, kube-prometheus-stack's values.)
+    changes = engine.ops().changes()
+    assert not [c for c in changes if c["op"] != "create" and is_dashboard(c["urn"])]
+    changed = [c for c in changes if "::gcp:" in c["urn"] or "$gcp:" in c["urn"]]
     assert sorted((c["op"], c["urn"].rsplit("::", 1)[1]) for c in changed) == [
         ("update", "gke-a-system"),
         ("update", "gke-b-system"),

@@ -1,0 +1,48 @@
+"""Monitoring: the PodMonitor that has a Prometheus scrape every model deployment's engines.
+
+Each engine serves vLLM's metrics on its API port (`/metrics`, docs.vllm.ai "Production Metrics").
+The PodMonitor puts them in the cluster's Prometheus, with the deployment's label on every series,
+for the Model serving dashboard (`infra.serving.dashboards`) and, for an autoscaled deployment, for
+its ScaledObject's query (`components.features.autoscaling`). Which Prometheus: the stack's own
+(kube-prometheus-stack, which selects every PodMonitor: `infra.serving.values.kube_prometheus_stack`),
+or where the cluster runs its own kube-prometheus-stack, the one `existing.prometheus` names, whose
+labels the PodMonitor carries. A cluster that runs its own and names none gets no PodMonitor: no
+Prometheus there would select it (an autoscaled deployment is refused there:
+`infra.checks.services.check_autoscaling`). The spec is data in `infra.serving.autoscaling`.
+"""
+
+from __future__ import annotations
+
+import pulumi_kubernetes as k8s
+
+from components.features import DeploymentContext
+from infra.config.base import OwnerPrometheus
+from infra.serving.autoscaling import PROMETHEUS_COMPONENT, PROMETHEUS_OPERATOR_API, pod_monitor_spec
+from infra.vocabulary import DEPLOYMENT_LABEL
+
+
+def owner_prometheus(deployment: DeploymentContext) -> OwnerPrometheus | None:
+    """The Prometheus the cluster's owner names (`existing.prometheus`), if any."""
+    owner = deployment.cluster.spec.owner_block
+    return owner.prometheus if owner is not None else None
+
+
+def apply(deployment: DeploymentContext, port_name: str) -> k8s.apiextensions.CustomResource | None:
+    """The PodMonitor of the engine's port `port_name`, or None where no Prometheus would select it."""
+    spec = deployment.spec
+    prometheus = owner_prometheus(deployment)
+    if prometheus is None and PROMETHEUS_COMPONENT in deployment.cluster.preinstalled:
+        return None
+    meta = deployment.meta
+    if prometheus is not None and prometheus.pod_monitor_labels:
+        meta = k8s.meta.v1.ObjectMetaArgs(
+            name=spec.name, namespace=spec.namespace, labels={**prometheus.pod_monitor_labels, **deployment.labels}
+        )
+    return k8s.apiextensions.CustomResource(
+        f"{deployment.name}-podmonitor",
+        api_version=PROMETHEUS_OPERATOR_API,
+        kind="PodMonitor",
+        metadata=meta,
+        spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, port_name),
+        opts=deployment.child(),
+    )
