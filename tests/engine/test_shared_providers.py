@@ -5,7 +5,9 @@ program as it was before `components.base.CloudProviders` (commit bd29317: a `gc
 `<cluster>-gcp` under each cluster), exported with `pulumi stack export` from the engine tier, its
 project renamed from `prod` to `prod-project` in every input and output (and the node service
 accounts' ids, which hash the project: `clouds.gke.component.node_account_id`) once project IDs
-were held to Google's rule (at least 6 characters). The
+were held to Google's rule (at least 6 characters), and gke-b's endpoint made an address of its
+own (203.0.113.11: the test provider of that time gave both clusters 203.0.113.10, so both
+clusters' objects reached one API server, where the dashboards' ConfigMaps of the two collide). The
 engine decides whether a resource whose provider reference changed is replaced by asking the new
 provider's `DiffConfig` (pkg/resource/deploy/step_generator.go at v3.274.1, `providerChanged`).
 """
