@@ -125,7 +125,6 @@ class PodProcesses:
     running: dict[tuple[str, str, str], _Running] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-    errors: list[str] = field(default_factory=list)
 
     def start(self) -> PodProcesses:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -144,12 +143,11 @@ class PodProcesses:
         while not self._stop.wait(self.interval):
             try:
                 self.sync()
-            except (OSError, ApiError, ValueError) as err:  # a poll that failed is retried
-                self.errors.append(repr(err))
+            except (OSError, ApiError, ValueError):
+                continue  # a poll that failed (the API server starting or stopping) is retried
 
     def sync(self) -> None:
         pods = self.api.list_all("v1", "Pod")
-        hosts = self._hosts_text()
         wanted: dict[tuple[str, str, str], tuple[PodProgram, Pod]] = {}
         for pod in pods:
             if not is_running(pod):
@@ -164,11 +162,14 @@ class PodProcesses:
                 self._end(key)
             elif run.proc.poll() is not None:
                 self._end(key)  # exited: started again below, as a kubelet restarts a container
+        # The cluster's names, read only while a program that runs in a pod's world wants them.
+        hosts = self._hosts_text() if any(program.in_pod for program, _ in wanted.values()) else ""
         for key, (program, pod) in wanted.items():
             if key not in self.running:
-                self._begin(key, program, pod, hosts)
+                self._begin(key, program, pod)
             run = self.running[key]
-            _write_in_place(run.folder / "hosts", hosts)
+            if program.in_pod:
+                _write_in_place(run.folder / "hosts", hosts)
             if program.refresh is not None:
                 program.refresh(pod, run.folder, self.api)
 
@@ -180,29 +181,29 @@ class PodProcesses:
         lines = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in sorted(service_hosts(self.api).items())]
         return "\n".join(lines) + "\n"
 
-    def _begin(self, key: tuple[str, str, str], program: PodProgram, pod: Pod, hosts: str) -> None:
+    def _begin(self, key: tuple[str, str, str], program: PodProgram, pod: Pod) -> None:
         folder = self.folder / "-".join(key)
         folder.mkdir(parents=True, exist_ok=True)
-        if not program.in_pod:
-            log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
-            proc = subprocess.Popen(
-                program.argv(pod, folder, self.api),
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self.running[key] = _Running(pod["metadata"]["uid"], pod_ip(pod), proc, folder, log)
-            return
+        argv = program.argv(pod, folder, self.api)
+        if program.in_pod:
+            command, env, cwd = self._in_pod(argv, pod, folder)
+        else:
+            command, env, cwd = argv, None, ROOT
+        log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+        self.running[key] = _Running(pod["metadata"]["uid"], pod_ip(pod), proc, folder, log)
+
+    def _in_pod(self, argv: list[str], pod: Pod, folder: Path) -> tuple[list[str], dict[str, str], Path]:
+        """`argv` in the pod's world: its service account and the cluster's names, mounted in a
+        private mount namespace (a tmpfs over /run for the service account's mount point, the hosts
+        file over /etc/hosts; nothing outside the namespace sees either), and the environment a
+        container in the pod gets."""
         account = folder / "serviceaccount"
         account.mkdir(exist_ok=True)
         (account / "token").write_text(self.api.token)
         (account / "ca.crt").write_bytes(Path(self.api.ca_file).read_bytes())
         (account / "namespace").write_text(pod["metadata"]["namespace"])
-        _write_in_place(folder / "hosts", hosts)
-        argv = program.argv(pod, folder, self.api)
-        # A private mount namespace: a tmpfs over /run for the service account's mount point, the
-        # hosts file over /etc/hosts; nothing outside the namespace sees either.
+        _write_in_place(folder / "hosts", self._hosts_text())
         script = " && ".join(
             [
                 "mount --make-rprivate /",
@@ -223,17 +224,8 @@ class PodProcesses:
             "POD_NAMESPACE": pod["metadata"]["namespace"],
             "POD_IP": pod_ip(pod),
         }
-        log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
-        proc = subprocess.Popen(
-            # --kill-child: the program ends with `unshare`, which is what `_end` stops.
-            ["unshare", "--mount", "--fork", "--kill-child", "sh", "-c", script, "sh", *argv],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=folder,
-            start_new_session=True,
-        )
-        self.running[key] = _Running(pod["metadata"]["uid"], pod_ip(pod), proc, folder, log)
+        # --kill-child: the program ends with `unshare`, which is what `_end` stops.
+        return ["unshare", "--mount", "--fork", "--kill-child", "sh", "-c", script, "sh", *argv], env, folder
 
     def _end(self, key: tuple[str, str, str]) -> None:
         run = self.running.pop(key)
@@ -242,12 +234,6 @@ class PodProcesses:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 run.proc.wait(timeout=10)
         run.log.close()
-
-    def logs(self, program: str) -> str:
-        """Every log of `program`'s processes, for a failing test's message."""
-        return "\n".join(
-            p.read_text(errors="replace")[-3000:] for p in sorted(self.folder.glob(f"{program}-*/{program}.log"))
-        )
 
 
 # --------------------------------------------------------------------------------------------
