@@ -36,7 +36,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -394,13 +393,23 @@ def condition(obj: Mapping[str, Any], kind: str) -> bool:
     )
 
 
-def wait_for(what: str, check: Any, timeout: float = 120, every: float = 1.0) -> Any:
-    """Poll `check()` until it returns a truthy value; fail with `what` and its last answer."""
+def wait_for(
+    what: str,
+    check: Any,
+    timeout: float = 120,
+    every: float = 1.0,
+    retrying: tuple[type[BaseException], ...] = (ApiError,),
+) -> Any:
+    """Poll `check()` until it returns a truthy value; fail with `what` and its last answer. An error
+    of `retrying` (what does not answer yet: by default the API server's) counts as a falsy answer."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
-        with suppress(ApiError):
+        try:
             last = check()
+        except retrying as err:
+            last = err
+        else:
             if last:
                 return last
         time.sleep(every)

@@ -12,8 +12,10 @@ container's args. A pod being deleted has gone: its engine would have had SIGTER
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 from components.model_deployment import ENGINE_PORT_NAME
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine.podproc import Pod, PodProgram
+from tests.metrics_text import Family, parse
 
 # The program's name, as `PodProcesses.serving` takes it.
 MODEL_SERVER = "model-server"
@@ -73,3 +76,31 @@ def model_servers(seconds_per_token: float = 0.02) -> PodProgram:
         return [*command, "--seconds-per-token", str(seconds_per_token), "--engine-args", shlex.join(s.args)]
 
     return PodProgram(MODEL_SERVER, lambda pod: served(pod) is not None, argv, in_pod=False)
+
+
+# --------------------------------------------------------------------------------------------
+# A client of a served engine, as the tests load and read it
+
+# The queue gauges, as vLLM names them (simulator.py).
+QUEUE = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def completion(url: str, model: str, max_tokens: int, timeout: float = 120) -> dict[str, Any]:
+    """One OpenAI completion from the engine at `url`, `max_tokens` long."""
+    body = json.dumps({"model": model, "prompt": "Say something long", "max_tokens": max_tokens}).encode()
+    request = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        answer: dict[str, Any] = json.loads(response.read())
+    return answer
+
+
+def metrics(url: str) -> dict[str, Family]:
+    """The engine's `/metrics`, read strictly."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+        return parse(response.read().decode())
+
+
+def gauges(url: str) -> dict[str, float]:
+    """The engine's requests running and waiting."""
+    families = metrics(url)
+    return {name: families[name].samples[0].value for name in QUEUE}

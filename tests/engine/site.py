@@ -43,6 +43,7 @@ class Pod:
     claims: tuple[str, ...]  # the ResourceClaims made for it
     labels: Mapping[str, str]
     env: Mapping[str, str]  # its first container's environment (plain values)
+    ip: str = ""  # its address, once KWOK has given it one
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Site:
                     ),
                     labels=dict(meta.get("labels") or {}),
                     env={e["name"]: e["value"] for e in spec["containers"][0].get("env") or [] if "value" in e},
+                    ip=status.get("podIP", ""),
                 )
             )
         return out

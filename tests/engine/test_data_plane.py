@@ -7,7 +7,6 @@ when its pod goes. Read from the cluster and from the servers, as Prometheus and
 from __future__ import annotations
 
 import ipaddress
-import json
 import threading
 import urllib.error
 import urllib.request
@@ -15,9 +14,8 @@ from typing import Any
 
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine.cluster import wait_for
-from tests.engine.servers import MODEL_SERVER
+from tests.engine.servers import MODEL_SERVER, completion, gauges, metrics
 from tests.engine.stackrun import Run
-from tests.metrics_text import parse
 
 STACK = "recipe-qwen-mi325x"
 # The bound of running requests the test gives the engine (vLLM's `--max-num-seqs`).
@@ -48,13 +46,6 @@ def refuses(url: str) -> bool:
     return False
 
 
-def gauges(url: str) -> dict[str, float]:
-    families = parse(get(url + "/metrics")[1])
-    return {
-        name: families[name].samples[0].value for name in ("vllm:num_requests_running", "vllm:num_requests_waiting")
-    }
-
-
 def model_pods(run: Run, name: str) -> list[dict[str, Any]]:
     return [
         p
@@ -65,10 +56,7 @@ def model_pods(run: Run, name: str) -> list[dict[str, Any]]:
 
 
 def complete(url: str, model: str, results: list[dict[str, Any]]) -> None:
-    body = json.dumps({"model": model, "prompt": "Say something long", "max_tokens": MAX_TOKENS}).encode()
-    request = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        results.append(json.loads(response.read()))
+    results.append(completion(url, model, MAX_TOKENS))
 
 
 def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with_their_pods(run: Any) -> None:
@@ -89,7 +77,7 @@ def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with
     assert recipe.site.endpoints(dep["namespace"], dep["name"]) == {pod["metadata"]["name"]}
     url = f"http://{ip}:{dep['port']}"
     wait_for(f"{url}/health answering", lambda: answers(url + "/health"), timeout=60, every=0.5)
-    families = parse(get(url + "/metrics")[1])
+    families = metrics(url)
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"):
         assert [s.labels for s in families[name].samples] == [{"model_name": model, "engine": "0"}], name
     assert gauges(url) == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
@@ -101,14 +89,14 @@ def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with
         thread.start()
     busy = {"vllm:num_requests_running": float(MAX_NUM_SEQS), "vllm:num_requests_waiting": 2.0}
     wait_for("the engine running its bound and queueing the rest", lambda: gauges(url) == busy, timeout=30, every=0.1)
-    kv = parse(get(url + "/metrics")[1])["vllm:kv_cache_usage_perc"].samples[0].value
+    kv = metrics(url)["vllm:kv_cache_usage_perc"].samples[0].value
     assert 0 < kv <= 1
     for thread in load:
         thread.join(timeout=120)
     assert len(results) == MAX_NUM_SEQS + 2
     assert all(r["model"] == model and r["usage"]["completion_tokens"] == MAX_TOKENS for r in results)
     assert gauges(url) == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
-    families = parse(get(url + "/metrics")[1])
+    families = metrics(url)
     success = {s.labels["finished_reason"]: s.value for s in families["vllm:request_success_total"].samples}
     assert success["length"] == MAX_NUM_SEQS + 2
     assert families["vllm:generation_tokens_total"].samples[0].value == (MAX_NUM_SEQS + 2) * MAX_TOKENS

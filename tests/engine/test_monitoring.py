@@ -12,19 +12,16 @@ Prometheus's own API.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-import urllib.error
-import urllib.request
 from typing import Any
 
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
 from infra.serving.dashboards import panel_queries
 from tests.engine.cluster import wait_for
-from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
+from tests.engine.kube import ApiError, pod_monitor_crds, prometheus_crds, service_monitor_crds
 from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query, service_hosts
+from tests.engine.servers import completion, gauges
 from tests.engine.stackrun import Run
-from tests.metrics_text import parse
 from tests.tools import require
 
 STACK = "byo-mixed"
@@ -35,16 +32,9 @@ REQUESTS = 6
 MAX_TOKENS = 4000
 
 
-def answered(check: Any) -> Any:
-    """`check()`, or None while what it asks does not answer yet."""
-
-    def attempt() -> Any:
-        try:
-            return check()
-        except (OSError, ValueError, KeyError):
-            return None
-
-    return attempt
+# What a check raises while what it asks does not answer yet: the API server's errors, a refused or
+# failed HTTP request, a body or result without what it reads.
+NOT_YET = (ApiError, OSError, ValueError, KeyError)
 
 
 def prometheus_address(run: Run) -> str:
@@ -58,14 +48,7 @@ def prometheus_address(run: Run) -> str:
                 return address
         return None
 
-    return str(
-        wait_for(
-            "the stack's Prometheus answering at its pod",
-            ready,
-            120,
-            lambda: run.pods.logs("prometheus-operator") + run.pods.logs("prometheus"),
-        )
-    )
+    return str(wait_for("the stack's Prometheus answering at its pod", ready, 120, retrying=NOT_YET))
 
 
 def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_finds_its_pods(run: Any) -> None:
@@ -90,7 +73,7 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
         active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
         return [t for t in active if t["labels"].get("job") == job or t.get("scrapePool") == job]
 
-    found = wait_for(f"Prometheus's targets of {job}", answered(targets), 120)
+    found = wait_for(f"Prometheus's targets of {job}", targets, 120, retrying=NOT_YET)
     # One target per engine pod, at the pod's address and the engine's port, labelled with the
     # deployment as the ScaledObject's query selects it.
     assert {t["labels"]["pod"] for t in found} == set(pods)
@@ -100,7 +83,7 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
         assert target["scrapeUrl"].endswith(f":{scaled['port']}/metrics"), target["scrapeUrl"]
 
     # Every engine is scraped at its pod's address, where its server answers.
-    wait_for(f"every target of {job} up", answered(lambda: all(t["health"] == "up" for t in targets())), 120)
+    wait_for(f"every target of {job} up", lambda: all(t["health"] == "up" for t in targets()), 120, retrying=NOT_YET)
     # The deployments with a fixed replica count are scraped too, for their dashboard: one target
     # per pod that serves (a multi-node group's leader; here every pod).
     for other in mixed.deployments():
@@ -117,27 +100,29 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
             active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
             return {t["labels"]["pod"] for t in active if t.get("scrapePool") == pool}
 
-        assert wait_for(f"Prometheus's targets of {pool}", answered(lambda want=served: pool_pods() == want), 120)
+        assert wait_for(
+            f"Prometheus's targets of {pool}", lambda want=served: pool_pods() == want, 120, retrying=NOT_YET
+        )
 
     # The ScaledObject's own query, asked of the real Prometheus, reads what the engines queue.
     (scaled_object,) = mixed.cluster.list(KEDA_API, "ScaledObject", namespace)
     (trigger,) = scaled_object["spec"]["triggers"]
     promql = trigger["metadata"]["query"]
     (pod,) = pods.values()
-    engine = f"http://{pod_ip(mixed.cluster.server.get({'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': pod.name, 'namespace': namespace}}) or {})}:{scaled['port']}"
+    engine = f"http://{pod.ip}:{scaled['port']}"
     model = scaled["args"][scaled["args"].index("--served-model-name") + 1]
-    load = [threading.Thread(target=complete, args=(engine, model), daemon=True) for _ in range(REQUESTS)]
+    load = [threading.Thread(target=send, args=(engine, model), daemon=True) for _ in range(REQUESTS)]
     for thread in load:
         thread.start()
     # Every request in: the bound running, the rest waiting.
     waiting = REQUESTS - 4
-    wait_for("the engine's queue", answered(lambda: waiting_at(engine) == waiting), 30)
+    wait_for("the engine's queue", lambda: gauges(engine)["vllm:num_requests_waiting"] == waiting, 30, retrying=NOT_YET)
 
     def asked() -> float | None:
         result = query(address, promql)
         return float(result[0]["value"][1]) if result else None
 
-    assert wait_for(f"{promql} reading the queue", answered(lambda: asked() == waiting), 90)
+    assert wait_for(f"{promql} reading the queue", lambda: asked() == waiting, 90, retrying=NOT_YET)
 
     # Every dashboard panel's query, for this deployment, is one the real Prometheus parses; every
     # panel over vLLM's series returns data from the engines (the GPU panels and kube-state-metrics'
@@ -147,23 +132,17 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
         query(address, concrete)  # raises on a query Prometheus refuses
         if "vllm:" in concrete:
             wait_for(
-                f"{dashboard} / {panel}: {concrete} returning data", answered(lambda q=concrete: query(address, q)), 90
+                f"{dashboard} / {panel}: {concrete} returning data",
+                lambda q=concrete: query(address, q),
+                90,
+                retrying=NOT_YET,
             )
 
 
-def waiting_at(engine: str) -> float:
-    with urllib.request.urlopen(engine + "/metrics", timeout=10) as response:
-        families = parse(response.read().decode())
-    return families["vllm:num_requests_waiting"].samples[0].value
-
-
-def complete(engine: str, model: str) -> None:
-    body = json.dumps({"model": model, "prompt": "Say something long", "max_tokens": MAX_TOKENS}).encode()
-    request = urllib.request.Request(
-        engine + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
-    )
+def send(engine: str, model: str) -> None:
+    """Load: one long completion, whose answer (or the engine's stopping with the test) nobody reads."""
     with contextlib.suppress(OSError):
-        urllib.request.urlopen(request, timeout=300).close()
+        completion(engine, model, MAX_TOKENS, timeout=300)
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,4 +232,4 @@ def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_n
         mine = [t for t in active if t.get("scrapePool") == job]
         return bool(mine) and all(t["health"] == "up" for t in mine)
 
-    assert wait_for(f"the owner's Prometheus scraping {job}", answered(scraped), 150)
+    assert wait_for(f"the owner's Prometheus scraping {job}", scraped, 150, retrying=NOT_YET)
