@@ -2,9 +2,9 @@
 
 For a deployment with `autoscaling`, a KEDA ScaledObject drives the scale subresource of the
 workload the deployment built (its Deployment or its LeaderWorkerSet) from what the cluster's
-Prometheus scraped through the deployment's PodMonitor (`components.features.monitoring`). The objects' specs are data
-in `infra.serving.autoscaling`; KEDA's install is the catalog's `keda` row. A deployment without
-autoscaling gets nothing here, and its workload keeps its own replica count.
+Prometheus scraped through the deployment's PodMonitor (`components.features.monitoring`). The
+objects' specs are data in `infra.serving.autoscaling`; KEDA's install is the catalog's `keda` row.
+A deployment without autoscaling gets nothing here, and its workload keeps its own replica count.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext
 from infra.config.base import OwnerPrometheus
-from infra.serving.autoscaling import PROMETHEUS_COMPONENT, PROMETHEUS_OPERATOR_API, pod_monitor_spec
+from infra.serving.autoscaling import PROMETHEUS_OPERATOR_API, pod_monitor_spec, unwatched
 from infra.vocabulary import DEPLOYMENT_LABEL
 
 
@@ -31,7 +31,7 @@ def apply(deployment: DeploymentContext, port_name: str) -> k8s.apiextensions.Cu
     """The PodMonitor of the engine's port `port_name`, or None where no Prometheus would select it."""
     spec = deployment.spec
     prometheus = owner_prometheus(deployment)
-    if prometheus is None and PROMETHEUS_COMPONENT in deployment.cluster.preinstalled:
+    if unwatched(deployment.cluster.preinstalled, prometheus):
         return None
     meta = deployment.meta
     if prometheus is not None and prometheus.pod_monitor_labels:

@@ -20,7 +20,7 @@ from infra.config.model import (
 )
 from infra.config.roles import claimed_drivers, role_of
 from infra.formats import parse_quantity
-from infra.serving.autoscaling import PROMETHEUS_COMPONENT
+from infra.serving.autoscaling import PROMETHEUS_COMPONENT, unwatched
 from infra.serving.vllm_args import PORT_FLAG, port_args
 
 
@@ -164,9 +164,7 @@ def _unseen_by_prometheus(fleet: Fleet, cluster_name: str, path: str, name: str)
         return []  # check_references reports the unknown cluster
     cluster = fleet.clusters[ci]
     block = getattr(cluster, cluster.cloud.key, None)
-    if not isinstance(block, OwnerClusterBlock) or PROMETHEUS_COMPONENT not in block.preinstalled:
-        return []
-    if block.prometheus is not None:
+    if not isinstance(block, OwnerClusterBlock) or not unwatched(block.preinstalled, block.prometheus):
         return []
     cpath = f"clusters[{ci}].{cluster.cloud.key}"
     return [

@@ -8,9 +8,11 @@ row, joined only on a cluster with an autoscaled deployment: `infra.vocabulary.A
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from infra.config.base import OwnerPrometheus
 from infra.config.model import Autoscaling, ModelDeploymentSpec, ScalingMetric
 from infra.serving.catalog import CATALOG
 
@@ -67,6 +69,15 @@ class WorkloadRef:
 
     def as_target(self) -> dict[str, str]:
         return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+
+
+def unwatched(preinstalled: Iterable[str], owner: OwnerPrometheus | None) -> bool:
+    """Whether no Prometheus of the cluster would select a PodMonitor of ours: it runs its own
+    kube-prometheus-stack, so the stack installs none, and names no Prometheus (`existing.prometheus`)
+    whose labels the PodMonitor could carry. An autoscaled deployment is refused there
+    (`infra.checks.services.check_autoscaling`); the others get no PodMonitor
+    (`components.features.monitoring`)."""
+    return owner is None and PROMETHEUS_COMPONENT in preinstalled
 
 
 def prometheus_address(source: str) -> str:
