@@ -72,6 +72,9 @@ VENDOR_TAINT_KEY: Mapping[str, str] = {NVIDIA: "nvidia.com/gpu", AMD: "amd.com/g
 NVIDIA_TAINT_KEY = VENDOR_TAINT_KEY[NVIDIA]
 AMD_TAINT_KEY = VENDOR_TAINT_KEY[AMD]
 CPU_TAINT_KEY = CPU_LABEL
+# Every taint key the program gives pools by role (`infra.facts.derive_cluster`): every engine
+# tolerates each, and a cluster's own taints may not take one.
+ROLE_TAINT_KEYS: tuple[str, ...] = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
 
 # Cloud APIs (GKE, EKS) spell taint effects in capitals; Kubernetes spelling is what the facts hold.
 UPPER_EFFECT: Mapping[str, str] = {

@@ -15,11 +15,7 @@ from infra.config.model import (
 from infra.config.names import cut, shown
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER
 from infra.profiles import CloudProfile
-from infra.vocabulary import CPU_TAINT_KEY, VENDOR_TAINT_KEY
-
-# The taint keys the program gives pools by role (`infra.facts.derive_cluster`): GPU pools their
-# vendor's, CPU pools `modelplane.ai/cpu`. The device stacks tolerate exactly these.
-POOL_ROLE_TAINT_KEYS = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
+from infra.vocabulary import ROLE_TAINT_KEYS
 
 # DRA (resource.k8s.io/v1) is GA and on by default from Kubernetes 1.34; every driver we install
 # (NVIDIA DRA 0.4, dra-driver-cpu, AMD's DRA mode) claims devices through it.
@@ -148,12 +144,12 @@ def check_taints(base: str, cluster: InferenceCluster) -> list[ConfigIssue]:
     seen: set[tuple[str, str]] = set()
     for ti, taint in enumerate(cluster.taints):
         where = f"{base}.taints[{ti}]"
-        if taint.key in POOL_ROLE_TAINT_KEYS:
+        if taint.key in ROLE_TAINT_KEYS:
             issues.append(
                 ConfigIssue(
                     f"{where}.key",
                     f"{shown(taint.key)} is a taint key the program sets on pools by their role "
-                    f"({', '.join(POOL_ROLE_TAINT_KEYS)}); a cluster taint with it would clash with the pools' own",
+                    f"({', '.join(ROLE_TAINT_KEYS)}); a cluster taint with it would clash with the pools' own",
                     "use a key of your own, e.g. example.com/dedicated",
                 )
             )

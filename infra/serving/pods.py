@@ -9,18 +9,16 @@ rules that judge them are `infra.placement`'s.
 from __future__ import annotations
 
 from infra.config.model import ModelDeploymentSpec
-from infra.facts import CPU_TAINT_KEY, POOL_LABEL, VENDOR_TAINT_KEY, ClusterFacts
+from infra.facts import POOL_LABEL, ClusterFacts
 from infra.placement import PodPlacement, Toleration, exact_tolerations
 from infra.serving.routes import GATEWAY_NAME, gateway_namespace
-
-# Every driver's node taint, tolerated by every engine (harmless where a taint is absent): the pool
-# nodeSelector, not the tolerations, is what places the pod.
-DRIVER_TAINT_KEYS: tuple[str, ...] = (*sorted(VENDOR_TAINT_KEY.values()), CPU_TAINT_KEY)
+from infra.vocabulary import ROLE_TAINT_KEYS
 
 
 def engine_tolerations(cluster: ClusterFacts) -> list[Toleration]:
-    """The per-driver toleration list, then one exact toleration per cluster taint."""
-    out = [Toleration(key=k, operator="Exists", effect="NoSchedule") for k in DRIVER_TAINT_KEYS]
+    """Every role's taint (harmless where a taint is absent: the pool nodeSelector, not the
+    tolerations, is what places the pod), then one exact toleration per cluster taint."""
+    out = [Toleration(key=k, operator="Exists", effect="NoSchedule") for k in ROLE_TAINT_KEYS]
     return out + exact_tolerations(cluster.taints)
 
 
