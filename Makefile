@@ -50,12 +50,11 @@ pytest: sync
 # that validates the telemetry config (tests/test_telemetry.py), and for the cluster tier
 # (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK, the
 # LeaderWorkerSet controller, the real pulumi-kubernetes provider, and the monitoring chain's
-# prometheus-operator and Prometheus (tests/engine/test_monitoring.py). Built from the Go module
-# proxy into a cache outside the repository, once per version per machine (engine/build.sh says
-# where; docs/benchmarks.md how long the first time on two cores; nothing once built). KEDA's
-# operator and metrics server build too (engine/build.sh keda, keda-adapter), but no test runs
-# them yet, so `make engine` leaves them out.
-ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus
+# prometheus-operator and Prometheus (tests/engine/test_monitoring.py), and the scaling chain's KEDA
+# operator and metrics server (tests/engine/test_autoscaling.py). Built from the Go module proxy
+# into a cache outside the repository, once per version per machine (engine/build.sh says where;
+# docs/benchmarks.md how long the first time on two cores; nothing once built).
+ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus keda keda-adapter
 
 engine:
 	for t in $(ENGINE_TOOLS); do bash engine/build.sh $$t >/dev/null || exit 1; done

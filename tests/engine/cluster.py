@@ -29,6 +29,7 @@ import base64
 import hashlib
 import ipaddress
 import json
+import signal
 import socket
 import ssl
 import subprocess
@@ -206,7 +207,9 @@ class LocalCluster:
     def start(cls, folder: Path, etcd_url: str, prefix: str, nodes: Sequence[NodeSpec]) -> LocalCluster:
         pod_network = PodNetwork.claim_one(prefix)
         try:
-            server = ApiServer.start(folder / "apiserver", etcd_url, prefix, (PRIVILEGED,), crds=False)
+            server = ApiServer.start(
+                folder / "apiserver", etcd_url, prefix, (PRIVILEGED,), crds=False, aggregation=True
+            )
         except BaseException:
             pod_network.release()
             raise
@@ -293,8 +296,10 @@ class LocalCluster:
         return {n["metadata"]["name"]: n["spec"].get("podCIDR", "") for n in self.list("v1", "Node")}
 
     def stop(self) -> None:
+        # Killed, like the API server (kube.py): a cluster keeps nothing past its test, and the
+        # controllers' graceful shutdowns took up to the 5 s `stop` allows each.
         for pid in reversed(self.pids):
-            stop(pid)
+            stop(pid, signal.SIGKILL)
         self.server.stop()
         self.pod_network.release()
 

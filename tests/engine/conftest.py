@@ -8,7 +8,7 @@ did not run (tests/tools.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,10 @@ def charts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[Any]:
     started: list[Run] = []
 
-    def start(stack: str, programs: Sequence[PodProgram] = ()) -> Run:
-        started.append(Run(tmp_path, real_tools, store, charts, stack, programs))
+    def start(
+        stack: str, programs: Sequence[PodProgram] = (), edit: Callable[[dict[str, Any]], None] | None = None
+    ) -> Run:
+        started.append(Run(tmp_path, real_tools, store, charts, stack, programs, edit))
         return started[-1]
 
     yield start

@@ -132,6 +132,48 @@ class ApiError(RuntimeError):
         super().__init__(f"{status.get('message', status)} ({code})")
 
 
+# The client name the server proxies to extension API servers as, which they accept from the
+# front proxy's authority (kubeadm's `front-proxy-client`, cmd/kubeadm/app/constants).
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def aggregation_flags(folder: Path) -> tuple[str, ...]:
+    """The flags of the aggregation layer: the ones kubeadm gives the server
+    (cmd/kubeadm/app/phases/controlplane/manifests.go, `getAPIServerCommand`: a front-proxy
+    authority, the client certificate the server proxies with, the request headers that carry the
+    user), and routing to an APIService's endpoints rather than its Service's cluster IP
+    (`--enable-aggregator-routing`, which kubeadm leaves off: its clusters run kube-proxy, which
+    gives cluster IPs a route; none does here, while endpoints are pod addresses this machine serves).
+
+    The server publishes the authority and header names in kube-system's
+    `extension-apiserver-authentication` ConfigMap, where an extension server (KEDA's metrics
+    server) reads whom to trust."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = folder / "ca.crt", folder / "ca.key"
+    cert, key, request = folder / "client.crt", folder / "client.key", folder / "client.csr"
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl("req", "-x509", *ec, "-days", "1", "-subj", "/CN=front-proxy-ca", "-keyout", str(ca_key), "-out", str(ca))
+    _openssl("req", *ec, "-subj", f"/CN={FRONT_PROXY_CLIENT}", "-keyout", str(key), "-out", str(request))
+    _openssl(
+        "x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+        "-days", "1", "-out", str(cert),
+    )  # fmt: skip
+    return (
+        f"--requestheader-client-ca-file={ca}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-username-headers=X-Remote-User",
+        f"--proxy-client-cert-file={cert}",
+        f"--proxy-client-key-file={key}",
+        "--enable-aggregator-routing=true",
+    )
+
+
 @dataclass
 class ApiServer:
     """A kube-apiserver: where it listens, how to authenticate, and its process."""
@@ -146,11 +188,20 @@ class ApiServer:
 
     @classmethod
     def start(
-        cls, folder: Path, etcd_url: str, prefix: str, extra_flags: tuple[str, ...] = (), crds: bool = True
+        cls,
+        folder: Path,
+        etcd_url: str,
+        prefix: str,
+        extra_flags: tuple[str, ...] = (),
+        crds: bool = True,
+        aggregation: bool = False,
     ) -> ApiServer:
         """Start a server whose objects live under `prefix` in etcd, wait until ready, and install
-        the Gateway API CRDs unless `crds` is off (a cluster whose charts install them)."""
+        the Gateway API CRDs unless `crds` is off (a cluster whose charts install them); with
+        `aggregation`, it proxies APIServices to their servers (`aggregation_flags`)."""
         folder.mkdir(parents=True, exist_ok=True)
+        if aggregation:
+            extra_flags = (*extra_flags, *aggregation_flags(folder / "front-proxy"))
         key = folder / "sa.key"
         if not key.exists():
             subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
@@ -399,11 +450,26 @@ def lws_crds() -> list[dict[str, Any]]:
     return module_crds("sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
 
 
+# The six CRDs the keda chart installs (kedacore/charts keda/templates/crds/ @ v2.20.2), each the
+# release's config/crd/bases file: the operator watches every one of their kinds from its start
+# (cmd/operator/main.go, one reconciler each) and waits for all of them to be served.
+KEDA_CRD_FILES = (
+    "keda.sh_scaledobjects.yaml",
+    "keda.sh_scaledjobs.yaml",
+    "keda.sh_triggerauthentications.yaml",
+    "keda.sh_clustertriggerauthentications.yaml",
+    "eventing.keda.sh_cloudeventsources.yaml",
+    "eventing.keda.sh_clustercloudeventsources.yaml",
+)
+
+
 @functools.cache
 def keda_crds() -> list[dict[str, Any]]:
-    """The ScaledObject CRD of the KEDA release engine/crds pins (config/crd/bases), the kind an
-    autoscaled deployment creates (components/model_deployment.py)."""
-    return module_crds("github.com/kedacore/keda/v2", "config/crd/bases/keda.sh_scaledobjects.yaml")
+    """The CRDs of the KEDA release engine/crds pins (config/crd/bases), the ScaledObject (the kind an
+    autoscaled deployment creates, components/features/autoscaling.py) first."""
+    return [
+        crd for name in KEDA_CRD_FILES for crd in module_crds("github.com/kedacore/keda/v2", f"config/crd/bases/{name}")
+    ]
 
 
 def operator_crds(kind: str) -> list[dict[str, Any]]:

@@ -1,20 +1,24 @@
 """Real programs in place of the containers of chosen pods, run where a kubelet would run them.
 
 KWOK marks pods Running and runs nothing in them. For the pods whose behaviour a test claims (the
-Prometheus operator of the kube-prometheus-stack release and the Prometheus it creates), a
-`PodProgram` names the program, built from the Go module proxy at the version the product pins
-(`engine/build.sh`), and `PodProcesses` runs it while its pod is Running, and stops it when the pod
-goes. Each runs as a pod's container sees its world:
+Prometheus operator of the kube-prometheus-stack release and the Prometheus it creates, KEDA's
+operator and metrics server, the model servers of servers.py), a `PodProgram` names the program,
+built from the Go module proxy at the version the product pins (`engine/build.sh`), and
+`PodProcesses` runs it while its pod is Running, and stops it when the pod goes. Each runs as a
+pod's container sees its world:
 
-- it listens on the pod's IP, a loopback address (`cluster.py` gives the nodes pod CIDRs inside
-  127.0.0.0/8, which Linux routes to this machine);
+- it listens on the pod's IP (`cluster.PodNetwork` routes the pod network to this machine's
+  loopback device, so a process here can serve any pod address);
 - in a mount namespace of its own (`unshare --mount`), where the service account's token and CA sit
   at /var/run/secrets/kubernetes.io/serviceaccount, as the kubelet mounts them, and
   `KUBERNETES_SERVICE_HOST`/`_PORT` name the API server, so client-go's in-cluster configuration
   (`rest.InClusterConfig`) reaches it;
 - with an /etc/hosts that resolves each Service's cluster name (`<svc>.<ns>.svc[.cluster.local]`)
   to a Ready endpoint's pod IP: what cluster DNS and the Service proxy give a pod, kept current
-  while it runs.
+  while it runs (so a Service here answers only on its target port, which every Service these
+  programs call keeps equal to its port);
+- with its container's environment and Secret volumes (`container_env`, `secret_volumes`) where
+  the program stands for a container of the pod.
 
 What stands in for a kubelet's container runtime is this module; what runs in it is the real program.
 """
@@ -26,6 +30,7 @@ import contextlib
 import gzip
 import json
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tests.engine.kube import ApiError, ApiServer, stop
+from tests.engine.kube import ApiError, ApiServer, free_port, stop
 from tests.tools import tool
 
 # The kubelet's mount point of a pod's service account token, CA and namespace
@@ -66,6 +71,8 @@ class PodProgram:
     argv: Callable[[Pod, Path, ApiServer], list[str]]
     refresh: Callable[[Pod, Path, ApiServer], None] | None = None
     in_pod: bool = True
+    # The pod's container the program stands for, whose environment it gets (`container_env`).
+    container: str | None = None
 
 
 @dataclass
@@ -137,7 +144,9 @@ class PodProcesses:
         if self._thread is not None:
             self._thread.join(timeout=10)
         for key in list(self.running):
-            self._end(key)
+            # Killed: nothing a program here keeps outlives the test, and a controller's graceful
+            # shutdown (a manager's, up to its 30 s timeout) would be paid at the end of every test.
+            self._end(key, signal.SIGKILL)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -187,6 +196,8 @@ class PodProcesses:
         argv = program.argv(pod, folder, self.api)
         if program.in_pod:
             command, env, cwd = self._in_pod(argv, pod, folder)
+            if program.container is not None:
+                env.update(container_env(pod, program.container))
         else:
             command, env, cwd = argv, None, ROOT
         log = open(folder / f"{program.name}.log", "ab")  # noqa: SIM115 (the process writes to it until it stops)
@@ -227,13 +238,84 @@ class PodProcesses:
         # --kill-child: the program ends with `unshare`, which is what `_end` stops.
         return ["unshare", "--mount", "--fork", "--kill-child", "sh", "-c", script, "sh", *argv], env, folder
 
-    def _end(self, key: tuple[str, str, str]) -> None:
+    def _end(self, key: tuple[str, str, str], sig: signal.Signals = signal.SIGTERM) -> None:
+        """Stop a program: by default as the kubelet stops a container whose pod goes (SIGTERM)."""
         run = self.running.pop(key)
         if run.proc.poll() is None:
-            stop(run.proc.pid)
+            stop(run.proc.pid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 run.proc.wait(timeout=10)
         run.log.close()
+
+
+# --------------------------------------------------------------------------------------------
+# A pod's container as the kubelet would start it: its arguments, environment and secret volumes
+
+# The pod fields a `fieldRef` of a container's environment may name, as the kubelet resolves them
+# (k8s.io/kubernetes pkg/kubelet/kubelet_pods.go, `podFieldSelectorRuntimeValue`).
+FIELD_REFS: Mapping[str, Callable[[Pod], str]] = {
+    "metadata.name": lambda pod: str(pod["metadata"]["name"]),
+    "metadata.namespace": lambda pod: str(pod["metadata"]["namespace"]),
+    "status.podIP": pod_ip,
+}
+
+
+def container_of(pod: Pod, name: str) -> Mapping[str, Any]:
+    for container in [*pod["spec"].get("containers", []), *pod["spec"].get("initContainers", [])]:
+        if container["name"] == name:
+            return dict(container)
+    raise ValueError(f"pod {pod['metadata']['name']} has no container {name}")
+
+
+def container_env(pod: Pod, name: str) -> dict[str, str]:
+    """The container's environment: its values, and its references to the pod's own fields."""
+    env: dict[str, str] = {}
+    with contextlib.suppress(ValueError):
+        for item in container_of(pod, name).get("env") or []:
+            if "valueFrom" not in item:  # an empty value is stored as none (`omitempty`)
+                env[item["name"]] = str(item.get("value", ""))
+            elif (field := (item["valueFrom"].get("fieldRef") or {}).get("fieldPath")) in FIELD_REFS:
+                env[item["name"]] = FIELD_REFS[field](pod)
+    return env
+
+
+def secret_volumes(pod: Pod, container: str, folder: Path, api: ApiServer) -> dict[str, Path]:
+    """Each Secret volume the container mounts, written as the kubelet writes it (a file per key,
+    kept current; an optional Secret not there yet is an empty folder) under `folder`: mount path ->
+    the folder standing for it. Files are replaced whole, so a reader never sees half of one."""
+    volumes = {v["name"]: v["secret"] for v in pod["spec"].get("volumes") or [] if "secret" in v}
+    mounts: dict[str, Path] = {}
+    for mount in container_of(pod, container).get("volumeMounts") or []:
+        source = volumes.get(mount["name"])
+        if source is None:
+            continue
+        where = folder / "volumes" / mount["name"]
+        where.mkdir(parents=True, exist_ok=True)
+        ref = {"metadata": {"name": source["secretName"], "namespace": pod["metadata"]["namespace"]}}
+        secret = api.get({"apiVersion": "v1", "kind": "Secret", **ref}) or {}
+        for key, value in (secret.get("data") or {}).items():
+            data = base64.b64decode(value)
+            target = where / key
+            if not target.exists() or target.read_bytes() != data:
+                temporary = where / f".{key}.new"
+                temporary.write_bytes(data)
+                temporary.replace(target)
+        mounts[mount["mountPath"]] = where
+    return mounts
+
+
+def container_args(pod: Pod, container: str, mounts: Mapping[str, Path]) -> list[str]:
+    """The container's arguments, with each path under a volume's mount path moved to the folder
+    that stands for it here (the programs run in this machine's file system, where the mount path
+    is not created)."""
+    out = []
+    for arg in container_of(pod, container).get("args") or []:
+        for mount_path, where in mounts.items():
+            arg = arg.replace(f"={mount_path}/", f"={where}/")
+            if arg.endswith(f"={mount_path}"):
+                arg = arg[: -len(mount_path)] + str(where)
+        out.append(arg)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,16 +366,7 @@ def reloader_env(pod: Pod) -> dict[str, str]:
     """The environment of the pod's config-reloader container, whose `$(NAME)` references it
     substitutes in the configuration (`POD_NAME` from the pod's name, `SHARD`: prometheus-operator
     v0.90.1 pkg/operator/config_reloader.go, `PodNameEnvVar`, `ShardEnvVar`)."""
-    env: dict[str, str] = {}
-    for container in [*pod["spec"].get("containers", []), *pod["spec"].get("initContainers", [])]:
-        if container["name"] != "config-reloader":
-            continue
-        for item in container.get("env") or []:
-            if "value" in item:
-                env[item["name"]] = str(item["value"])
-            elif ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") == "metadata.name":
-                env[item["name"]] = pod["metadata"]["name"]
-    return env
+    return container_env(pod, "config-reloader")
 
 
 def expand_config(pod: Pod, folder: Path, api: ApiServer) -> bool:
@@ -356,6 +429,56 @@ def monitoring(operator: Mapping[str, str] = STACK_OPERATOR) -> list[PodProgram]
     """The chain for the operator pods `operator` picks (the stack's, or an owner's) and every
     Prometheus an operator runs."""
     return [prometheus_operator(operator), prometheus()]
+
+
+# --------------------------------------------------------------------------------------------
+# KEDA: the operator and its metrics API server
+
+# The pods of the keda release's two servers (`standins.keda_servers`: the chart's `app` labels),
+# each one container named as its pod.
+KEDA_OPERATOR = "keda-operator"
+KEDA_METRICS_SERVER = "keda-operator-metrics-apiserver"
+
+
+def keda_program(container: str, tool_name: str, addresses: Callable[[Pod], list[str]]) -> PodProgram:
+    """KEDA v2.20.2's `tool_name` for the pods of `container`, run with the container's own
+    arguments and environment and the certificates Secret synced where its `--cert-dir` points.
+
+    Every pod here shares this machine's network, so a server that binds every address (`:9666`,
+    the chart's defaults) would hold its port for every pod: `addresses(pod)` adds the flags that
+    bind each listener to the pod's own IP, after the chart's (the last of a repeated flag wins)."""
+
+    def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
+        mounts = secret_volumes(pod, container, folder, api)
+        return [str(tool(tool_name)), *container_args(pod, container, mounts), *addresses(pod)]
+
+    def refresh(pod: Pod, folder: Path, api: ApiServer) -> None:
+        secret_volumes(pod, container, folder, api)  # the kubelet's periodic sync of the volume
+
+    return PodProgram(tool_name, labelled({"app": container}), argv, refresh, container=container)
+
+
+def keda() -> list[PodProgram]:
+    """KEDA's operator (ScaledObjects into HPAs, and the gRPC metrics service) and its metrics API
+    server (the external metrics API the HPA controller asks through the API server's aggregation
+    layer), for the keda release's pods."""
+
+    def operator(pod: Pod) -> list[str]:
+        ip = pod_ip(pod)
+        # cmd/operator/main.go @ v2.20.2: the probe server (`:8081`) and the gRPC metrics service
+        # (`:9666`, the port the chart's Service and the metrics server's address name).
+        return [f"--health-probe-bind-address={ip}:8081", f"--metrics-service-bind-address={ip}:9666"]
+
+    def metrics_server(pod: Pod) -> list[str]:
+        # The secure port on the pod's IP (`--bind-address`, k8s.io/apiserver SecureServingOptions),
+        # and its own /metrics, which binds every address (`--port`, cmd/adapter/main.go
+        # `RunMetricsServer`), on a port no other process here holds.
+        return [f"--bind-address={pod_ip(pod)}", f"--port={free_port()}"]
+
+    return [
+        keda_program(KEDA_OPERATOR, "keda", operator),
+        keda_program(KEDA_METRICS_SERVER, "keda-adapter", metrics_server),
+    ]
 
 
 def query(address: str, promql: str) -> list[dict[str, Any]]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,11 @@ def model_servers(seconds_per_token: float = 0.02) -> PodProgram:
 QUEUE = ("vllm:num_requests_running", "vllm:num_requests_waiting")
 
 
-def completion(url: str, model: str, max_tokens: int, timeout: float = 120) -> dict[str, Any]:
+def completion(
+    url: str, model: str, max_tokens: int, timeout: float = 120, prompt: str = "Say something long"
+) -> dict[str, Any]:
     """One OpenAI completion from the engine at `url`, `max_tokens` long."""
-    body = json.dumps({"model": model, "prompt": "Say something long", "max_tokens": max_tokens}).encode()
+    body = json.dumps({"model": model, "prompt": prompt, "max_tokens": max_tokens}).encode()
     request = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         answer: dict[str, Any] = json.loads(response.read())
@@ -100,7 +103,43 @@ def metrics(url: str) -> dict[str, Family]:
         return parse(response.read().decode())
 
 
-def gauges(url: str) -> dict[str, float]:
-    """The engine's requests running and waiting."""
+def gauges(url: str, names: tuple[str, ...] = QUEUE) -> dict[str, float]:
+    """The engine's gauges `names`: by default its requests running and waiting."""
     families = metrics(url)
-    return {name: families[name].samples[0].value for name in QUEUE}
+    return {name: families[name].samples[0].value for name in names}
+
+
+@dataclass
+class Load:
+    """`requests` completions kept in flight at the engine at `url` until `stop`: each of as many
+    threads sends its next request as soon as its last is answered. A request of `max_tokens` takes
+    `max_tokens` x the simulator's seconds a token, so the load ends that long after `stop` at most;
+    a prompt of `prompt_words` words holds that many tokens of the KV cache while it runs."""
+
+    url: str
+    model: str
+    requests: int
+    max_tokens: int = 200
+    prompt_words: int = 3
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> Load:
+        prompt = " ".join(["word"] * self.prompt_words)
+        for _ in range(self.requests):
+            thread = threading.Thread(target=self._send, args=(prompt,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _send(self, prompt: str) -> None:
+        while not self._stop.is_set():
+            try:
+                completion(self.url, self.model, self.max_tokens, timeout=300, prompt=prompt)
+            except OSError:
+                self._stop.wait(0.5)  # the engine stopping or not yet there: try again
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=self.max_tokens * 0.1 + 10)

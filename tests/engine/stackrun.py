@@ -32,10 +32,22 @@ class Run:
     """One stack of the repository, installed with the real provider on its own local cluster."""
 
     def __init__(
-        self, base: Path, cli: Path, etcd: Etcd, charts: str, stack: str, programs: Sequence[PodProgram] = ()
+        self,
+        base: Path,
+        cli: Path,
+        etcd: Etcd,
+        charts: str,
+        stack: str,
+        programs: Sequence[PodProgram] = (),
+        edit: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
+        """`edit` changes the stack's config before anything starts (the cluster's nodes are its pools')."""
         self.engine = Engine(base / "engine", cli, real=True)
         self.name = stack
+        if edit is not None:
+            config = self.engine.config(stack)
+            edit(config)
+            self.engine.write_config(stack, config)
         facts = stack_clusters(self.engine.stack_file(stack))
         assert len(facts) == 1, "one Existing cluster per stack here"
         self.facts: ClusterFacts = next(iter(facts.values()))

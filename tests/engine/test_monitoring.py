@@ -18,9 +18,10 @@ from typing import Any
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
 from infra.serving.dashboards import panel_queries
 from tests.engine.cluster import wait_for
+from tests.engine.demo import LOAD_REQUESTS, scale_of
 from tests.engine.kube import ApiError, pod_monitor_crds, prometheus_crds, service_monitor_crds
-from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query, service_hosts
-from tests.engine.servers import completion, gauges
+from tests.engine.podproc import PROMETHEUS_PORT, get_json, keda, monitoring, pod_ip, query, service_hosts
+from tests.engine.servers import Load, completion, gauges
 from tests.engine.stackrun import Run
 from tests.tools import require
 
@@ -199,10 +200,10 @@ def owner_kube_prometheus_stack() -> list[dict[str, Any]]:
     ]
 
 
-def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_names(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus"):
-        require(name, "the monitoring chain")
-    mixed = run(STACK, monitoring(OWNER_OPERATOR))
+def test_an_owners_prometheus_scrapes_the_engines_and_keda_scales_on_what_it_scraped(run: Any) -> None:
+    for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter"):
+        require(name, "the monitoring and scaling chain")
+    mixed = run(STACK, [*monitoring(OWNER_OPERATOR), *keda()])
     server = mixed.cluster.server
     server.install_crds(pod_monitor_crds() + service_monitor_crds() + prometheus_crds())
     for obj in owner_kube_prometheus_stack():
@@ -233,3 +234,18 @@ def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_n
         return bool(mine) and all(t["health"] == "up" for t in mine)
 
     assert wait_for(f"the owner's Prometheus scraping {job}", scraped, 150, retrying=NOT_YET)
+
+    # KEDA, asking the owner's Prometheus, scales the deployment to its maximum under load.
+    (pod,) = [p for p in mixed.site.pods() if p.namespace == namespace and p.owner == f"Deployment/{name}"]
+    model = scaled["args"][scaled["args"].index("--served-model-name") + 1]
+    top = scaled["autoscaling"]["maxReplicas"]
+    traffic = Load(f"http://{pod.ip}:{scaled['port']}", model, LOAD_REQUESTS).start()
+    try:
+        assert wait_for(
+            f"{name} at {top} replicas",
+            lambda: scale_of(mixed, namespace, "Deployment", name) == (top, top),
+            240,
+            retrying=NOT_YET,
+        )
+    finally:
+        traffic.stop()
