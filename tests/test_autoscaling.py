@@ -18,7 +18,7 @@ from infra.config.issues import ConfigError, located
 from infra.config.model import Fleet
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
-from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
+from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec, scaling_summary
 from infra.serving.catalog import join_charts
 from infra.serving.chart import Chart
 from infra.serving.values import kube_prometheus_stack
@@ -96,6 +96,32 @@ def test_min_above_max_is_rejected_at_autoscaling() -> None:
 )
 def test_bad_autoscaling_values_are_rejected_at_their_path(edit: dict[str, Any], path: str) -> None:
     assert [p for p, _ in parse_issues(scaled(autoscaling={**SCALING, **edit}))] == [path]
+
+
+@pytest.mark.parametrize(
+    ("value", "says", "fix"),
+    [
+        (3601, "less than or equal to 3600 (got 3601)", "lower the value to the maximum"),
+        (-1, "greater than or equal to 0 (got -1)", "raise the value to the minimum"),
+        (30.5, "a valid integer (got 30.5)", "write a whole number"),
+        ("30s", "a valid integer (got '30s')", "write a whole number"),
+    ],
+)
+def test_a_scale_down_window_the_hpa_would_refuse_is_an_error_at_its_path(value: Any, says: str, fix: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_fleet(copy.deepcopy(raw_fleet("GKE", scaled(autoscaling={**SCALING, "scaleDownSeconds": value}))), FILE)
+    [issue] = err.value.issues
+    assert issue.path == "deployments[0].autoscaling.scaleDownSeconds"
+    assert says in issue.message
+    assert fix in issue.message
+    assert str(err.value).startswith(f"{FILE}: deployments[0].autoscaling.scaleDownSeconds: ")
+
+
+@pytest.mark.parametrize("seconds", [0, 30, 3600])
+def test_a_scale_down_window_within_the_hpas_bounds_is_read(seconds: int) -> None:
+    scaling = Fleet.model_validate(raw_fleet("GKE", scaled(autoscaling={**SCALING, "scaleDownSeconds": seconds})))
+    assert scaling.deployments[0].autoscaling is not None
+    assert scaling.deployments[0].autoscaling.scale_down_seconds == seconds
 
 
 def test_kv_cache_target_as_a_percentage_says_to_write_a_fraction() -> None:
@@ -205,6 +231,28 @@ def test_the_scale_target_follows_the_workload_it_is_given() -> None:
     lws = WorkloadRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", dep.name)
     target = scaled_object_spec(dep, dep.autoscaling, lws, prometheus_address("GKE"))["scaleTargetRef"]
     assert target == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "qwen"}
+
+
+def spec_of(autoscaling: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ScaledObject's spec and the plan's scaling summary of a GKE deployment scaled so."""
+    dep = Fleet.model_validate(raw_fleet("GKE", scaled(autoscaling=autoscaling))).deployments[0]
+    assert dep.autoscaling is not None
+    spec = scaled_object_spec(dep, dep.autoscaling, workload_ref(dep), prometheus_address("GKE"))
+    return spec, scaling_summary(dep.autoscaling)
+
+
+def test_a_scale_down_window_reaches_the_hpa_behaviour_of_the_scaled_object() -> None:
+    spec, summary = spec_of({**SCALING, "scaleDownSeconds": 30})
+    assert spec["advanced"] == {
+        "horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}
+    }
+    assert summary["scaleDownSeconds"] == 30
+
+
+def test_without_a_scale_down_window_the_scaled_object_leaves_the_hpa_default() -> None:
+    spec, summary = spec_of(dict(SCALING))
+    assert "advanced" not in spec
+    assert "scaleDownSeconds" not in summary
 
 
 def test_keda_installs_only_on_a_cluster_with_an_autoscaled_deployment(scaled_lab: MockRun) -> None:

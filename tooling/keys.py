@@ -407,6 +407,11 @@ KEYS: dict[tuple[str, str], Key] = {
         "the Prometheus trigger's `threshold`",
         "target: 5",
     ),
+    ("Autoscaling", "scaleDownSeconds"): Key(
+        "How long the load must stay low before replicas fall back. Unset, the HPA's default of 300 s holds.",
+        "the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds`",
+        "scaleDownSeconds: 60",
+    ),
     ("ModelDeploymentSpec", "nodes"): Key(
         "Nodes one replica spans, one pod on each; above 1 the replica is a LeaderWorkerSet group.",
         "`ModelDeployment` (a LeaderWorkerSet of size `nodes`); `check_multinode`",

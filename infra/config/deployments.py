@@ -23,6 +23,7 @@ from infra.config.names import (
     DNS1035_LABEL,
     MAX_POOL_NODES,
     MAX_REPLICAS,
+    MAX_STABILIZATION_SECONDS,
     DnsLabel,
     shown,
 )
@@ -89,12 +90,18 @@ class Autoscaling(Model):
     `target` is the metric's value one replica is meant to carry: a request count for the request
     metrics, a fraction of the KV cache (0 to 1) for `KVCacheUsage`. Rules across keys (`minReplicas: 0`,
     `replicas` beside it): `infra.checks.services.check_autoscaling`.
+
+    `scaleDownSeconds` is how long the load must stay low before replicas fall back (the HPA's
+    scale-down stabilization window). Unset, the ScaledObject sets nothing and the HPA keeps its
+    default of 300 s, so a stack without the key plans as before. Scale-up has no key: the HPA's
+    default (no window; double or add 4 pods per 15 s) already follows the load at once.
     """
 
     min_replicas: Annotated[StrictInt, Field(ge=0, le=MAX_REPLICAS)] = 1
     max_replicas: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)]
     metric: ScalingMetric
     target: Annotated[float, Field(gt=0)]
+    scale_down_seconds: Annotated[StrictInt, Field(ge=0, le=MAX_STABILIZATION_SECONDS)] | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:

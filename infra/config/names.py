@@ -81,6 +81,10 @@ MAX_DEVICES_PER_NODE = 64
 MAX_POOL_NODES = 5000
 # `replicas` is an int32 in apps/v1 DeploymentSpec.
 MAX_REPLICAS = 2**31 - 1
+# The longest HPA stabilization window: autoscaling/v2 `HPAScalingRules.stabilizationWindowSeconds`
+# "must be less than or equal to 3600" (pkg/apis/autoscaling/validation/validation.go lines 35-36
+# and 212-214, `MaxStabilizationWindowSeconds`, at kubernetes v1.36.0).
+MAX_STABILIZATION_SECONDS = 3600
 
 
 NAMESPACE = "modelplane"

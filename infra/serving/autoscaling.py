@@ -104,9 +104,10 @@ def scaled_object_spec(
     spec: ModelDeploymentSpec, scaling: Autoscaling, workload: WorkloadRef, prometheus: str
 ) -> dict[str, Any]:
     """The ScaledObject's spec: the workload, the bounds and one trigger on the `prometheus` address
-    (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`, `query`, `threshold` as text)."""
+    (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`, `query`, `threshold` as text), and the
+    scale-down window when `scaleDownSeconds` is set."""
     m = VLLM_METRICS[scaling.metric]
-    return {
+    so: dict[str, Any] = {
         "scaleTargetRef": workload.as_target(),
         "minReplicaCount": scaling.min_replicas,
         "maxReplicaCount": scaling.max_replicas,
@@ -122,6 +123,18 @@ def scaled_object_spec(
             }
         ],
     }
+    if scaling.scale_down_seconds is not None:
+        # KEDA copies `advanced.horizontalPodAutoscalerConfig.behavior` into the HPA it creates
+        # (config/crd/bases/keda.sh_scaledobjects.yaml lines 78-144 and controllers/keda/hpa.go
+        # lines 79-81 at kedacore/keda v2.20.2): autoscaling/v2 HPAScalingRules, whose scale-down
+        # window defaults to 300 s (k8s.io/api v0.36.0 autoscaling/v2/types.go lines 193-200).
+        # Unset, nothing is written and that default holds.
+        so["advanced"] = {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_seconds}}
+            }
+        }
+    return so
 
 
 def pod_monitor_spec(deployment_label: str, spec: ModelDeploymentSpec, port_name: str) -> dict[str, Any]:
@@ -135,12 +148,16 @@ def pod_monitor_spec(deployment_label: str, spec: ModelDeploymentSpec, port_name
 
 
 def scaling_summary(scaling: Autoscaling) -> dict[str, Any]:
-    """The plan's view of a deployment's scaling: bounds, metric (ours and vLLM's) and target."""
+    """The plan's view of a deployment's scaling: bounds, metric (ours and vLLM's), target, and the
+    scale-down window where one is set."""
     m = VLLM_METRICS[scaling.metric]
-    return {
+    summary: dict[str, Any] = {
         "minReplicas": scaling.min_replicas,
         "maxReplicas": scaling.max_replicas,
         "metric": str(scaling.metric),
         "vllmMetric": m.name,
         "target": scaling.target,
     }
+    if scaling.scale_down_seconds is not None:
+        summary["scaleDownSeconds"] = scaling.scale_down_seconds
+    return summary
