@@ -18,7 +18,7 @@ from infra.config.issues import ConfigError, located
 from infra.config.model import Fleet
 from infra.config.stackfile import parse_fleet
 from infra.facts import PLAN_POOL_KEYS, derive_fleet
-from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec, scaling_summary
+from infra.serving.autoscaling import WorkloadRef, prometheus_address, scaled_object_spec
 from infra.serving.catalog import join_charts
 from infra.serving.chart import Chart
 from infra.serving.values import kube_prometheus_stack
@@ -233,26 +233,22 @@ def test_the_scale_target_follows_the_workload_it_is_given() -> None:
     assert target == {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "qwen"}
 
 
-def spec_of(autoscaling: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ScaledObject's spec and the plan's scaling summary of a GKE deployment scaled so."""
+def spec_of(autoscaling: dict[str, Any]) -> dict[str, Any]:
+    """The ScaledObject's spec of a GKE deployment scaled so."""
     dep = Fleet.model_validate(raw_fleet("GKE", scaled(autoscaling=autoscaling))).deployments[0]
     assert dep.autoscaling is not None
-    spec = scaled_object_spec(dep, dep.autoscaling, workload_ref(dep), prometheus_address("GKE"))
-    return spec, scaling_summary(dep.autoscaling)
+    return scaled_object_spec(dep, dep.autoscaling, workload_ref(dep), prometheus_address("GKE"))
 
 
 def test_a_scale_down_window_reaches_the_hpa_behaviour_of_the_scaled_object() -> None:
-    spec, summary = spec_of({**SCALING, "scaleDownSeconds": 30})
+    spec = spec_of({**SCALING, "scaleDownSeconds": 30})
     assert spec["advanced"] == {
         "horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}
     }
-    assert summary["scaleDownSeconds"] == 30
 
 
 def test_without_a_scale_down_window_the_scaled_object_leaves_the_hpa_default() -> None:
-    spec, summary = spec_of(dict(SCALING))
-    assert "advanced" not in spec
-    assert "scaleDownSeconds" not in summary
+    assert "advanced" not in spec_of(dict(SCALING))
 
 
 def test_keda_installs_only_on_a_cluster_with_an_autoscaled_deployment(scaled_lab: MockRun) -> None:

@@ -323,3 +323,17 @@ def test_each_cloud_sdk_is_imported_only_from_its_own_clouds_package() -> None:
     assert all(any(sdk in sdk_imports(p) for p in (ROOT / folder).rglob("*.py")) for sdk, folder in owner.items()), (
         "a cloud package that imports no SDK would make this test pass on nothing"
     )
+
+
+# One job a module: a product module longer than this holds more than one, and is split by job.
+MAX_MODULE_LINES = 500
+
+
+def test_no_product_module_is_longer_than_the_limit() -> None:
+    lengths = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert lengths, "the product's modules were found"
+    assert {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES} == {}

@@ -10,6 +10,7 @@ from clouds import CLOUDS
 from infra.checks.clusters import MIN_KUBERNETES
 from infra.config.base import MAX_HOURLY_PRICE, KeyDoc
 from infra.config.issues import fields_of
+from tooling.serving_keys import SERVING_KEYS
 
 # One key's entry: what it means, the rule or component that reads it, and a YAML example.
 Key = KeyDoc
@@ -308,162 +309,6 @@ KEYS: dict[tuple[str, str], Key] = {
         "`zone-outside-region` (`infra/checks/devices.py`)",
         "uncataloguedZones: true",
     ),
-    # Deployments
-    ("ModelDeploymentSpec", "name"): Key("Deployment and Service name.", "`ModelDeployment`", "name: qwen"),
-    ("ModelDeploymentSpec", "namespace"): Key(
-        "Kubernetes namespace, created when missing.", "`ModelDeployment`", "namespace: ml-team"
-    ),
-    ("ModelDeploymentSpec", "cluster"): Key(
-        "The cluster to run on (a `clusters[].name`).", "placement", "cluster: gke-prod"
-    ),
-    ("ModelDeploymentSpec", "pool"): Key(
-        "The pool to run on; it must be able to have nodes (`nodeCount` >= 1 or autoscaling).",
-        "nodeSelector `modelplane.ai/pool`; the pool's tolerations",
-        "pool: gpu",
-    ),
-    ("ModelDeploymentSpec", "image"): Key(
-        "Container image, pinned by tag or digest (never `latest`).",
-        "`pinned-versions`",
-        "image: vllm/vllm-openai:v0.23.0",
-    ),
-    ("ModelDeploymentSpec", "args"): Key(
-        "Container arguments; quote numbers. A credential flag (`--hf-token`, `--api-key`, `--token`) or a value "
-        "that starts like a token is refused and never shown: pass it through `env` as a `secure:` value. vLLM's "
-        "parallelism flags must multiply to the GPUs a replica claims (docs/serving.md).",
-        "the container; `credential_arg_issues` (`infra/checks/rules.py`)",
-        'args: [--max-model-len, "8192"]',
-    ),
-    ("ModelDeploymentSpec", "replicas"): Key(
-        "Pod replicas, fixed; leave it out when `autoscaling` is set.", "the Deployment", "replicas: 1"
-    ),
-    ("ModelDeploymentSpec", "devices"): Key(
-        "Devices of the pool's class each pod claims.",
-        "the ResourceClaimTemplate; `cpu-claim-resources`",
-        "devices: [{name: gpu, count: 1}]",
-    ),
-    ("ModelDeploymentSpec", "env"): Key(
-        "Environment variables. A value written as `{secure: <ciphertext>}` (`pulumi config set --secret --path "
-        "'modelplane:deployments[0].env.HF_TOKEN'`) goes into a Kubernetes Secret the pod reads through `secretKeyRef`; "
-        "set without `--path`, the CLI makes a key of that name instead, which is refused (`path_key_issue`, "
-        "`infra/config/stackfile.py`). "
-        "A plain value whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, or that starts like a "
-        "token (`hf_`, `ghp_`, `github_pat_`, `sk-`, `AKIA`), is refused and never shown.",
-        "the container's env; `check_plain_credentials` (`infra/checks/rules.py`)",
-        'env: {VLLM_CPU_KVCACHE_SPACE: "4"}',
-    ),
-    ("ModelDeploymentSpec", "shmSize"): Key(
-        "Size of the memory-backed `/dev/shm`; counts against the pod's memory. A bare number is bytes: one under "
-        "1 GiB is refused as missing its unit.",
-        "the pod's volumes",
-        "shmSize: 2Gi",
-    ),
-    ("ModelDeploymentSpec", "port"): Key(
-        "The engine's one port: passed as `--port`, and used by the container, the probes, the Service and the "
-        "route. An `args` entry that sets another port is an error.",
-        "`ModelDeployment`; `infra.checks.services.check_serving`",
-        "port: 8000",
-    ),
-    ("ModelDeploymentSpec", "memory"): Key(
-        "Memory request and limit of the engine container (one value: the engine is not burstable). "
-        "Required on GPU pools; must exceed `shmSize`. A bare number is bytes: one under 1 GiB is refused as "
-        "missing its unit.",
-        "the container's resources; `infra.checks.services.check_serving`",
-        "memory: 24Gi",
-    ),
-    ("ModelDeploymentSpec", "cache"): Key(
-        "Keep downloaded weights across restarts, mounted at vLLM's Hugging Face cache.",
-        "`ModelDeployment` (a PersistentVolumeClaim or a node directory)",
-        "cache: {volume: PersistentVolumeClaim, size: 50Gi}",
-    ),
-    ("ModelDeploymentSpec", "startupSeconds"): Key(
-        "How long a first start (download and load) may take before the startup probe gives up.",
-        "the container's startup probe",
-        "startupSeconds: 1800",
-    ),
-    ("ModelDeploymentSpec", "autoscaling"): Key(
-        "Replicas that follow the load, between `minReplicas` and `maxReplicas`; exclusive with `replicas` "
-        "(docs/serving.md, Autoscaling).",
-        "a KEDA ScaledObject and a PodMonitor; `infra.checks.services.check_autoscaling`",
-        "autoscaling: {minReplicas: 1, maxReplicas: 4, metric: RequestsWaiting, target: 5}",
-    ),
-    ("Autoscaling", "minReplicas"): Key(
-        "Fewest replicas (default 1). 0 is refused: the metric is the engine's own, so nothing would wake a "
-        "deployment at zero.",
-        "the ScaledObject's `minReplicaCount`; `infra.checks.services.check_autoscaling`",
-        "minReplicas: 1",
-    ),
-    ("Autoscaling", "maxReplicas"): Key(
-        "Most replicas; the pool must hold them at its `maxNodeCount`.",
-        "the ScaledObject's `maxReplicaCount`; `infra.checks.schedulable`",
-        "maxReplicas: 4",
-    ),
-    ("Autoscaling", "metric"): Key(
-        "`RequestsWaiting`, `RequestsRunning` (per replica) or `KVCacheUsage`: each one of vLLM's own metrics.",
-        "the ScaledObject's Prometheus query (`infra.serving.autoscaling`)",
-        "metric: RequestsWaiting",
-    ),
-    ("Autoscaling", "target"): Key(
-        "The metric's value one replica carries: requests, or a fraction 0-1 of the KV cache.",
-        "the Prometheus trigger's `threshold`",
-        "target: 5",
-    ),
-    ("Autoscaling", "scaleDownSeconds"): Key(
-        "How long the load must stay low before replicas fall back. Unset, the HPA's default of 300 s holds.",
-        "the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds`",
-        "scaleDownSeconds: 60",
-    ),
-    ("ModelDeploymentSpec", "nodes"): Key(
-        "Nodes one replica spans, one pod on each; above 1 the replica is a LeaderWorkerSet group.",
-        "`ModelDeployment` (a LeaderWorkerSet of size `nodes`); `check_multinode`",
-        "nodes: 2",
-    ),
-    ("ModelCache", "volume"): Key(
-        "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
-        "`ModelDeployment`",
-        "volume: NodeLocal",
-    ),
-    ("ModelCache", "size"): Key(
-        "Size of the claim; more than the model's weights (a size under what the `--model` id's parameter count "
-        "takes at 4 bits a weight is refused). Required for a claim. A bare number is bytes: one under 1 GiB is "
-        "refused as missing its unit.",
-        "the claim; `infra.checks.parallelism.cache_size_issues`",
-        "size: 50Gi",
-    ),
-    ("ModelCache", "storageClassName"): Key(
-        "StorageClass of the claim; default: the cloud's (none on EKS, where it is required).",
-        "the claim",
-        "storageClassName: premium-rwo",
-    ),
-    ("ModelServiceSpec", "name"): Key(
-        "Service name; the route and the endpoint's key.", "`ModelService`", "name: qwen"
-    ),
-    ("ModelServiceSpec", "deployment"): Key(
-        "The deployment it publishes (`deployments[].name`).", "`ModelService`", "deployment: qwen"
-    ),
-    ("ModelServiceSpec", "cluster"): Key(
-        "The deployment's cluster; needed only when deployments of that name run on several clusters.",
-        "`infra.checks.services.check_serving`",
-        "cluster: civo-cpu",
-    ),
-    ("ModelServiceSpec", "host"): Key(
-        "Host name the route matches (and the certificate names, with `tls`).",
-        "the HTTPRoute",
-        "host: qwen.example.com",
-    ),
-    ("ModelServiceSpec", "path"): Key(
-        "Path prefix the route matches, stripped before the engine, written without a trailing `/`; default "
-        "`/<name>`, or `/` with a host.",
-        "the HTTPRoute",
-        "path: /qwen",
-    ),
-    ("ModelServiceSpec", "tls"): Key(
-        "HTTPS on the Gateway for `host`, with a certificate from a cert-manager issuer.",
-        "the Gateway listener and its Certificate",
-        "tls: {issuerRef: {name: letsencrypt}}",
-    ),
-    ("ServiceTls", "issuerRef"): Key("The cert-manager issuer.", "the Certificate", "issuerRef: {name: letsencrypt}"),
-    ("IssuerRef", "name"): Key("Issuer name.", "the Certificate", "name: letsencrypt"),
-    ("IssuerRef", "kind"): Key("`ClusterIssuer` (default) or `Issuer`.", "the Certificate", "kind: ClusterIssuer"),
     ("ChartMirror", "url"): Key(
         "The mirror every component's chart comes from unless its own entry names another.",
         "the serving stack's releases",
@@ -490,9 +335,8 @@ KEYS: dict[tuple[str, str], Key] = {
         "policy `cost-over-budget`",
         "monthlyUsd: 5000",
     ),
-    ("DeploymentDevice", "name"): Key("A device name of the pool's class.", "the claim", "name: gpu"),
-    ("DeploymentDevice", "count"): Key("How many; at most the class's `count`.", "the claim", "count: 1"),
 }
+KEYS.update(SERVING_KEYS)
 KEYS.update(cloud_keys())
 
 # Where each model appears in a stack file, in reading order.

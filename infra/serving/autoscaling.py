@@ -145,19 +145,3 @@ def pod_monitor_spec(deployment_label: str, spec: ModelDeploymentSpec, port_name
         "podTargetLabels": [deployment_label],
         "podMetricsEndpoints": [{"port": port_name, "path": "/metrics"}],
     }
-
-
-def scaling_summary(scaling: Autoscaling) -> dict[str, Any]:
-    """The plan's view of a deployment's scaling: bounds, metric (ours and vLLM's), target, and the
-    scale-down window where one is set."""
-    m = VLLM_METRICS[scaling.metric]
-    summary: dict[str, Any] = {
-        "minReplicas": scaling.min_replicas,
-        "maxReplicas": scaling.max_replicas,
-        "metric": str(scaling.metric),
-        "vllmMetric": m.name,
-        "target": scaling.target,
-    }
-    if scaling.scale_down_seconds is not None:
-        summary["scaleDownSeconds"] = scaling.scale_down_seconds
-    return summary

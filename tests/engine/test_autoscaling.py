@@ -119,13 +119,17 @@ def test_replicas_follow_the_load_for_each_metric_and_workload_kind(run: Any) ->
         # load, and back to its minimum once the load stops.
         lines: list[str] = []
         samples = follow_load(scaled, WAITING.deployment, lines.append)
-        replicas = [s.replicas for s in samples]
-        assert replicas[0] == 1 and WAITING.loaded in replicas and replicas[-1] == 1, "\n".join(lines)
-        peak = replicas.index(WAITING.loaded)
-        assert all(s.load for s in samples[: peak + 1]) and not any(s.load for s in samples[peak + 1 :])
-        # Fell back only once the window passed with the load gone.
-        (stopped,) = [s.at for s in samples if not s.load][:1]
-        assert samples[-1].at - stopped >= SCALE_DOWN_SECONDS, "\n".join(lines)
+        loaded = [s for s in samples if s.load]
+        unloaded = [s for s in samples if not s.load]
+        shown = "\n".join(lines)
+        assert samples == loaded + unloaded, shown
+        # From its minimum to the count its target asks, every replica Ready, while loaded ...
+        assert loaded[0].replicas == 1 and max(s.replicas for s in loaded) == WAITING.loaded, shown
+        assert (loaded[-1].replicas, loaded[-1].ready) == (WAITING.loaded, WAITING.loaded), shown
+        # ... and back to its minimum once the load stopped, not before the window passed.
+        assert (unloaded[-1].replicas, unloaded[-1].ready) == (1, 1), shown
+        assert all(s.replicas == WAITING.loaded for s in unloaded if s.at - unloaded[0].at < SCALE_DOWN_SECONDS), shown
+        print(shown)
         assert lines[-5:] == chart(WAITING.deployment, samples, 1, 3)
         # Meanwhile the others, loaded all along, reached what their targets ask.
         for case in OTHERS:
