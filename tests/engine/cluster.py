@@ -398,6 +398,11 @@ def condition(obj: Mapping[str, Any], kind: str) -> bool:
     )
 
 
+# What a check raises while what it asks does not answer yet: the API server's errors, a refused or
+# failed HTTP request (a program still starting), a body or result without what it reads.
+NOT_YET = (ApiError, OSError, ValueError, KeyError)
+
+
 def wait_for(
     what: str,
     check: Any,

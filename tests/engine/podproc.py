@@ -481,6 +481,17 @@ def keda() -> list[PodProgram]:
     ]
 
 
+def prometheus_address(api: ApiServer, namespace: str = "monitoring") -> str | None:
+    """Where a Prometheus of `namespace` answers (its pod's address), or None while none does."""
+    for pod in api.list_all("v1", "Pod", namespace):
+        key, value = PROMETHEUS_POD_LABEL
+        if (pod["metadata"].get("labels") or {}).get(key) == value and pod_ip(pod):
+            address = f"{pod_ip(pod)}:{PROMETHEUS_PORT}"
+            get_json(address, "/api/v1/status/buildinfo")
+            return address
+    return None
+
+
 def query(address: str, promql: str) -> list[dict[str, Any]]:
     """A Prometheus instant query's result vector."""
     url = f"http://{address}/api/v1/query?" + urllib.parse.urlencode({"query": promql})

@@ -113,8 +113,9 @@ def gauges(url: str, names: tuple[str, ...] = QUEUE) -> dict[str, float]:
 class Load:
     """`requests` completions kept in flight at the engine at `url` until `stop`: each of as many
     threads sends its next request as soon as its last is answered. A request of `max_tokens` takes
-    `max_tokens` x the simulator's seconds a token, so the load ends that long after `stop` at most;
-    a prompt of `prompt_words` words holds that many tokens of the KV cache while it runs."""
+    `max_tokens` x the simulator's seconds a token, and waits behind the running ones, so the
+    engine is idle that long after `stop`; a prompt of `prompt_words` words holds that many tokens
+    of the KV cache while it runs."""
 
     url: str
     model: str
@@ -140,6 +141,9 @@ class Load:
                 self._stop.wait(0.5)  # the engine stopping or not yet there: try again
 
     def stop(self) -> None:
+        """No request is sent after this; those in flight finish on their own."""
         self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=self.max_tokens * 0.1 + 10)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()

@@ -1,13 +1,16 @@
-"""Replicas follow the load, for real: KEDA's operator turns each ScaledObject into an HPA, its
-metrics server answers the external metrics API behind the API server's aggregation layer, and the
-controller manager's HPA controller scales the workload from what the real Prometheus scraped
-from the model servers.
+"""The monitoring and scaling chain of the serving stack, for real: the Prometheus operator turns each
+deployment's PodMonitor into a scrape job of a real Prometheus, which scrapes every engine at its
+pod's address; KEDA's operator turns each ScaledObject into an HPA, its metrics server answers the
+external metrics API behind the API server's aggregation layer, and the controller manager's HPA
+controller sets the workload's replicas from what Prometheus scraped.
 
 On the local cluster of the cluster tier (test_real_up.py), with KEDA v2.20.2 (the keda chart's
-appVersion), prometheus-operator v0.90.1 and Prometheus v3.11.3 run for the pods their releases
-create (podproc.py), and the model servers (servers.py) at the engines' pods. The load goes to one
-engine of each deployment, from a client that keeps a number of requests in flight; every count
-asserted is read from the cluster.
+appVersion), prometheus-operator v0.90.1 and Prometheus v3.11.3 (kube-prometheus-stack 84.4.0's
+pins) run for the pods their releases create (podproc.py), and the model servers (servers.py) at
+the engines' pods. One `up` serves every claim here: each costs minutes of scrapes and syncs, and
+the tier's time is bounded. The load goes to one engine of each deployment, from a client that
+keeps a number of requests in flight; every count asserted is read from the cluster, the engines
+or Prometheus's own API.
 """
 
 from __future__ import annotations
@@ -16,38 +19,40 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tests.engine.cluster import wait_for
-from tests.engine.demo import LOAD_REQUESTS, chart, follow_load, scale_of
-from tests.engine.kube import ApiError
-from tests.engine.podproc import keda, monitoring
+from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
+from infra.serving.dashboards import panel_queries
+from tests.engine.cluster import NOT_YET, wait_for
+from tests.engine.follow import LOAD_REQUESTS, Follow, chart, scale_of
+from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, query
 from tests.engine.servers import Load
+from tests.engine.site import Pod
 from tests.engine.stackrun import Run
 from tests.tools import require
 
 STACK = "byo-mixed"
 NAMESPACE = "ml-team"
-# What a check raises while what it asks does not answer yet.
-NOT_YET = (ApiError, OSError, ValueError, KeyError)
 # The simulator's bound of running requests (its default `--max-num-seqs`, simulator.py).
 MAX_NUM_SEQS = 4
-# How long replicas may take to follow: a scrape (the operator's default interval, 30 s), the HPA
+# How long a count may take to follow: a scrape (the operator's default interval, 30 s), the HPA
 # controller's sync (15 s, kube-controller-manager's `--horizontal-pod-autoscaler-sync-period`),
 # the new pods' start, and on the way down the scale-down window the ScaledObject sets.
 FOLLOW_SECONDS = 240
 # The scale-down window the stack under test gives every deployment (byo-mixed's own for qwen-h100).
 SCALE_DOWN_SECONDS = 30
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"  # 0 on a group's leader (lws v0.8.0)
 
 
 @dataclass(frozen=True)
 class Case:
-    """One autoscaled deployment of the stack under test, the load it is given, and the replica
-    count its target implies for that load."""
+    """One autoscaled deployment of the stack under test, the load it is given, and what that load
+    makes of its metric and of its replicas by its target."""
 
     deployment: str
     kind: str  # the workload KEDA scales
     requests: int  # kept in flight at one engine
     prompt_words: int
-    loaded: int  # replicas the target implies under that load
+    metric: float  # the ScaledObject's query under that load, once the replicas followed
+    loaded: int  # replicas the target asks for
 
 
 def scaled_stack(config: dict[str, Any]) -> None:
@@ -71,78 +76,137 @@ def scaled_stack(config: dict[str, Any]) -> None:
         deployment["autoscaling"]["scaleDownSeconds"] = SCALE_DOWN_SECONDS
 
 
-# RequestsWaiting, 2 a replica (byo-mixed's qwen-h100): `follow_load`'s 10 requests in flight at
-# one engine run 4 and queue 6, and sum(waiting) / 2 asks for 3 replicas, its maximum.
-WAITING = Case("qwen-h100", "Deployment", LOAD_REQUESTS, 3, min(3, math.ceil((LOAD_REQUESTS - MAX_NUM_SEQS) / 2)))
+# RequestsWaiting, 2 a replica (byo-mixed's qwen-h100): `Follow`'s 10 requests in flight at one
+# engine run 4 and queue 6, and sum(waiting) / 2 asks for 3 replicas, its maximum.
+WAITING = Case("qwen-h100", "Deployment", LOAD_REQUESTS, 3, LOAD_REQUESTS - MAX_NUM_SEQS, 3)
 OTHERS = (
-    # RequestsRunning, 2 a replica: 4 running ask for 2 groups, below the maximum of 3.
-    Case("qwen-mi300x", "LeaderWorkerSet", 4, 3, math.ceil(MAX_NUM_SEQS / 2)),
+    # RequestsRunning, 2 a replica: 4 running ask for ceil(4 / 2) = 2 groups, below the maximum of 3.
+    Case("qwen-mi300x", "LeaderWorkerSet", 4, 3, MAX_NUM_SEQS, math.ceil(MAX_NUM_SEQS / 2)),
     # KVCacheUsage, a mean of 0.4: 4 prompts of 1,500 words fill the one engine's KV cache (4,096
-    # tokens: usage 1.0), and ceil(1 x 1.0 / 0.4) asks for 3, the maximum. With 3 replicas the
+    # tokens: usage 1.0), and ceil(1 x 1.0 / 0.4) = 3 asks for the maximum. With 3 replicas the
     # mean is 1/3, and ceil(3 x (1/3) / 0.4) = 3 holds it there.
-    Case("qwen-cpu", "Deployment", 4, 1500, min(3, math.ceil(1.0 / 0.4))),
+    Case("qwen-cpu", "Deployment", 4, 1500, 1 / 3, min(3, math.ceil(1.0 / 0.4))),
 )
+
+
+def pods_of(run: Run, case: Case) -> list[Pod]:
+    return [p for p in run.site.pods() if p.namespace == NAMESPACE and p.owner == f"{case.kind}/{case.deployment}"]
 
 
 def at(run: Run, case: Case, count: int) -> bool:
     """The workload at `count` replicas, all Ready, every pod's claims allocated."""
-    replicas, ready = scale_of(run, NAMESPACE, case.kind, case.deployment)
-    if replicas != count or ready != count:
+    if scale_of(run, NAMESPACE, case.kind, case.deployment) != (count, count):
         return False
     claims = {(a.namespace, a.claim) for a in run.site.allocations()}
-    pods = [p for p in run.site.pods() if p.namespace == NAMESPACE and p.owner == f"{case.kind}/{case.deployment}"]
-    return all(p.ready and p.claims and all((NAMESPACE, c) in claims for c in p.claims) for p in pods)
+    return all(p.ready and p.claims and all((NAMESPACE, c) in claims for c in p.claims) for p in pods_of(run, case))
+
+
+def engines(run: Run, case: Case) -> dict[str, Pod]:
+    """The pods that serve (a group's leader; every pod of a Deployment), by name."""
+    return {p.name: p for p in pods_of(run, case) if p.ready and p.ip and p.labels.get(LWS_WORKER_INDEX, "0") == "0"}
 
 
 def load(run: Run, case: Case) -> Load:
-    """`case.requests` kept in flight at the deployment's first engine (a group's leader)."""
+    """`case.requests` kept in flight at the deployment's first engine."""
     spec = next(d for d in run.deployments() if d["name"] == case.deployment)
     model = spec["args"][spec["args"].index("--served-model-name") + 1]
-    pods = [p for p in run.site.pods() if p.namespace == NAMESPACE and p.owner == f"{case.kind}/{case.deployment}"]
-    (leader,) = [
-        p for p in pods if p.ready and p.ip and p.labels.get("leaderworkerset.sigs.k8s.io/worker-index", "0") == "0"
-    ]
-    return Load(f"http://{leader.ip}:{spec['port']}", model, case.requests, prompt_words=case.prompt_words).start()
+    first = engines(run, case)[min(engines(run, case))]
+    return Load(f"http://{first.ip}:{spec['port']}", model, case.requests, prompt_words=case.prompt_words).start()
 
 
-def test_replicas_follow_the_load_for_each_metric_and_workload_kind(run: Any) -> None:
+def check_scraped(run: Run, address: str, case: Case) -> None:
+    """The deployment's PodMonitor is a scrape job of the stack's Prometheus with one target per
+    engine, at its pod's address and the engine's port, labelled with the deployment as the
+    ScaledObject's query selects it, and up."""
+    spec = next(d for d in run.deployments() if d["name"] == case.deployment)
+    job = f"podMonitor/{NAMESPACE}/{case.deployment}/0"
+
+    def targets() -> list[dict[str, Any]]:
+        active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
+        return [t for t in active if t.get("scrapePool") == job]
+
+    found = wait_for(
+        f"Prometheus's targets of {job}",
+        lambda: (t := targets()) and {x["labels"]["pod"] for x in t} == set(engines(run, case)) and t,
+        120,
+        retrying=NOT_YET,
+    )
+    for target in found:
+        assert target["labels"][SERIES_DEPLOYMENT_LABEL] == case.deployment
+        assert target["labels"]["namespace"] == NAMESPACE
+        assert target["scrapeUrl"] == f"http://{engines(run, case)[target['labels']['pod']].ip}:{spec['port']}/metrics"
+    wait_for(f"every target of {job} up", lambda: all(t["health"] == "up" for t in targets()), 120, retrying=NOT_YET)
+
+
+def test_the_engines_are_scraped_and_replicas_follow_the_load_on_each_metric_and_workload_kind(run: Any) -> None:
     for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter"):
-        require(name, "the scaling chain")
+        require(name, "the monitoring and scaling chain")
     scaled = run(STACK, [*monitoring(), *keda()], scaled_stack)
     scaled.up()
-    for case in (WAITING, *OTHERS):
+    cases = (WAITING, *OTHERS)
+    for case in cases:
         assert wait_for(f"{case.deployment} at its minimum", lambda c=case: at(scaled, c, 1), 120, retrying=NOT_YET)
 
-    loads = [load(scaled, case) for case in OTHERS]
+    # Every deployment's PodMonitor (components/features/monitoring.py) is a job finding its engines.
+    address = wait_for(
+        "the stack's Prometheus", lambda: prometheus_address(scaled.cluster.server), 120, retrying=NOT_YET
+    )
+    monitors = scaled.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", NAMESPACE)
+    assert sorted(m["metadata"]["name"] for m in monitors) == sorted(c.deployment for c in cases)
+    for case in cases:
+        check_scraped(scaled, address, case)
+
+    # Load: the Deployment on waiting requests as `make demo` follows it, the others beside it.
+    lines: list[str] = []
+    follow = Follow(scaled, WAITING.deployment, lines.append)
+    others = [load(scaled, case) for case in OTHERS]
+    follow.start()
     try:
-        # The Deployment on waiting requests, as `make demo` shows it: up to its maximum under
-        # load, and back to its minimum once the load stops.
-        lines: list[str] = []
-        samples = follow_load(scaled, WAITING.deployment, lines.append)
-        loaded = [s for s in samples if s.load]
-        unloaded = [s for s in samples if not s.load]
-        shown = "\n".join(lines)
-        assert samples == loaded + unloaded, shown
-        # From its minimum to the count its target asks, every replica Ready, while loaded ...
-        assert loaded[0].replicas == 1 and max(s.replicas for s in loaded) == WAITING.loaded, shown
-        assert (loaded[-1].replicas, loaded[-1].ready) == (WAITING.loaded, WAITING.loaded), shown
-        # ... and back to its minimum once the load stopped, not before the window passed.
-        assert (unloaded[-1].replicas, unloaded[-1].ready) == (1, 1), shown
-        assert all(s.replicas == WAITING.loaded for s in unloaded if s.at - unloaded[0].at < SCALE_DOWN_SECONDS), shown
-        print(shown)
-        assert lines[-5:] == chart(WAITING.deployment, samples, 1, 3)
-        # Meanwhile the others, loaded all along, reached what their targets ask.
-        for case in OTHERS:
+        # Each to the count its target asks, every new pod's claims allocated ...
+        follow.until(lambda s: follow.at(WAITING.loaded)(s) and all(at(scaled, c, c.loaded) for c in OTHERS))
+        for case in cases:
+            assert at(scaled, case, case.loaded), "\n".join(lines)
+            # ... from what the ScaledObject's own query, asked of the real Prometheus, reads.
+            (scaled_object,) = [
+                o
+                for o in scaled.cluster.list(KEDA_API, "ScaledObject", NAMESPACE)
+                if o["metadata"]["name"] == case.deployment
+            ]
+            promql = scaled_object["spec"]["triggers"][0]["metadata"]["query"]
+
+            def asked(q: str = promql) -> float | None:
+                result = query(address, q)
+                return float(result[0]["value"][1]) if result else None
+
             assert wait_for(
-                f"{case.deployment} at {case.loaded} under load",
-                lambda c=case: at(scaled, c, c.loaded),
-                FOLLOW_SECONDS,
+                f"{promql} at {case.metric:g}",
+                lambda a=asked, c=case: math.isclose(a() or 0.0, c.metric, rel_tol=0.01),
+                90,
                 retrying=NOT_YET,
             )
     finally:
-        for traffic in loads:
+        follow.stop()
+        for traffic in others:
             traffic.stop()
+    # ... and back to their minimum once the load stopped, not before the window passed.
+    follow.until(lambda s: follow.at(1)(s) and all(at(scaled, c, 1) for c in OTHERS))
+    drawn = follow.draw()
+    shown = "\n".join(lines)
+    loaded = [s for s in follow.samples if s.load]
+    unloaded = [s for s in follow.samples if not s.load]
+    assert follow.samples == loaded + unloaded, shown
+    assert loaded[0].replicas == 1 and (loaded[-1].replicas, loaded[-1].ready) == (3, 3), shown
+    assert (unloaded[-1].replicas, unloaded[-1].ready) == (1, 1), shown
+    assert all(s.replicas == 3 for s in unloaded if s.at - unloaded[0].at < SCALE_DOWN_SECONDS), shown
     for case in OTHERS:
-        assert wait_for(
-            f"{case.deployment} back at 1", lambda c=case: at(scaled, c, 1), FOLLOW_SECONDS, retrying=NOT_YET
-        )
+        assert at(scaled, case, 1), shown
+    assert drawn == chart(WAITING.deployment, follow.samples, 1, 3) and drawn[3].startswith("replicas  ▁")
+
+    # Every dashboard panel's query is one the real Prometheus parses; every panel over vLLM's
+    # series returns data from the engines (the GPU panels and kube-state-metrics' have no
+    # exporter here, and are only parsed).
+    for dashboard, panel, expr in panel_queries():
+        concrete = expr.replace("$namespace", NAMESPACE).replace("$deployment", WAITING.deployment)
+        query(address, concrete)  # raises on a query Prometheus refuses
+        if "vllm:" in concrete:
+            wait_for(f"{dashboard} / {panel}: {concrete}", lambda q=concrete: query(address, q), 90, retrying=NOT_YET)

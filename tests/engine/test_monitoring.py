@@ -1,6 +1,7 @@
-"""The monitoring chain of the serving stack, for real: the Prometheus operator turns the PodMonitor of
-an autoscaled deployment into a scrape job of a real Prometheus, which scrapes each engine at its
-pod's address, and the ScaledObject's own query, asked of that Prometheus, reads the engines' queue.
+"""The monitoring chain on a cluster whose owner runs kube-prometheus-stack: the owner's operator
+turns the stack's PodMonitors into scrape jobs of the owner's Prometheus, through the labels the
+stack names, and KEDA scales on what that Prometheus scraped. (The stack's own Prometheus:
+test_autoscaling.py.)
 
 On the local cluster of the cluster tier (test_real_up.py), with prometheus-operator v0.90.1 and
 Prometheus v3.11.3 (kube-prometheus-stack 84.4.0's pins, built by `engine/build.sh`) run for the
@@ -11,139 +12,17 @@ Prometheus's own API.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from typing import Any
 
-from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
-from infra.serving.dashboards import panel_queries
-from tests.engine.cluster import wait_for
-from tests.engine.demo import LOAD_REQUESTS, scale_of
-from tests.engine.kube import ApiError, pod_monitor_crds, prometheus_crds, service_monitor_crds
-from tests.engine.podproc import PROMETHEUS_PORT, get_json, keda, monitoring, pod_ip, query, service_hosts
-from tests.engine.servers import Load, completion, gauges
-from tests.engine.stackrun import Run
+from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API
+from tests.engine.cluster import NOT_YET, wait_for
+from tests.engine.follow import LOAD_REQUESTS, scale_of
+from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
+from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, service_hosts
+from tests.engine.servers import Load
 from tests.tools import require
 
 STACK = "byo-mixed"
-# Requests sent at once, above the engine's bound of running requests (the simulator's default
-# `--max-num-seqs`, 4), each long enough (at 0.02 s a token) to outlast two scrapes at the
-# operator's default interval (30 s).
-REQUESTS = 6
-MAX_TOKENS = 4000
-
-
-# What a check raises while what it asks does not answer yet: the API server's errors, a refused or
-# failed HTTP request, a body or result without what it reads.
-NOT_YET = (ApiError, OSError, ValueError, KeyError)
-
-
-def prometheus_address(run: Run) -> str:
-    """The address of the stack's Prometheus: its pod's, where the real Prometheus listens."""
-
-    def ready() -> str | None:
-        for pod in run.cluster.list("v1", "Pod", "monitoring"):
-            if (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "prometheus" and pod_ip(pod):
-                address = f"{pod_ip(pod)}:{PROMETHEUS_PORT}"
-                get_json(address, "/api/v1/status/buildinfo")
-                return address
-        return None
-
-    return str(wait_for("the stack's Prometheus answering at its pod", ready, 120, retrying=NOT_YET))
-
-
-def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_finds_its_pods(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus"):
-        require(name, "the monitoring chain")
-    mixed = run(STACK, monitoring())
-    mixed.up()
-    (scaled,) = [d for d in mixed.deployments() if d.get("autoscaling")]
-    name, namespace = scaled["name"], scaled["namespace"]
-    address = prometheus_address(mixed)
-    # The operator's job for the PodMonitor the program created.
-    monitors = mixed.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", namespace)
-    # Every deployment's PodMonitor (components/features/monitoring.py), the scaled one's among them.
-    assert sorted(m["metadata"]["name"] for m in monitors) == sorted(
-        d["name"] for d in mixed.deployments() if d["namespace"] == namespace
-    )
-    job = f"podMonitor/{namespace}/{name}/0"
-    pods = {p.name: p for p in mixed.site.pods() if p.namespace == namespace and p.owner == f"Deployment/{name}"}
-    assert pods
-
-    def targets() -> list[dict[str, Any]]:
-        active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
-        return [t for t in active if t["labels"].get("job") == job or t.get("scrapePool") == job]
-
-    found = wait_for(f"Prometheus's targets of {job}", targets, 120, retrying=NOT_YET)
-    # One target per engine pod, at the pod's address and the engine's port, labelled with the
-    # deployment as the ScaledObject's query selects it.
-    assert {t["labels"]["pod"] for t in found} == set(pods)
-    for target in found:
-        assert target["labels"][SERIES_DEPLOYMENT_LABEL] == name
-        assert target["labels"]["namespace"] == namespace
-        assert target["scrapeUrl"].endswith(f":{scaled['port']}/metrics"), target["scrapeUrl"]
-
-    # Every engine is scraped at its pod's address, where its server answers.
-    wait_for(f"every target of {job} up", lambda: all(t["health"] == "up" for t in targets()), 120, retrying=NOT_YET)
-    # The deployments with a fixed replica count are scraped too, for their dashboard: one target
-    # per pod that serves (a multi-node group's leader; here every pod).
-    for other in mixed.deployments():
-        if other is scaled:
-            continue
-        served = {
-            p.name
-            for p in mixed.site.pods()
-            if p.namespace == other["namespace"] and p.owner == f"Deployment/{other['name']}"
-        }
-        pool = f"podMonitor/{other['namespace']}/{other['name']}/0"
-
-        def pool_pods(pool: str = pool) -> set[str]:
-            active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
-            return {t["labels"]["pod"] for t in active if t.get("scrapePool") == pool}
-
-        assert wait_for(
-            f"Prometheus's targets of {pool}", lambda want=served: pool_pods() == want, 120, retrying=NOT_YET
-        )
-
-    # The ScaledObject's own query, asked of the real Prometheus, reads what the engines queue.
-    (scaled_object,) = mixed.cluster.list(KEDA_API, "ScaledObject", namespace)
-    (trigger,) = scaled_object["spec"]["triggers"]
-    promql = trigger["metadata"]["query"]
-    (pod,) = pods.values()
-    engine = f"http://{pod.ip}:{scaled['port']}"
-    model = scaled["args"][scaled["args"].index("--served-model-name") + 1]
-    load = [threading.Thread(target=send, args=(engine, model), daemon=True) for _ in range(REQUESTS)]
-    for thread in load:
-        thread.start()
-    # Every request in: the bound running, the rest waiting.
-    waiting = REQUESTS - 4
-    wait_for("the engine's queue", lambda: gauges(engine)["vllm:num_requests_waiting"] == waiting, 30, retrying=NOT_YET)
-
-    def asked() -> float | None:
-        result = query(address, promql)
-        return float(result[0]["value"][1]) if result else None
-
-    assert wait_for(f"{promql} reading the queue", lambda: asked() == waiting, 90, retrying=NOT_YET)
-
-    # Every dashboard panel's query, for this deployment, is one the real Prometheus parses; every
-    # panel over vLLM's series returns data from the engines (the GPU panels and kube-state-metrics'
-    # have no exporter here, and are only parsed).
-    for dashboard, panel, expr in panel_queries():
-        concrete = expr.replace("$namespace", namespace).replace("$deployment", name)
-        query(address, concrete)  # raises on a query Prometheus refuses
-        if "vllm:" in concrete:
-            wait_for(
-                f"{dashboard} / {panel}: {concrete} returning data",
-                lambda q=concrete: query(address, q),
-                90,
-                retrying=NOT_YET,
-            )
-
-
-def send(engine: str, model: str) -> None:
-    """Load: one long completion, whose answer (or the engine's stopping with the test) nobody reads."""
-    with contextlib.suppress(OSError):
-        completion(engine, model, MAX_TOKENS, timeout=300)
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,7 +102,7 @@ def test_an_owners_prometheus_scrapes_the_engines_and_keda_scales_on_what_it_scr
     (scaled_object,) = mixed.cluster.list(KEDA_API, "ScaledObject", namespace)
     (trigger,) = scaled_object["spec"]["triggers"]
     assert trigger["metadata"]["serverAddress"] == url
-    address = prometheus_address(mixed)
+    address = wait_for("the owner's Prometheus answering", lambda: prometheus_address(server), 120, retrying=NOT_YET)
     assert service_hosts(server)[f"{OWNER_PROMETHEUS}.monitoring.svc"] == address.split(":")[0]
     # The owner's Prometheus, selecting by its release label, scrapes the engines.
     job = f"podMonitor/{namespace}/{name}/0"
