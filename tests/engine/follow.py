@@ -99,8 +99,8 @@ class Follow:
         model = spec["args"][spec["args"].index("--served-model-name") + 1]
         self.traffic = Load(self.url, model, LOAD_REQUESTS)
         self.started = time.monotonic()
-        self.out(f"\n# load at {self.deployment} ({bounds['metric']}, target {bounds['target']}): {LOAD_REQUESTS}")
-        self.out(f"# requests in flight at {pods[0].name}, then none")
+        self.out(f"\n# load at {self.deployment}, autoscaled on {bounds['metric']} (target {bounds['target']}):")
+        self.out(f"# {LOAD_REQUESTS} requests in flight at {pods[0].name}, then none")
         self.out(f"{'time':>6}  {'load':>4}  {'waiting':>7}  replicas (ready)")
 
     def start(self) -> None:
