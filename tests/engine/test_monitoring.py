@@ -4,9 +4,11 @@ pod's address, and the ScaledObject's own query, asked of that Prometheus, reads
 
 On the local cluster of the cluster tier (test_real_up.py), with prometheus-operator v0.90.1 and
 Prometheus v3.11.3 (kube-prometheus-stack 84.4.0's pins, built by `engine/build.sh`) run for the
-pods the stack's release and the operator create (podproc.py), and the model servers
-(servers.py) at the engines' pods. Every assertion reads the cluster, the engines or the real
-Prometheus's own API.
+pods the stack's release and the operator create (podproc.py), the model servers
+(servers.py) at the engines' pods, and for the Fleet GPUs dashboard the real collector (`otelcol`
+at 0.161.0, the image's release) with the configuration the chart renders from our values,
+scraping simulated dcgm-exporter and AMD device-metrics-exporter processes (gpu_exporters.py).
+Every assertion reads the cluster, the engines or the real Prometheus's own API.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import contextlib
 import threading
 from typing import Any
 
+from infra.serving import telemetry
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
-from infra.serving.dashboards import panel_queries
+from infra.serving.dashboards import FLEET_GPUS, panel_queries
 from tests.engine.cluster import wait_for
+from tests.engine.gpu_exporters import gpu_exporters, otel_collector
 from tests.engine.kube import ApiError, pod_monitor_crds, prometheus_crds, service_monitor_crds
 from tests.engine.podproc import PROMETHEUS_PORT, get_json, monitoring, pod_ip, query, service_hosts
 from tests.engine.servers import completion, gauges
@@ -52,9 +56,10 @@ def prometheus_address(run: Run) -> str:
 
 
 def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_finds_its_pods(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus"):
+    for name in ("prometheus-operator", "prometheus", "otelcol"):
         require(name, "the monitoring chain")
-    mixed = run(STACK, monitoring())
+    # The collector and the GPU exporters too: the Fleet GPUs dashboard is checked on the same `up`.
+    mixed = run(STACK, [*monitoring(), otel_collector(), *gpu_exporters()])
     mixed.up()
     (scaled,) = [d for d in mixed.deployments() if d.get("autoscaling")]
     name, namespace = scaled["name"], scaled["namespace"]
@@ -125,8 +130,8 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
     assert wait_for(f"{promql} reading the queue", lambda: asked() == waiting, 90, retrying=NOT_YET)
 
     # Every dashboard panel's query, for this deployment, is one the real Prometheus parses; every
-    # panel over vLLM's series returns data from the engines (the GPU panels and kube-state-metrics'
-    # have no exporter here, and are only parsed).
+    # panel over vLLM's series returns data from the engines (kube-state-metrics' have no exporter
+    # here, and are only parsed), and every GPU panel from the collector's exporter.
     for dashboard, panel, expr in panel_queries():
         concrete = expr.replace("$namespace", namespace).replace("$deployment", name)
         query(address, concrete)  # raises on a query Prometheus refuses
@@ -137,12 +142,64 @@ def test_the_pod_monitor_of_an_autoscaled_deployment_becomes_a_scrape_job_that_f
                 90,
                 retrying=NOT_YET,
             )
+    gpu_panels_answer(mixed, address)
 
 
 def send(engine: str, model: str) -> None:
     """Load: one long completion, whose answer (or the engine's stopping with the test) nobody reads."""
     with contextlib.suppress(OSError):
         completion(engine, model, MAX_TOKENS, timeout=300)
+
+
+# --------------------------------------------------------------------------------------------
+# The Fleet GPUs dashboard
+
+# Panels whose source one vendor does not serve by default: title -> the vendors that answer.
+# AMD's side of "Tensor active" is parse-only: its source, `gpu_prof_tensor_active_percent`, is a
+# profiler field the AMD exporter reports only with profiler metrics on, which they are not by
+# default, and the collector maps it only when told they are (`amd_profiler_metrics`, off).
+ONE_VENDOR = {"Tensor active": {"nvidia"}}
+
+
+def gpu_panels_answer(mixed: Run, address: str) -> None:
+    """The stack's Prometheus scrapes the collector's exporter through the PodMonitor the stack
+    creates for it, and every GPU panel returns data for the NVIDIA node and the AMD nodes, as the
+    real collector (`otelcol`) renames the simulated exporters' series (gpu_exporters.py)."""
+    (monitor,) = mixed.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", telemetry.NAMESPACE)
+    job = f"podMonitor/{telemetry.NAMESPACE}/{monitor['metadata']['name']}/0"
+
+    def collector_up() -> bool:
+        active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
+        mine = [t for t in active if t.get("scrapePool") == job]
+        return bool(mine) and all(t["health"] == "up" for t in mine)
+
+    assert wait_for(f"Prometheus scraping the collector ({job})", collector_up, 150, retrying=NOT_YET)
+
+    # Each vendor's GPU nodes: where its exporter's pods run.
+    nodes = {
+        vendor: {p.node for p in mixed.site.pods() if p.owner.startswith("DaemonSet/") and exporter in p.owner}
+        for vendor, exporter in (("nvidia", "dcgm-exporter"), ("amd", "metrics-exporter"))
+    }
+    assert all(nodes.values()), nodes
+    for panel in FLEET_GPUS.panels:
+        (target,) = panel.targets
+        want = set().union(*(nodes[v] for v in ONE_VENDOR.get(panel.title, {"nvidia", "amd"})))
+
+        def answered(expr: str = target.expr) -> set[str]:
+            return {r["metric"].get("node", "") for r in query(address, expr)}
+
+        def all_nodes(want: set[str] = want) -> bool:
+            return want <= answered()
+
+        wait_for(f"{panel.title}: {target.expr} for {sorted(want)}", all_nodes, 150, retrying=NOT_YET)
+        # A panel of one vendor answers for no other node.
+        assert answered() == want, (panel.title, answered())
+
+    # A GPU's series keeps the workload the exporter credits it to (honorLabels), and one no
+    # workload holds is not credited to the collector's pod.
+    in_use = query(address, 'modelplane_gpu_temperature_celsius{pod!=""}')
+    assert in_use, "no GPU series carries the pod of the workload using it"
+    assert all(r["metric"]["namespace"] != telemetry.NAMESPACE for r in in_use), in_use
 
 
 # --------------------------------------------------------------------------------------------
