@@ -8,17 +8,21 @@ collector maps (`infra.serving.telemetry.METRIC_MAPPINGS`, the source names) for
 node's DRA driver publishes in its ResourceSlice (devices.py), with the labels the exporters put
 on them:
 
-- dcgm-exporter (the operand of NVIDIA's GPU Operator v26.3.3): `gpu` (the index), `UUID`,
-  `pci_bus_id`, `device` (`nvidia<index>`), `modelName`, `Hostname`, and the `pod`, `namespace` and
-  `container` of the workload the GPU is given to (NVIDIA/dcgm-exporter README, "Quickstart on
-  Kubernetes", sample output; internal/pkg/collector's pod mapping). The fields are the defaults
-  of its etc/default-counters.csv, the DCGM_FI_PROF_* ratios among them; TOTAL_ENERGY_CONSUMPTION
-  is its one counter (millijoules since boot), the rest gauges.
-- AMD's device-metrics-exporter (the AMD GPU Operator v1.5.1's `metricsExporter`): `gpu_id`,
-  `serial_number`, `card_model`, `hostname`, and `pod`, `namespace`, `container` for a GPU in use
-  (ROCm/device-metrics-exporter docs/configuration/metricslist.md, "Labels"); every field a gauge,
-  `gpu_energy_consumed` a running total of microjoules, activities in percent. Its profiler field
-  (`gpu_prof_tensor_active_percent`) is off by default and not served.
+- dcgm-exporter, as NVIDIA's GPU Operator runs it (`DCGM_EXPORTER_COLLECTORS` set to
+  /etc/dcgm-exporter/dcp-metrics-included.csv in its assets/state-dcgm-exporter DaemonSet): the
+  fields, types and help texts of NVIDIA/dcgm-exporter etc/dcp-metrics-included.csv, whose DCP
+  section turns on the three DCGM_FI_PROF_* ratios we map and whose one `label` field,
+  DCGM_FI_DRIVER_VERSION, labels every series; TOTAL_ENERGY_CONSUMPTION is a counter (millijoules
+  since boot), the rest gauges. Labels `gpu` (the index), `UUID`, `pci_bus_id`, `device`
+  (`nvidia<index>`), `modelName`, `Hostname`, and the `pod`, `namespace` and `container` of the
+  workload the GPU is given to, as its README's Kubernetes sample shows them.
+- AMD's device-metrics-exporter (the AMD GPU Operator's `metricsExporter`): the fields' help texts
+  as its metrics list describes them, and the labels of its sample (`card_model`, `gpu_id`,
+  `gpu_partition_id`, `gpu_compute_partition_type`, `hostname`, `serial_number`), with `pod`,
+  `namespace`, `container` for a GPU in use (ROCm/device-metrics-exporter docs/configuration,
+  metricslist.md); every field a gauge, `gpu_energy_consumed` a running total of microjoules,
+  activities in percent. Its profiler field (`gpu_prof_tensor_active_percent`) is off by default
+  and not served.
 
 Which GPU a workload holds is read from the ResourceClaims allocated on the node (what the real
 exporters learn from the kubelet's pod-resources API), refreshed while the exporter runs. The
@@ -100,6 +104,7 @@ def series(vendor: str, node: str, gpus: list[dict[str, Any]], elapsed: float) -
                 "device": f"nvidia{index}",
                 "modelName": "NVIDIA H100 80GB HBM3",
                 "Hostname": node,
+                "DCGM_FI_DRIVER_VERSION": "580.105.08",
                 **gpu["workload"],
             }
             add("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", labels, 40 + 20 * busy + index)
@@ -129,7 +134,7 @@ def series(vendor: str, node: str, gpus: list[dict[str, Any]], elapsed: float) -
             add(
                 "DCGM_FI_PROF_DRAM_ACTIVE",
                 "gauge",
-                "Ratio of cycles the device memory interface is active.",
+                "Ratio of cycles the device memory interface is active sending or receiving data.",
                 labels,
                 0.02 + 0.5 * busy,
             )
@@ -138,25 +143,27 @@ def series(vendor: str, node: str, gpus: list[dict[str, Any]], elapsed: float) -
                 "gpu_id": str(index),
                 "serial_number": f"{node}-{index:04d}",
                 "card_model": "AMD Instinct MI300X OAM",
+                "gpu_partition_id": "0",
+                "gpu_compute_partition_type": "spx",
                 "hostname": node,
                 **gpu["workload"],
             }
             add(
                 "gpu_junction_temperature",
                 "gauge",
-                "Current junction/hotspot temperature in celsius",
+                "Hotspot (aka junction) temperature value in Celsius",
                 labels,
                 45 + 25 * busy + index,
             )
-            add("gpu_package_power", "gauge", "Current socket power in Watts", labels, power)
+            add("gpu_package_power", "gauge", "Current socket power in Watts; not available on guest VM", labels, power)
             add(
                 "gpu_energy_consumed",
                 "gauge",
-                "Accumulated energy consumed by the GPU in uJ",
+                "Energy consumed by GPU in Micro Jules (uJ)",
                 labels,
                 round(1e12 + power * elapsed * 1e6),
             )
-            add("gpu_used_vram", "gauge", "Total used VRAM memory in MB", labels, 1024 + 150000 * busy)
+            add("gpu_used_vram", "gauge", "Total VRAM memory used in MB", labels, 1024 + 150000 * busy)
             add("gpu_gfx_activity", "gauge", "Graphics engine usage percentage (0 - 100)", labels, 3 + 80 * busy)
             add("gpu_umc_activity", "gauge", "Memory engine usage percentage (0 - 100)", labels, 2 + 50 * busy)
     lines = []
@@ -223,7 +230,9 @@ def gpu_exporters() -> list[PodProgram]:
 # charts/README.md), less what the build of the collector (engine/otelcol) does not carry and no
 # pipeline of ours uses: the `health_check` extension (the chart's probes read it; no kubelet
 # probes here), and the `jaeger` and `zipkin` receivers, in no pipeline (their ports are off in
-# our values). Helm merges maps key by key and replaces lists (values over chart defaults).
+# our values). Left out too: `service.telemetry.resource`, attributes of the collector's own
+# metrics (on :8888, which nothing here reads) taken from `OTEL_K8S_*` variables of the chart's pod
+# template. Helm merges maps key by key and replaces lists (values over chart defaults).
 CHART_DEFAULT_CONFIG: dict[str, Any] = {
     "exporters": {"debug": {}},
     "processors": {
