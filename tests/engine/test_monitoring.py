@@ -257,9 +257,9 @@ def owner_kube_prometheus_stack() -> list[dict[str, Any]]:
 
 
 def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_names(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus"):
+    for name in ("prometheus-operator", "prometheus", "otelcol"):
         require(name, "the monitoring chain")
-    mixed = run(STACK, monitoring(OWNER_OPERATOR))
+    mixed = run(STACK, [*monitoring(OWNER_OPERATOR), otel_collector()])
     server = mixed.cluster.server
     server.install_crds(pod_monitor_crds() + service_monitor_crds() + prometheus_crds())
     for obj in owner_kube_prometheus_stack():
@@ -284,9 +284,14 @@ def test_an_owners_prometheus_scrapes_the_engines_through_the_labels_the_stack_n
     # The owner's Prometheus, selecting by its release label, scrapes the engines.
     job = f"podMonitor/{namespace}/{name}/0"
 
-    def scraped() -> bool:
+    def scraped(pool: str) -> bool:
         active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
-        mine = [t for t in active if t.get("scrapePool") == job]
+        mine = [t for t in active if t.get("scrapePool") == pool]
         return bool(mine) and all(t["health"] == "up" for t in mine)
 
-    assert wait_for(f"the owner's Prometheus scraping {job}", scraped, 150, retrying=NOT_YET)
+    assert wait_for(f"the owner's Prometheus scraping {job}", lambda: scraped(job), 150, retrying=NOT_YET)
+    # And the collector's exporter, through its PodMonitor, which carries the same labels.
+    (monitor,) = mixed.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", telemetry.NAMESPACE)
+    assert monitor["metadata"]["labels"] == {"release": OWNER_RELEASE}
+    pool = f"podMonitor/{telemetry.NAMESPACE}/{monitor['metadata']['name']}/0"
+    assert wait_for(f"the owner's Prometheus scraping {pool}", lambda: scraped(pool), 150, retrying=NOT_YET)
