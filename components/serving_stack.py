@@ -17,6 +17,10 @@ Next to the releases it creates the few objects a chart cannot be trusted with:
 - where the profile says so (GKE), Google's COS driver installer when the NVIDIA stack is joined:
   GKE's own driver installation is off on DRA pools, and the GPU Operator leaves the driver to
   Google's installer (NVIDIA GPU Operator docs, "Google GKE");
+- the PodMonitor through which a Prometheus scrapes the telemetry collector's exporter (the GPU
+  series the Fleet GPUs dashboard reads: `infra.serving.telemetry.collector_pod_monitor_spec`),
+  labelled for the owner's Prometheus where `existing.prometheus` names one, and none where no
+  Prometheus would select it (`infra.serving.autoscaling.unwatched`);
 - the Grafana dashboards (`infra.serving.dashboards`), one ConfigMap each in kube-prometheus-stack's
   namespace, when this stack installs kube-prometheus-stack: a cluster whose owner runs their own
   (`existing.preinstalled`) gets none, since nothing says their Grafana reads our labels.
@@ -35,7 +39,8 @@ import pulumi_kubernetes as k8s
 
 from infra import tokens
 from infra.facts import ClusterFacts
-from infra.serving.autoscaling import PROMETHEUS_COMPONENT
+from infra.serving import telemetry
+from infra.serving.autoscaling import PROMETHEUS_COMPONENT, PROMETHEUS_OPERATOR_API, unwatched
 from infra.serving.catalog import cluster_charts, critical_pod_namespaces, install_order, needed_by_others
 from infra.serving.chart import Chart
 from infra.serving.dashboards import DASHBOARDS, dashboard_config_map
@@ -179,9 +184,33 @@ class ServingStack(pulumi.ComponentResource):
                 **release_args(component, component.key in awaited),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
+        self.collector_monitor = self._collector_monitor(name, facts, components)
         self.dashboards = self._dashboards(name, next((c for c in components if c.key == PROMETHEUS_COMPONENT), None))
         self.release_names = pulumi.Output.from_input([c.release for c in components])
         self.register_outputs(planned)
+
+    def _collector_monitor(
+        self, name: str, facts: ClusterFacts, components: list[Chart]
+    ) -> k8s.apiextensions.CustomResource | None:
+        """The collector's PodMonitor, after its release and the one that brings the PodMonitor
+        CRD; none where the stack installs no collector or no Prometheus would select it."""
+        collector = next((c for c in components if c.key == telemetry.COMPONENT), None)
+        owner = facts.spec.owner_block
+        prometheus = owner.prometheus if owner is not None else None
+        if collector is None or unwatched(facts.preinstalled, prometheus):
+            return None
+        labels = (
+            dict(prometheus.pod_monitor_labels) if prometheus is not None and prometheus.pod_monitor_labels else None
+        )
+        deps = [self.releases[k] for k in (telemetry.COMPONENT, PROMETHEUS_COMPONENT) if k in self.releases]
+        return k8s.apiextensions.CustomResource(
+            f"{name}-collector-podmonitor",
+            api_version=PROMETHEUS_OPERATOR_API,
+            kind="PodMonitor",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=collector.release, namespace=collector.namespace, labels=labels),
+            spec=telemetry.collector_pod_monitor_spec(collector.release),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
+        )
 
     def _dashboards(self, name: str, prometheus: Chart | None) -> list[k8s.core.v1.ConfigMap]:
         """The dashboards' ConfigMaps, after the release whose Grafana reads them (and whose

@@ -204,7 +204,13 @@ def test_the_autoscaled_engine_is_scraped_by_a_pod_monitor_carrying_its_deployme
 
 def test_a_fixed_deployment_is_scraped_for_its_dashboard_but_gets_no_scaled_object(scaled_lab: MockRun) -> None:
     names = {r.name for r in scaled_lab.resources if r.type in (SCALED_OBJECT, POD_MONITOR)}
-    assert names == {"lab-qwen-amd-scaledobject", "lab-qwen-amd-podmonitor", "lab-qwen-cpu-podmonitor"}
+    # Beside the collector's PodMonitor, which the stack plans on every cluster (tests/test_dashboards.py).
+    assert names == {
+        "lab-qwen-amd-scaledobject",
+        "lab-qwen-amd-podmonitor",
+        "lab-qwen-cpu-podmonitor",
+        "lab-stack-collector-podmonitor",
+    }
 
 
 @pytest.mark.parametrize(
@@ -313,7 +319,8 @@ def test_fixed_deployments_on_an_owners_prometheus_are_monitored_only_where_it_i
     assert of_type(run, POD_MONITOR) == []
     raw["clusters"][0]["existing"]["prometheus"] = OWN_PROMETHEUS
     run = run_fleet(raw)
-    monitors = of_type(run, POD_MONITOR)
+    # The deployments' monitors; the collector's has its own test (tests/test_dashboards.py).
+    monitors = [m for m in of_type(run, POD_MONITOR) if not m.name.endswith("-collector-podmonitor")]
     assert {m.name for m in monitors} == {"lab-qwen-amd-podmonitor", "lab-qwen-cpu-podmonitor"}
     assert all(plain(m.inputs["metadata"])["labels"]["release"] == "prometheus" for m in monitors)
 

@@ -24,10 +24,19 @@ from infra.serving.dashboards import (
     panel_queries,
     searched,
 )
-from infra.serving.telemetry import METRIC_MAPPINGS
+from infra.serving.telemetry import (
+    COMPONENT,
+    METRIC_MAPPINGS,
+    PROMETHEUS_EXPORTER_PORT,
+    collector_pod_labels,
+    collector_pod_monitor_spec,
+)
 from infra.serving.values import kube_prometheus_stack
 from tests.conftest import of_type, run_fleet
+from tests.test_autoscaling import OWN_PROMETHEUS, POD_MONITOR, RELEASE
+from tests.test_model_deployment import lab_fleet
 from tests.test_serving_stack import AMD_BYO, existing_fleet, run_existing
+from tooling.plan import plain
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
@@ -134,10 +143,98 @@ def test_replicas_are_read_from_the_hpa_keda_creates_for_the_deployments_scaled_
     assert all('horizontalpodautoscaler="keda-hpa-$deployment"' in e for e in hpa)
 
 
-def test_only_the_collector_series_are_said_to_be_missing_from_the_stacks_prometheus() -> None:
-    assert {k for k, s in dashboards.SOURCES.items() if not s.scraped} == {"collector"}
+def test_the_gpu_dashboard_reads_the_collectors_series() -> None:
     assert set(dashboards.SOURCES["collector"].series) == set(GPU_SERIES)
     assert dashboards.FLEET_GPUS.source == ("collector",)
+
+
+def collector_monitor(result: Any) -> dict[str, Any] | None:
+    """The PodMonitor the stack plans for the collector, with its metadata and spec, if any."""
+    found = [r for r in of_type(result, POD_MONITOR) if r.name.endswith("-collector-podmonitor")]
+    assert len(found) <= 1
+    return (
+        {"metadata": plain(found[0].inputs["metadata"]), "spec": plain(found[0].inputs["spec"]), "reg": found[0]}
+        if found
+        else None
+    )
+
+
+def scraped_by_the_stack(source: str, result: Any) -> bool:
+    """Whether the stack planned in `result` has its Prometheus scrape `source`'s exporter: a
+    PodMonitor per deployment (vLLM), the chart's own ServiceMonitor (kube-state-metrics, on by
+    default in kube-prometheus-stack 84.4.0 values.yaml `kubeStateMetrics.enabled`), the collector's
+    PodMonitor selecting the collector's pods at its exporter's port."""
+    if source == "vllm":
+        return any(r.name.endswith("-podmonitor") and "collector" not in r.name for r in of_type(result, POD_MONITOR))
+    if source == "kube-state-metrics":
+        row = prometheus_row()
+        return any(r.inputs["name"] == row.release for r in of_type(result, RELEASE)) and row.values.get(
+            "kubeStateMetrics", {}
+        ).get("enabled", True)
+    if source == "collector":
+        monitor = collector_monitor(result)
+        row = collector_row()
+        if monitor is None or not any(r.inputs["name"] == row.release for r in of_type(result, RELEASE)):
+            return False
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        ports = row.values["ports"]
+        return (
+            monitor["metadata"]["namespace"] == row.namespace
+            and monitor["spec"]["selector"]["matchLabels"] == collector_pod_labels(row.release)
+            and ports[endpoint["port"]]["enabled"]
+            and ports[endpoint["port"]]["containerPort"] == PROMETHEUS_EXPORTER_PORT
+            and endpoint["honorLabels"] is True
+        )
+    raise AssertionError(f"no check for the source {source}")
+
+
+def test_every_dashboard_source_is_scraped_by_something_the_stack_installs() -> None:
+    result = run_fleet(lab_fleet())
+    assert result.error is None, result.error
+    assert {d for dashboard in DASHBOARDS for d in dashboard.source} <= set(dashboards.SOURCES)
+    for key, source in dashboards.SOURCES.items():
+        assert source.scraped, key
+        assert scraped_by_the_stack(key, result), key
+
+
+def test_the_collector_check_fails_without_the_collectors_pod_monitor() -> None:
+    # The check above must be able to fail: an owner's kube-prometheus-stack no one names.
+    raw = lab_fleet()
+    raw["clusters"][0]["existing"]["preinstalled"] = [PROMETHEUS_COMPONENT]
+    result = run_fleet(raw)
+    assert result.error is None, result.error
+    assert collector_monitor(result) is None
+    assert not scraped_by_the_stack("collector", result)
+
+
+def test_the_collectors_pod_monitor_keeps_the_exporters_workload_labels() -> None:
+    # The GPU series carry the `pod`/`namespace`/`container` of the workload using the GPU; the
+    # target's own (the collector's) are dropped, not written over them.
+    (endpoint,) = collector_pod_monitor_spec("r")["podMetricsEndpoints"]
+    assert endpoint["honorLabels"] is True
+    assert endpoint["relabelings"] == [{"action": "labeldrop", "regex": "namespace|pod|container"}]
+
+
+def test_the_collectors_pod_monitor_waits_for_the_collector_and_the_crd() -> None:
+    result = run_fleet(lab_fleet())
+    monitor = collector_monitor(result)
+    assert monitor is not None
+    releases = {r.inputs["name"]: r.urn for r in of_type(result, RELEASE)}
+    for row in (collector_row(), prometheus_row()):
+        assert releases[row.release] in monitor["reg"].dependencies
+    assert "labels" not in monitor["metadata"] or not monitor["metadata"]["labels"]
+
+
+def test_on_an_owners_prometheus_the_collectors_pod_monitor_carries_its_labels() -> None:
+    raw = lab_fleet()
+    raw["clusters"][0]["existing"]["preinstalled"] = [PROMETHEUS_COMPONENT]
+    raw["clusters"][0]["existing"]["prometheus"] = OWN_PROMETHEUS
+    result = run_fleet(raw)
+    assert result.error is None, result.error
+    monitor = collector_monitor(result)
+    assert monitor is not None
+    assert monitor["metadata"]["labels"] == OWN_PROMETHEUS["podMonitorLabels"]
+    assert scraped_by_the_stack("collector", result)
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,6 +317,10 @@ def test_sidecar_searches_its_own_namespace_when_unset_and_the_listed_ones_other
 
 def prometheus_row() -> Any:
     return next(c for c in CATALOG["Existing"] if c.key == PROMETHEUS_COMPONENT)
+
+
+def collector_row() -> Any:
+    return next(c for c in CATALOG["Existing"] if c.key == COMPONENT)
 
 
 def test_stack_installs_one_labelled_config_map_per_dashboard_after_kube_prometheus_stack() -> None:

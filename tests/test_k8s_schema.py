@@ -186,8 +186,17 @@ def test_cpu_deployment_objects_validate_on_existing() -> None:
         ],
     }
     kinds = assert_valid(run_fleet(raw), {"lab": EXISTING_MINIMUM})
-    # Beside the deployment's objects, the serving stack's two dashboards (tests/test_dashboards.py).
-    assert sorted(kinds) == ["ConfigMap", "ConfigMap", "Deployment", "PodMonitor", "ResourceClaimTemplate", "Service"]
+    # Beside the deployment's objects, the serving stack's two dashboards and the collector's
+    # PodMonitor (tests/test_dashboards.py).
+    assert sorted(kinds) == [
+        "ConfigMap",
+        "ConfigMap",
+        "Deployment",
+        "PodMonitor",
+        "PodMonitor",
+        "ResourceClaimTemplate",
+        "Service",
+    ]
 
 
 def test_strict_validation_rejects_an_unknown_field() -> None:

@@ -171,11 +171,13 @@ def test_the_group_objects_match_the_lws_crd_and_the_kubernetes_schemas(group: M
     from tests.test_k8s_schema import assert_valid
 
     kinds = assert_valid(group, {"lab": "1.36"})
-    # Beside the group's objects, the serving stack's two dashboards (tests/test_dashboards.py).
+    # Beside the group's objects, the serving stack's two dashboards and the collector's PodMonitor
+    # (tests/test_dashboards.py).
     assert sorted(kinds) == [
         "ConfigMap",
         "ConfigMap",
         "LeaderWorkerSet",
+        "PodMonitor",
         "PodMonitor",
         "ResourceClaimTemplate",
         "Service",

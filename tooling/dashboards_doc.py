@@ -69,10 +69,10 @@ def dashboards_section() -> list[str]:
         "",
         " ".join(
             (
-                "So the GPU panels are empty today: the collector's exporter is not scraped by the",
-                "stack's Prometheus. The serving panels read every deployment's series, through its",
-                "PodMonitor (on an Existing cluster that runs its own kube-prometheus-stack, only",
-                "when `existing.prometheus` names it).",
+                "The GPU panels read the collector's exporter, through the PodMonitor the stack",
+                "creates for it; the serving panels read every deployment's series, through its",
+                "PodMonitor. On an Existing cluster that runs its own kube-prometheus-stack, both",
+                "exist only when `existing.prometheus` names the Prometheus, whose labels they carry.",
             )
         ),
         "",

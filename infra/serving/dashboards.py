@@ -10,10 +10,10 @@ What the panels read, and whether the stack's Prometheus holds it:
   (`infra.serving.autoscaling`), which copies the deployment's label onto every series;
 - kube-state-metrics' series, scraped by the ServiceMonitor kube-prometheus-stack installs with it;
 - the `modelplane_gpu_*` series, the one GPU schema for NVIDIA and AMD (`infra.serving.telemetry`).
-  The collector serves them on its own Prometheus exporter, which no PodMonitor or ServiceMonitor
-  selects: the stack's Prometheus does not hold them (`SOURCES`), and the GPU panels stay empty
-  until something scrapes the collector. The panels still query these names, not the vendors' own
-  series, which that Prometheus does not hold either.
+  The collector serves them on its own Prometheus exporter, scraped through the PodMonitor the
+  ServingStack creates for it (`infra.serving.telemetry.collector_pod_monitor_spec`), which keeps
+  the labels the GPU exporters put on each series. The panels query these names, not the vendors'
+  own series, which the stack's Prometheus does not hold.
 
 This module builds data only: it creates no resources (the ServingStack does) and writes no
 documentation (`tooling.dashboards_doc` does). Every query is plain PromQL with Grafana variables
@@ -115,10 +115,9 @@ SOURCES: dict[str, Source] = {
     "collector": Source(
         GPU_SERIES,
         "the telemetry collector's Prometheus exporter",
-        False,
-        "nothing: the collector's values ask its chart for no PodMonitor or ServiceMonitor, and no GPU "
-        "exporter's own ServiceMonitor is on (gpu-operator `dcgmExporter.serviceMonitor.enabled: false` "
-        "@ v26.3.3; the AMD DeviceConfig's `metricsExporter` sets none)",
+        True,
+        "the collector's PodMonitor, which the stack creates next to its release "
+        "(`infra.serving.telemetry.collector_pod_monitor_spec`), honouring the exporters' labels",
     ),
 }
 
@@ -174,8 +173,7 @@ FLEET_GPUS = Dashboard(
     title="Fleet GPUs",
     description=(
         "Every GPU of the fleet, NVIDIA and AMD, in the one `modelplane_gpu_*` schema the telemetry "
-        "collector publishes, per node. The collector serves these series on its own exporter, which "
-        "the stack's Prometheus does not scrape yet: these panels stay empty until it does."
+        "collector publishes, per node, scraped from the collector's exporter."
     ),
     source=("collector",),
     panels=(

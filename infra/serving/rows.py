@@ -138,7 +138,7 @@ def _neutral_rows(cloud: str) -> list[Chart]:
             crds=("keda",),  # templates/crds, `crds.install: true` at 2.20.2
         ),
         Chart(
-            "opentelemetry-collector",
+            telemetry.COMPONENT,
             telemetry.CHART,
             telemetry.CHART_REPO,
             telemetry.CHART_VERSION,

@@ -7,8 +7,10 @@ series onto the same `modelplane_gpu_*` names with the units the names promise. 
 table `METRIC_MAPPINGS`; the transform statements are rendered from it, and so is
 `docs/telemetry.md` (`tooling.telemetry_doc`).
 
-This module builds Helm values only. It decides nothing about where the collector installs (the
-catalog does: untagged, so every cluster), creates no resources and writes no documentation.
+This module builds Helm values, and the spec of the PodMonitor through which a Prometheus scrapes
+the collector's exporter (`collector_pod_monitor_spec`; the ServingStack creates it). It decides
+nothing about where the collector installs (the catalog does: untagged, so every cluster), creates
+no resources and writes no documentation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from infra.vocabulary import DEPLOYMENT_LABEL
 Values = dict[str, Any]
 
 CHART = "opentelemetry-collector"
+# Its catalog key (`infra.serving.rows`).
+COMPONENT = "opentelemetry-collector"
 CHART_REPO = "https://open-telemetry.github.io/opentelemetry-helm-charts"
 # Chart 0.174.0 ships collector 0.161.0 as its appVersion; the image tag is pinned to the same
 # release so the chart's defaults and the binary agree.
@@ -361,6 +365,47 @@ def collector_config(amd_profiler_metrics: bool = False) -> Values:
     }
 
 
+# --------------------------------------------------------------------------------------------
+# The stack's Prometheus scraping the collector's exporter
+
+# The collector's pods as its chart labels them in `mode: deployment` (templates/_helpers.tpl
+# `opentelemetry-collector.selectorLabels` and `.component`, templates/deployment.yaml), and the name
+# its pod template gives the exporter's container port: its key under `ports` (`podPortsConfig` in
+# templates/_config.tpl), all @ opentelemetry-collector-0.170.0, the newest tag of the chart's
+# repository; 0.174.0 is not tagged there (charts/README.md).
+COLLECTOR_COMPONENT = {"component": "standalone-collector"}
+PROMETHEUS_PORT_NAME = "prometheus"
+
+
+def collector_pod_labels(release: str) -> dict[str, str]:
+    """The labels the chart gives the collector's pods in release `release`."""
+    return {"app.kubernetes.io/name": CHART, "app.kubernetes.io/instance": release, **COLLECTOR_COMPONENT}
+
+
+def collector_pod_monitor_spec(release: str) -> Values:
+    """The PodMonitor that has a Prometheus scrape the collector's exporter.
+
+    The chart has a `podMonitor` value of its own, but 0.174.0 could not be read to check it; the
+    ServingStack creates this one instead, where the stack's Prometheus or the owner's named one
+    selects it. `honorLabels` keeps the labels the GPU exporters put on each series (the `pod`,
+    `namespace` and `container` of the workload using the GPU) instead of renaming them `exported_*`
+    for the collector's own pod (prometheus-operator v0.90.1 Documentation/api-reference/api.md,
+    PodMetricsEndpoint `honorLabels`); the target's own `namespace`, `pod` and `container` (the
+    collector's) are dropped, so a GPU no workload uses is not credited to the collector
+    (Prometheus `honor_labels`: a target label fills in only where the series has none).
+    """
+    return {
+        "selector": {"matchLabels": collector_pod_labels(release)},
+        "podMetricsEndpoints": [
+            {
+                "port": PROMETHEUS_PORT_NAME,
+                "honorLabels": True,
+                "relabelings": [{"action": "labeldrop", "regex": "namespace|pod|container"}],
+            }
+        ],
+    }
+
+
 # Kubernetes service discovery reads these; nothing else.
 DISCOVERY_RULES: list[Values] = [
     {"apiGroups": [""], "resources": ["pods", "nodes", "endpoints", "services"], "verbs": ["get", "list", "watch"]},
@@ -381,7 +426,7 @@ def collector_values(cloud: str, amd_profiler_metrics: bool = False) -> Values:
         "clusterRole": {"create": True, "rules": DISCOVERY_RULES},
         "config": collector_config(amd_profiler_metrics),
         "ports": {
-            "prometheus": {
+            PROMETHEUS_PORT_NAME: {
                 "enabled": True,
                 "containerPort": PROMETHEUS_EXPORTER_PORT,
                 "servicePort": PROMETHEUS_EXPORTER_PORT,

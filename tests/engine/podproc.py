@@ -29,6 +29,7 @@ import base64
 import contextlib
 import gzip
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tests.engine.kube import ApiError, ApiServer, free_port, stop
+from tests.engine.kube import ApiError, ApiServer, free_port
 from tests.tools import tool
 
 # The kubelet's mount point of a pod's service account token, CA and namespace
@@ -242,8 +243,17 @@ class PodProcesses:
         """Stop a program: by default as the kubelet stops a container whose pod goes (SIGTERM)."""
         run = self.running.pop(key)
         if run.proc.poll() is None:
-            stop(run.proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            # To its whole process group (its own session): an in-pod program's `unshare --fork`
+            # outlives a SIGTERM of its own while it waits for the program (util-linux 2.38.1, tried
+            # here), so the signal must reach the program itself; what still runs after the grace
+            # period is killed.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.proc.pid, sig)
+            try:
+                run.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(run.proc.pid, signal.SIGKILL)
                 run.proc.wait(timeout=10)
         run.log.close()
 

@@ -14,6 +14,9 @@ defaults where the values leave a path unset):
   path turns it off;
 - the DeviceClass its real chart creates, with that chart's CEL selector;
 - a controller Deployment (every chart has one or more), on whatever node admits it;
+- the GPU exporters' pods labelled and ported as their operators make them (`EXPORTERS`), and the
+  telemetry collector's Deployment as its chart renders it (`collector`), which the collector's
+  scrape jobs and its PodMonitor select;
 - a post-install hook Job where the real chart runs one (cert-manager's `startupapicheck`), and the
   CRD bundles the row names in `crds/` (`CRD_BUNDLES`: the Gateway API release engine/crds pins, as
   gateway-helm carries it, lws's LeaderWorkerSet, KEDA's ScaledObject, kube-prometheus-stack's PodMonitor).
@@ -30,13 +33,16 @@ import io
 import json
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from infra.serving import telemetry
 from infra.serving.catalog import CATALOG
 from infra.serving.chart import Chart, NodeAgent
+from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY
 from tests.engine.kube import (
     gateway_api_crds,
     keda_crds,
@@ -70,8 +76,37 @@ def _lookup(var: str, path: Sequence[str]) -> str:
     )
 
 
-def daemonset(agent: NodeAgent) -> str:
-    """A DaemonSet placed as `tooling.placement.agent_placement` resolves the agent's values."""
+@dataclass(frozen=True)
+class ExporterPods:
+    """The pods of a GPU exporter as its real operator labels them and names their metrics port,
+    which the collector's scrape jobs select (`infra.serving.telemetry`). `workload` names a
+    DaemonSet of its own beside the agent's (one of several operands the stand-in folds into one
+    agent); None puts the labels and port on the agent's own pods."""
+
+    labels: Mapping[str, str]
+    port: tuple[str, int]
+    workload: str | None = None
+
+
+# NVIDIA's GPU Operator runs dcgm-exporter as one of its operands, its pods labelled
+# `app: nvidia-dcgm-exporter` with the container port `metrics`, 9400 (assets/state-dcgm-exporter
+# 0800_daemonset.yaml @ NVIDIA/gpu-operator v26.3.3, as infra/serving/telemetry.py records it);
+# the AMD operator's metrics exporter labels its pods `app.kubernetes.io/name: metrics-exporter`,
+# container port `exporter-port`, 5000 unless the DeviceConfig sets another
+# (internal/metricsexporter @ ROCm/gpu-operator v1.5.1, ibid.).
+EXPORTERS: Mapping[tuple[str, str], ExporterPods] = {
+    (NVIDIA_OPERATOR_KEY, "operands"): ExporterPods(
+        {"app": "nvidia-dcgm-exporter"}, ("metrics", 9400), workload="nvidia-dcgm-exporter"
+    ),
+    (AMD_OPERATOR_KEY, "metrics-exporter"): ExporterPods(
+        {"app.kubernetes.io/name": "metrics-exporter"}, ("exporter-port", 5000)
+    ),
+}
+
+
+def daemonset(agent: NodeAgent, workload: str | None = None, pods: ExporterPods | None = None) -> str:
+    """A DaemonSet placed as `tooling.placement.agent_placement` resolves the agent's values (named
+    for `workload`, default the agent's), its pods labelled and ported as `pods` says."""
     out = []
     if agent.enabled is not None:
         out.append(_lookup("on", agent.enabled))
@@ -94,7 +129,11 @@ def daemonset(agent: NodeAgent) -> str:
     if agent.affinity is not None:
         out.append(_lookup("af", agent.affinity))
         out.append("{{- if $afOk }}{{- $aff = (default dict $af) }}{{- end }}\n")
-    name = f"{{{{ .Release.Name }}}}-{agent.workload}"
+    name = f"{{{{ .Release.Name }}}}-{workload or agent.workload}"
+    labels = json.dumps({"app": name, **(pods.labels if pods else {})})
+    container = {"name": "agent", "image": IMAGE}
+    if pods is not None:
+        container["ports"] = [{"name": pods.port[0], "containerPort": pods.port[1]}]  # type: ignore[list-item]
     out.append(
         f"""apiVersion: apps/v1
 kind: DaemonSet
@@ -103,16 +142,16 @@ metadata:
   namespace: {{{{ .Release.Namespace }}}}
 spec:
   selector:
-    matchLabels: {{app: {name}}}
+    matchLabels: {labels}
   template:
     metadata:
-      labels: {{app: {name}}}
+      labels: {labels}
     spec:
       nodeSelector: {{{{ $sel | toJson }}}}
       affinity: {{{{ $aff | toJson }}}}
       tolerations: {{{{ $tol | toJson }}}}
       containers:
-        - {{name: agent, image: {IMAGE}}}
+        - {json.dumps(container)}
 """
     )
     if agent.enabled is not None:
@@ -353,9 +392,48 @@ spec:
 """
 
 
+def collector() -> str:
+    """The telemetry collector's Deployment as the chart renders it in `mode: deployment`: named
+    for the release (which holds the chart's name), its pods labelled with the chart's selector
+    labels and component, a container port for each enabled `ports` entry named by its key, and
+    `MY_POD_IP` from the pod's IP, which the collector's config reads (templates/deployment.yaml,
+    templates/_pod.tpl, `podPortsConfig` in templates/_config.tpl and templates/_helpers.tpl @
+    opentelemetry-collector-0.170.0, the newest tag of the chart's repository)."""
+    return f"""{{{{- $labels := dict "app.kubernetes.io/name" "{telemetry.CHART}" "app.kubernetes.io/instance" .Release.Name "component" "standalone-collector" }}}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{{{ .Release.Name }}}}
+  namespace: {{{{ .Release.Namespace }}}}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{{{ $labels | toJson }}}}
+  template:
+    metadata:
+      labels: {{{{ $labels | toJson }}}}
+    spec:
+      containers:
+        - name: opentelemetry-collector
+          image: {IMAGE}
+          ports:
+{{{{- range $key, $port := .Values.ports }}}}
+{{{{- if $port.enabled }}}}
+            - {{name: {{{{ $key }}}}, containerPort: {{{{ $port.containerPort }}}}, protocol: {{{{ $port.protocol }}}}}}
+{{{{- end }}}}
+{{{{- end }}}}
+          env:
+            - {{name: MY_POD_IP, valueFrom: {{fieldRef: {{apiVersion: v1, fieldPath: status.podIP}}}}}}
+"""
+
+
 # Objects a row's stand-in carries beyond its workloads, by catalog key: what the data plane's
 # real programs (`podproc.py`) act on.
-DATA_PLANE: Mapping[str, Callable[[], str]] = {"kube-prometheus-stack": prometheus_server, "keda": keda_servers}
+DATA_PLANE: Mapping[str, Callable[[], str]] = {
+    "kube-prometheus-stack": prometheus_server,
+    "keda": keda_servers,
+    telemetry.COMPONENT: collector,
+}
 
 
 def device_class(name: str, cel: str, gate: tuple[str, ...] | None) -> str:
@@ -388,7 +466,11 @@ def files_of(chart: Chart) -> dict[str, str]:
         "templates/controller.yaml": controller(),
     }
     for agent in chart.agents:
-        files[f"templates/{agent.workload}.yaml"] = daemonset(agent)
+        pods = EXPORTERS.get((chart.key, agent.workload))
+        if pods is not None and pods.workload is not None:
+            files[f"templates/{pods.workload}.yaml"] = daemonset(agent, pods.workload, pods)
+            pods = None
+        files[f"templates/{agent.workload}.yaml"] = daemonset(agent, pods=pods)
     if chart.device_class is not None:
         dc = chart.device_class
         files["templates/deviceclass.yaml"] = device_class(dc.name, dc.cel, dc.created_by)

@@ -6,8 +6,10 @@ controller sets the workload's replicas from what Prometheus scraped.
 
 On the local cluster of the cluster tier (test_real_up.py), with KEDA v2.20.2 (the keda chart's
 appVersion), prometheus-operator v0.90.1 and Prometheus v3.11.3 (kube-prometheus-stack 84.4.0's
-pins) run for the pods their releases create (podproc.py), and the model servers (servers.py) at
-the engines' pods. One `up` serves every claim here: each costs minutes of scrapes and syncs, and
+pins) run for the pods their releases create (podproc.py), the model servers (servers.py) at the
+engines' pods, and for the Fleet GPUs dashboard the real collector (`otelcol` at 0.161.0, the
+image's release) with the configuration the chart renders from our values, scraping simulated
+dcgm-exporter and AMD device-metrics-exporter processes (gpu_exporters.py). One `up` serves every claim here: each costs minutes of scrapes and syncs, and
 the tier's time is bounded. The load goes to one engine of each deployment, from a client that
 keeps a number of requests in flight; every count asserted is read from the cluster, the engines
 or Prometheus's own API.
@@ -19,10 +21,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from infra.serving import telemetry
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_DEPLOYMENT_LABEL
-from infra.serving.dashboards import panel_queries
+from infra.serving.dashboards import FLEET_GPUS, panel_queries
 from tests.engine.cluster import NOT_YET, wait_for
 from tests.engine.follow import LOAD_REQUESTS, Follow, chart, scale_of
+from tests.engine.gpu_exporters import gpu_exporters, otel_collector
 from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, query
 from tests.engine.servers import Load
 from tests.engine.site import Pod
@@ -138,10 +142,69 @@ def check_scraped(run: Run, address: str, case: Case) -> None:
     wait_for(f"every target of {job} up", lambda: all(t["health"] == "up" for t in targets()), 120, retrying=NOT_YET)
 
 
-def test_the_engines_are_scraped_and_replicas_follow_the_load_on_each_metric_and_workload_kind(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter"):
+# --------------------------------------------------------------------------------------------
+# The Fleet GPUs dashboard
+
+# Panels whose source one vendor does not serve by default: title -> the vendors that answer.
+# AMD's side of "Tensor active" is parse-only: its source, `gpu_prof_tensor_active_percent`, is a
+# profiler field the AMD exporter reports only with profiler metrics on, which they are not by
+# default, and the collector maps it only when told they are (`amd_profiler_metrics`, off).
+ONE_VENDOR = {"Tensor active": {"nvidia"}}
+
+
+def gpu_panels_answer(mixed: Run, address: str) -> None:
+    """The stack's Prometheus scrapes the collector's exporter through the PodMonitor the stack
+    creates for it, and every GPU panel returns data for the NVIDIA node and the AMD nodes, as the
+    real collector (`otelcol`) renames the simulated exporters' series (gpu_exporters.py)."""
+    (monitor,) = mixed.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", telemetry.NAMESPACE)
+    job = f"podMonitor/{telemetry.NAMESPACE}/{monitor['metadata']['name']}/0"
+
+    def collector_up() -> bool:
+        active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
+        mine = [t for t in active if t.get("scrapePool") == job]
+        return bool(mine) and all(t["health"] == "up" for t in mine)
+
+    assert wait_for(f"Prometheus scraping the collector ({job})", collector_up, 150, retrying=NOT_YET)
+
+    # Each vendor's GPU nodes: where its exporter's pods run.
+    nodes = {
+        vendor: {p.node for p in mixed.site.pods() if p.owner.startswith("DaemonSet/") and exporter in p.owner}
+        for vendor, exporter in (("nvidia", "dcgm-exporter"), ("amd", "metrics-exporter"))
+    }
+    assert all(nodes.values()), nodes
+    for panel in FLEET_GPUS.panels:
+        (target,) = panel.targets
+        want = set().union(*(nodes[v] for v in ONE_VENDOR.get(panel.title, {"nvidia", "amd"})))
+
+        def answered(expr: str = target.expr) -> set[str]:
+            return {r["metric"].get("node", "") for r in query(address, expr)}
+
+        def all_nodes(want: set[str] = want) -> bool:
+            return want <= answered()
+
+        wait_for(f"{panel.title}: {target.expr} for {sorted(want)}", all_nodes, 150, retrying=NOT_YET)
+        # A panel of one vendor answers for no other node.
+        assert answered() == want, (panel.title, answered())
+
+    # A GPU's series keeps the workload the exporter credits it to (honorLabels), and one no
+    # workload holds is not credited to the collector's pod.
+    in_use = query(address, 'modelplane_gpu_temperature_celsius{pod!=""}')
+    assert in_use, "no GPU series carries the pod of the workload using it"
+    assert all(r["metric"]["namespace"] != telemetry.NAMESPACE for r in in_use), in_use
+
+
+# --------------------------------------------------------------------------------------------
+# One up
+
+
+def test_the_engines_and_gpus_are_scraped_and_replicas_follow_the_load_on_each_metric_and_workload_kind(
+    run: Any,
+) -> None:
+    for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter", "otelcol"):
         require(name, "the monitoring and scaling chain")
-    scaled = run(STACK, [*monitoring(), *keda()], scaled_stack)
+    # The collector and the GPU exporters too: the Fleet GPUs dashboard is checked on the same `up`.
+    programs = [*monitoring(), *keda(), otel_collector(), *gpu_exporters()]
+    scaled = run(STACK, programs, scaled_stack)
     scaled.up()
     cases = (WAITING, *OTHERS)
     for case in cases:
@@ -203,10 +266,11 @@ def test_the_engines_are_scraped_and_replicas_follow_the_load_on_each_metric_and
     assert drawn == chart(WAITING.deployment, follow.samples, 1, 3) and drawn[3].startswith("replicas  ▁")
 
     # Every dashboard panel's query is one the real Prometheus parses; every panel over vLLM's
-    # series returns data from the engines (the GPU panels and kube-state-metrics' have no
-    # exporter here, and are only parsed).
+    # series returns data from the engines (kube-state-metrics' have no exporter here, and are only
+    # parsed), and every GPU panel from the collector's exporter.
     for dashboard, panel, expr in panel_queries():
         concrete = expr.replace("$namespace", NAMESPACE).replace("$deployment", WAITING.deployment)
         query(address, concrete)  # raises on a query Prometheus refuses
         if "vllm:" in concrete:
             wait_for(f"{dashboard} / {panel}: {concrete}", lambda q=concrete: query(address, q), 90, retrying=NOT_YET)
+    gpu_panels_answer(scaled, address)

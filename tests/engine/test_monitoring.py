@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.serving import telemetry
 from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API
 from tests.engine.cluster import NOT_YET, wait_for
 from tests.engine.follow import LOAD_REQUESTS, scale_of
+from tests.engine.gpu_exporters import otel_collector
 from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
 from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, service_hosts
 from tests.engine.servers import Load
@@ -80,9 +82,9 @@ def owner_kube_prometheus_stack() -> list[dict[str, Any]]:
 
 
 def test_an_owners_prometheus_scrapes_the_engines_and_keda_scales_on_what_it_scraped(run: Any) -> None:
-    for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter"):
+    for name in ("prometheus-operator", "prometheus", "keda", "keda-adapter", "otelcol"):
         require(name, "the monitoring and scaling chain")
-    mixed = run(STACK, [*monitoring(OWNER_OPERATOR), *keda()])
+    mixed = run(STACK, [*monitoring(OWNER_OPERATOR), *keda(), otel_collector()])
     server = mixed.cluster.server
     server.install_crds(pod_monitor_crds() + service_monitor_crds() + prometheus_crds())
     for obj in owner_kube_prometheus_stack():
@@ -107,12 +109,17 @@ def test_an_owners_prometheus_scrapes_the_engines_and_keda_scales_on_what_it_scr
     # The owner's Prometheus, selecting by its release label, scrapes the engines.
     job = f"podMonitor/{namespace}/{name}/0"
 
-    def scraped() -> bool:
+    def scraped(pool: str) -> bool:
         active = get_json(address, "/api/v1/targets?state=active")["activeTargets"]
-        mine = [t for t in active if t.get("scrapePool") == job]
+        mine = [t for t in active if t.get("scrapePool") == pool]
         return bool(mine) and all(t["health"] == "up" for t in mine)
 
-    assert wait_for(f"the owner's Prometheus scraping {job}", scraped, 150, retrying=NOT_YET)
+    assert wait_for(f"the owner's Prometheus scraping {job}", lambda: scraped(job), 150, retrying=NOT_YET)
+    # And the collector's exporter, through its PodMonitor, which carries the same labels.
+    (monitor,) = mixed.cluster.list(PROMETHEUS_OPERATOR_API, "PodMonitor", telemetry.NAMESPACE)
+    assert monitor["metadata"]["labels"] == {"release": OWNER_RELEASE}
+    pool = f"podMonitor/{telemetry.NAMESPACE}/{monitor['metadata']['name']}/0"
+    assert wait_for(f"the owner's Prometheus scraping {pool}", lambda: scraped(pool), 150, retrying=NOT_YET)
 
     # KEDA, asking the owner's Prometheus, scales the deployment to its maximum under load.
     (pod,) = [p for p in mixed.site.pods() if p.namespace == namespace and p.owner == f"Deployment/{name}"]
