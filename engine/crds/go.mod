@@ -4,9 +4,10 @@
 // release's module holds the same CRDs under config/crd/experimental. The LeaderWorkerSet CRD of
 // lws v0.8.0, the chart the serving stack installs, is that release's config/crd/bases (the chart's
 // charts/lws/crds copy adds only labels and the conversion webhook of its own Service). KEDA chart
-// 2.20.2 runs operator 2.20.2 (kedacore/charts v2.20.2 keda/Chart.yaml appVersion); its ScaledObject
-// CRD is that release's config/crd/bases (the chart's templates/crds copy adds labels, and bounds
-// 0..3600 on the HPA behavior's stabilizationWindowSeconds, which the program leaves unset).
+// 2.20.2 runs operator 2.20.2 (kedacore/charts v2.20.2 keda/Chart.yaml appVersion); its six CRDs
+// are that release's config/crd/bases (the chart's templates/crds copies add labels, and to the
+// ScaledObject bounds 0..3600 on the HPA behavior's stabilizationWindowSeconds, which the program's
+// own check holds: `autoscaling.scaleDownSeconds`, infra/config/deployments.py).
 // kube-prometheus-stack 84.4.0 runs prometheus-operator v0.90.1 (its Chart.yaml appVersion), and
 // its charts/crds/crds/crd-podmonitors.yaml is that release's
 // example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml, as its first line says.
