@@ -18,6 +18,7 @@ from pulumi import automation as auto
 from clouds.mock import fake_kubeconfig
 from infra.config.model import ScalingMetric
 from infra.config.stackfile import load_stack_file
+from infra.serving import telemetry
 from program.main import run
 from tests.engine.harness import Engine
 from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool
@@ -181,8 +182,10 @@ def test_the_real_server_accepts_every_autoscaled_deployments_scaled_object_and_
     with the bounds and the metric each deployment was given; a wrong one is refused."""
     objects = autoscaled_objects(stack_name)
     scaled = [o for o in objects if o["kind"] == "ScaledObject"]
-    monitors = [o for o in objects if o["kind"] == "PodMonitor"]
+    # One PodMonitor a deployment, beside the telemetry collector's (components/serving_stack.py).
+    monitors = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] != telemetry.NAMESPACE]
     assert scaled and len(scaled) == len(monitors)
+    assert len([o for o in objects if o["kind"] == "PodMonitor"]) == len(monitors) + 1
     for namespace in {o["metadata"]["namespace"] for o in objects}:
         server.apply({**NAMESPACE, "metadata": {"name": namespace}})
     for obj in objects:

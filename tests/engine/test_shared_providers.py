@@ -75,9 +75,10 @@ def test_a_stack_with_a_provider_per_cluster_moves_to_one_shared_provider_withou
 
     preview = stack.preview()
     assert "replace" not in preview.change_summary, preview.change_summary
-    # The shared provider, and the serving stacks' dashboards, which the fixture's program predates
-    # (one ConfigMap per dashboard and cluster: infra.serving.dashboards).
-    assert preview.change_summary.get("create") == 1 + len(DASHBOARDS) * 2
+    # The shared provider, and what the serving stacks install that the fixture's program predates:
+    # the dashboards (one ConfigMap per dashboard and cluster: infra.serving.dashboards) and the
+    # PodMonitor of the telemetry collector (one per cluster: components/serving_stack.py).
+    assert preview.change_summary.get("create") == 1 + (len(DASHBOARDS) + 1) * 2
     assert preview.change_summary.get("delete") == 2  # the two per-cluster providers, nothing else
 
     stack.up()
