@@ -29,6 +29,14 @@ def tool(name: str) -> Path:
     return Path(out) / "bin" / name
 
 
+def engine_tools() -> list[str]:
+    """The tools `make engine` builds, in its order: the Makefile's `ENGINE_TOOLS`."""
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line.startswith("ENGINE_TOOLS :="):
+            return line.split(":=", 1)[1].split()
+    raise RuntimeError("the Makefile names no ENGINE_TOOLS")
+
+
 # What a skip for a missing tool says; tests/conftest.py repeats it last, where it is read.
 NOT_RUN = "DID NOT RUN"
 

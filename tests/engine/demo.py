@@ -26,23 +26,8 @@ from tests.engine.follow import follow_load
 from tests.engine.kube import Etcd
 from tests.engine.podproc import keda, monitoring
 from tests.engine.stackrun import Run
-from tests.tools import ToolMissingError, tool
+from tests.tools import ToolMissingError, engine_tools, tool
 
-# What the run needs from `make engine` (engine/build.sh), in the order a missing one is named.
-TOOLS = (
-    "pulumi",
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok",
-    "lws",
-    "prometheus-operator",
-    "prometheus",
-    "keda",
-    "keda-adapter",
-)
-PROVIDER = "pulumi-resource-kubernetes"
 DEFAULT_STACK = "byo-mixed"
 
 
@@ -58,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        cli = tool("pulumi").parent.parent
-        for name in (*TOOLS[1:], PROVIDER):
+        # Every tool of `make engine`, which `make demo` builds first.
+        for name in engine_tools():
             tool(name)
+        cli = tool("pulumi").parent.parent
     except ToolMissingError as missing:
         print(f"make demo: {missing}", file=sys.stderr)
         return 2
