@@ -433,3 +433,37 @@ def test_a_smaller_cache_is_an_error_a_bigger_one_an_update_and_a_new_deployment
     assert not doc["errors"]
     claims = [(c["op"], c["name"]) for c in doc["changes"] if c["type"] == PVC]
     assert claims == [("create", "civo-cpu-qwen-small-cache"), ("delete", "civo-cpu-qwen-cache")]
+
+
+VULTR_POOL = "vultr:index/kubernetesNodePools:KubernetesNodePools"
+
+
+def with_taint(config: dict[str, Any]) -> None:
+    (cluster,) = config["modelplane:clusters"]
+    cluster["taints"] = [{"key": "example.com/dedicated", "value": "inference", "effect": "NoSchedule"}]
+
+
+def test_a_taint_a_vultr_pool_loses_is_an_error_and_one_it_gains_an_update(tmp_path: Path) -> None:
+    # Removed: Vultr keeps a taint the pool's update leaves out, so the nodes would keep it.
+    old = planned(stack_file(tmp_path / "old", "vultr-dev", with_taint), tmp_path / "old.json")
+    out = modelplane(
+        "plan", "--stack-file", str(stack_file(tmp_path / "new", "vultr-dev")), "--against", str(old), "--json"
+    )
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    pools = [c for c in doc["changes"] if c["type"] == VULTR_POOL and c["op"] != "same"]
+    assert pools and all(c["op"] == "update" and c["refused"] for c in pools)
+    assert all(p.startswith("taints") for c in pools for p in c["refused"])
+    for error in doc["errors"]:
+        assert "keeps a taint or label that an update leaves out" in error["message"]
+        assert "give the pool a new name in the stack file" in error["message"]
+    assert len(doc["errors"]) == len(pools)
+
+    # Added: the update adds it to the pool's nodes; nothing is refused.
+    before = planned(stack_file(tmp_path / "before", "vultr-dev"), tmp_path / "before.json")
+    added = stack_file(tmp_path / "added", "vultr-dev", with_taint)
+    out = modelplane("plan", "--stack-file", str(added), "--against", str(before), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert not doc["errors"]
+    assert {c["op"] for c in doc["changes"] if c["type"] == VULTR_POOL} == {"update"}

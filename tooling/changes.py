@@ -197,10 +197,27 @@ def refused_by(
     new: Mapping[str, Any] | None = None,
 ) -> list[tuple[str | int, ...]]:
     """The changed input paths that `type_token`'s provider accepts in its diff and cannot carry out:
-    its `refused` paths, and its `refused_smaller` quantities where `new` holds less than `old`."""
+    its `refused` paths, its `refused_smaller` quantities where `new` holds less than `old`, and the
+    paths under a `refused_removed` list or map that lost an entry `old` held."""
     rule = forcing(type_token) or Forcing((), "")
     smaller = [p for p in _within(changed, rule.refused_smaller) if _shrinks(_at(old, p), _at(new, p))]
-    return [p for p in changed if p in smaller or p in _within(changed, rule.refused)]
+    removed = [
+        p
+        for pattern in rule.refused_removed
+        if _drops(_at(old, _parts(pattern)), _at(new, _parts(pattern)))
+        for p in _within(changed, (pattern,))
+    ]
+    return [p for p in changed if p in smaller or p in removed or p in _within(changed, rule.refused)]
+
+
+def _drops(old: Any, new: Any) -> bool:
+    """Whether `new` lacks an entry of `old`: a list's item, or a map's key."""
+    if isinstance(old, Mapping):
+        return bool(set(old) - set(new if isinstance(new, Mapping) else {}))
+    if isinstance(old, list):
+        kept = new if isinstance(new, list) else []
+        return any(item not in kept for item in old)
+    return False
 
 
 def _at(inputs: Any, path: Sequence[str | int]) -> Any:

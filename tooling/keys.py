@@ -267,7 +267,9 @@ KEYS: dict[tuple[str, str], Key] = {
         "declares (not the `system` pool, where the cloud's own add-ons run); on Existing they say what "
         "the owner's pool nodes carry. Model deployments and every node agent of the serving stack "
         "tolerate each exactly. A pool's role taint keys (`nvidia.com/gpu`, `amd.com/gpu`, "
-        "`modelplane.ai/cpu`) and a repeated key and effect are refused.",
+        "`modelplane.ai/cpu`) and a repeated key and effect are refused. On Vultr a taint taken away stays on "
+        "the pool's nodes (its API keeps what an update leaves out): a plan against the earlier one reports it "
+        "as an error, with the fix.",
         "each pool's taints (`infra/facts.py`, `derive_cluster`); deployments' and node agents' "
         "tolerations (`infra/serving/catalog.py`, `cluster_charts`); `infra/checks/clusters.py` (`check_taints`)",
         "taints: [{key: example.com/dedicated, value: ml, effect: NoSchedule}]",

@@ -16,9 +16,10 @@ their resource classes sets it), so the schemas' replace markers are read from t
 
 Paths use the engine's spelling of the inputs (camelCase, as `resources[].inputs`), `[*]` for any
 list index. Some changes neither update nor replace: the provider accepts them in its diff and
-then it, or the cloud's API behind it, cannot carry them out (`refused`, and `refused_smaller` for a
-quantity that may grow and never shrink); the plan reports those as errors, each with the route
-that works (`refused_fix`).
+then it, or the cloud's API behind it, cannot carry them out (`refused`, `refused_smaller` for a
+quantity that may grow and never shrink, and `refused_removed` for a list or map whose entries may
+be added and never taken away); the plan reports those as errors, each with the route that works
+(`refused_fix`).
 
 A type missing here fails `tests/test_replacements.py`, which plans every committed stack: adding
 a resource type means reading its provider and adding its row.
@@ -42,6 +43,9 @@ class Forcing:
     refused_why: str = ""
     # Quantity paths (`20Gi`) whose decrease is refused; an increase is an ordinary update.
     refused_smaller: tuple[str, ...] = ()
+    # List or map paths from which an entry of the old inputs may not go (its key, for a map); an
+    # added entry is an ordinary update.
+    refused_removed: tuple[str, ...] = ()
     # The route that works instead of a refused change.
     refused_fix: str = ""
 
@@ -288,8 +292,16 @@ _TABLE: dict[str, Forcing] = {
         ("clusterId",),
         VULTR + "vke.go (resourceVultrKubernetesNodePoolsV0), resource_vultr_kubernetes_nodepools.go",
         refused=("plan", "label"),
-        refused_why="the Vultr provider's node pool update sends neither the plan nor the label, so `up` "
-        "reports an update and the pool keeps its machines",
+        # The update sends the whole `taints` list and `labels` map in one node-pool update
+        # (resourceVultrKubernetesNodePoolsUpdate @ v2.27.1), and Vultr's API keeps what they leave
+        # out: "Existing taints are not removed when adding or updating, but can be managed in the
+        # separate taints endpoints" (the same of labels; Vultr API v2, the node-pool update's body).
+        # The provider moved to those endpoints in v2.28.0 (#649), which no ediri-vultr release on
+        # PyPI bridges yet (2.27.1 is the newest).
+        refused_removed=("taints", "labels"),
+        refused_why="the Vultr provider's node pool update sends neither the plan nor the label, and Vultr's "
+        "API keeps a taint or label that an update leaves out, so `up` reports an update and the pool keeps "
+        "its machines, taints and labels",
         refused_fix=NEW_POOL_OR_REVERT,
     ),
     "vultr:index/kubernetes:Kubernetes": Forcing(
