@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.engine.servers import Load, gauges
+from tests.engine.simulator import served_model
 from tests.engine.stackrun import Run
 
 # The load: requests kept in flight at one engine, each 200 tokens long (4 s at the simulator's
@@ -96,7 +97,7 @@ class Follow:
             key=lambda p: p.name,
         )
         self.url = f"http://{pods[0].ip}:{spec['port']}"
-        model = spec["args"][spec["args"].index("--served-model-name") + 1]
+        model = served_model(spec["args"])
         self.traffic = Load(self.url, model, LOAD_REQUESTS)
         self.started = time.monotonic()
         self.out(f"\n# load at {self.deployment}, autoscaled on {bounds['metric']} (target {bounds['target']}):")

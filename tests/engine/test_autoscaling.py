@@ -29,6 +29,7 @@ from tests.engine.follow import LOAD_REQUESTS, Follow, chart, scale_of
 from tests.engine.gpu_exporters import gpu_exporters, otel_collector
 from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, query
 from tests.engine.servers import Load
+from tests.engine.simulator import served_model
 from tests.engine.site import Pod
 from tests.engine.stackrun import Run
 from tests.tools import require
@@ -113,7 +114,7 @@ def engines(run: Run, case: Case) -> dict[str, Pod]:
 def load(run: Run, case: Case) -> Load:
     """`case.requests` kept in flight at the deployment's first engine."""
     spec = next(d for d in run.deployments() if d["name"] == case.deployment)
-    model = spec["args"][spec["args"].index("--served-model-name") + 1]
+    model = served_model(spec["args"])
     first = engines(run, case)[min(engines(run, case))]
     return Load(f"http://{first.ip}:{spec['port']}", model, case.requests, prompt_words=case.prompt_words).start()
 

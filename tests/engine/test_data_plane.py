@@ -15,6 +15,7 @@ from typing import Any
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine.cluster import wait_for
 from tests.engine.servers import MODEL_SERVER, completion, gauges, metrics
+from tests.engine.simulator import served_model
 from tests.engine.stackrun import Run
 
 STACK = "recipe-qwen-mi325x"
@@ -62,7 +63,7 @@ def complete(url: str, model: str, results: list[dict[str, Any]]) -> None:
 def test_model_pods_are_served_at_their_addresses_queue_under_load_and_stop_with_their_pods(run: Any) -> None:
     recipe = run(STACK)
     (dep,) = recipe.deployments()
-    model = dep["args"][dep["args"].index("--served-model-name") + 1]
+    model = served_model(dep["args"])
     recipe.edit_deployment(dep["name"], args=[*dep["args"], "--max-num-seqs", str(MAX_NUM_SEQS)])
     recipe.up()
 

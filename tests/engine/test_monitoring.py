@@ -22,6 +22,7 @@ from tests.engine.gpu_exporters import otel_collector
 from tests.engine.kube import pod_monitor_crds, prometheus_crds, service_monitor_crds
 from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, service_hosts
 from tests.engine.servers import Load
+from tests.engine.simulator import served_model
 from tests.tools import require
 
 STACK = "byo-mixed"
@@ -123,7 +124,7 @@ def test_an_owners_prometheus_scrapes_the_engines_and_keda_scales_on_what_it_scr
 
     # KEDA, asking the owner's Prometheus, scales the deployment to its maximum under load.
     (pod,) = [p for p in mixed.site.pods() if p.namespace == namespace and p.owner == f"Deployment/{name}"]
-    model = scaled["args"][scaled["args"].index("--served-model-name") + 1]
+    model = served_model(scaled["args"])
     top = scaled["autoscaling"]["maxReplicas"]
     traffic = Load(f"http://{pod.ip}:{scaled['port']}", model, LOAD_REQUESTS).start()
     try:
