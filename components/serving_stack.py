@@ -40,7 +40,13 @@ import pulumi_kubernetes as k8s
 from infra import tokens
 from infra.facts import ClusterFacts
 from infra.serving import telemetry
-from infra.serving.autoscaling import PROMETHEUS_COMPONENT, PROMETHEUS_OPERATOR_API, unwatched
+from infra.serving.autoscaling import (
+    PROMETHEUS_COMPONENT,
+    PROMETHEUS_OPERATOR_API,
+    monitor_labels,
+    owner_prometheus,
+    unwatched,
+)
 from infra.serving.catalog import cluster_charts, critical_pod_namespaces, install_order, needed_by_others
 from infra.serving.chart import Chart
 from infra.serving.dashboards import DASHBOARDS, dashboard_config_map
@@ -195,19 +201,17 @@ class ServingStack(pulumi.ComponentResource):
         """The collector's PodMonitor, after its release and the one that brings the PodMonitor
         CRD; none where the stack installs no collector or no Prometheus would select it."""
         collector = next((c for c in components if c.key == telemetry.COMPONENT), None)
-        owner = facts.spec.owner_block
-        prometheus = owner.prometheus if owner is not None else None
+        prometheus = owner_prometheus(facts.spec)
         if collector is None or unwatched(facts.preinstalled, prometheus):
             return None
-        labels = (
-            dict(prometheus.pod_monitor_labels) if prometheus is not None and prometheus.pod_monitor_labels else None
-        )
         deps = [self.releases[k] for k in (telemetry.COMPONENT, PROMETHEUS_COMPONENT) if k in self.releases]
         return k8s.apiextensions.CustomResource(
             f"{name}-collector-podmonitor",
             api_version=PROMETHEUS_OPERATOR_API,
             kind="PodMonitor",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=collector.release, namespace=collector.namespace, labels=labels),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=collector.release, namespace=collector.namespace, labels=monitor_labels(prometheus) or None
+            ),
             spec=telemetry.collector_pod_monitor_spec(collector.release),
             opts=pulumi.ResourceOptions(parent=self, depends_on=deps),
         )

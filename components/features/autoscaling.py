@@ -13,9 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext, multinode
-from components.features.monitoring import owner_prometheus
 from infra.config.model import ModelDeploymentSpec
-from infra.serving.autoscaling import KEDA_API, WorkloadRef, prometheus_address, scaled_object_spec
+from infra.serving.autoscaling import KEDA_API, WorkloadRef, owner_prometheus, prometheus_address, scaled_object_spec
 
 
 def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
@@ -42,7 +41,7 @@ def apply(
     if scaling is None:
         return []
     # The owner's Prometheus where the cluster names one (`existing.prometheus`), else the stack's own.
-    prometheus = owner_prometheus(deployment)
+    prometheus = owner_prometheus(deployment.cluster.spec)
     address = prometheus.url if prometheus is not None else prometheus_address(deployment.cluster.source)
     # A scaled deployment always has its PodMonitor: the check refuses one no Prometheus would see.
     assert monitor is not None, "refused before registering (infra.checks.services.check_autoscaling)"

@@ -16,27 +16,26 @@ from __future__ import annotations
 import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext
-from infra.config.base import OwnerPrometheus
-from infra.serving.autoscaling import PROMETHEUS_OPERATOR_API, pod_monitor_spec, unwatched
+from infra.serving.autoscaling import (
+    PROMETHEUS_OPERATOR_API,
+    monitor_labels,
+    owner_prometheus,
+    pod_monitor_spec,
+    unwatched,
+)
 from infra.vocabulary import DEPLOYMENT_LABEL
-
-
-def owner_prometheus(deployment: DeploymentContext) -> OwnerPrometheus | None:
-    """The Prometheus the cluster's owner names (`existing.prometheus`), if any."""
-    owner = deployment.cluster.spec.owner_block
-    return owner.prometheus if owner is not None else None
 
 
 def apply(deployment: DeploymentContext, port_name: str) -> k8s.apiextensions.CustomResource | None:
     """The PodMonitor of the engine's port `port_name`, or None where no Prometheus would select it."""
     spec = deployment.spec
-    prometheus = owner_prometheus(deployment)
+    prometheus = owner_prometheus(deployment.cluster.spec)
     if unwatched(deployment.cluster.preinstalled, prometheus):
         return None
     meta = deployment.meta
-    if prometheus is not None and prometheus.pod_monitor_labels:
+    if labels := monitor_labels(prometheus):
         meta = k8s.meta.v1.ObjectMetaArgs(
-            name=spec.name, namespace=spec.namespace, labels={**prometheus.pod_monitor_labels, **deployment.labels}
+            name=spec.name, namespace=spec.namespace, labels={**labels, **deployment.labels}
         )
     return k8s.apiextensions.CustomResource(
         f"{deployment.name}-podmonitor",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config.base import OwnerPrometheus
-from infra.config.model import Autoscaling, ModelDeploymentSpec, ScalingMetric
+from infra.config.model import Autoscaling, InferenceCluster, ModelDeploymentSpec, ScalingMetric
 from infra.serving.catalog import CATALOG
 
 KEDA_API = "keda.sh/v1alpha1"
@@ -69,6 +69,19 @@ class WorkloadRef:
 
     def as_target(self) -> dict[str, str]:
         return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+
+
+def owner_prometheus(cluster: InferenceCluster) -> OwnerPrometheus | None:
+    """The Prometheus the cluster's owner names (`existing.prometheus`), if any: the one our
+    PodMonitors and ScaledObjects use in place of the stack's own."""
+    owner = cluster.owner_block
+    return owner.prometheus if owner is not None else None
+
+
+def monitor_labels(prometheus: OwnerPrometheus | None) -> dict[str, str]:
+    """The labels a PodMonitor of ours carries so that `prometheus` selects it: none for the
+    stack's own, which selects every PodMonitor (`infra.serving.values.kube_prometheus_stack`)."""
+    return dict(prometheus.pod_monitor_labels) if prometheus is not None and prometheus.pod_monitor_labels else {}
 
 
 def unwatched(preinstalled: Iterable[str], owner: OwnerPrometheus | None) -> bool:
