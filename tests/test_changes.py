@@ -459,6 +459,33 @@ def test_a_taint_a_vultr_pool_loses_is_an_error_and_one_it_gains_an_update(tmp_p
         assert "give the pool a new name in the stack file" in error["message"]
     assert len(doc["errors"]) == len(pools)
 
+    # The fix: new pools (a new name each) without the taint, beside which the old ones go. (With
+    # `protect` on, as vultr-dev has it, that delete is refused in turn; it is off here.)
+    def unprotected(config: dict[str, Any]) -> None:
+        config["modelplane:protect"] = False
+
+    def renamed(config: dict[str, Any]) -> None:
+        unprotected(config)
+        for pool in config["modelplane:clusters"][0]["nodePools"]:
+            pool["name"] += "b"
+
+    old = planned(
+        stack_file(tmp_path / "old2", "vultr-dev", lambda c: (with_taint(c), unprotected(c))), tmp_path / "old2.json"
+    )
+    out = modelplane(
+        "plan",
+        "--stack-file",
+        str(stack_file(tmp_path / "renamed", "vultr-dev", renamed)),
+        "--against",
+        str(old),
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert not doc["errors"]
+    ops = sorted(c["op"] for c in doc["changes"] if c["type"] == VULTR_POOL and c["op"] != "same")
+    assert ops == ["create"] * len(pools) + ["delete"] * len(pools)
+
     # Added: the update adds it to the pool's nodes; nothing is refused.
     before = planned(stack_file(tmp_path / "before", "vultr-dev"), tmp_path / "before.json")
     added = stack_file(tmp_path / "added", "vultr-dev", with_taint)
