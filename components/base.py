@@ -102,7 +102,7 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
     both carry these literals, so they are known in a first preview, an update and
     `pulumi policy analyze` alike.
     """
-    return {
+    inputs = {
         "source": facts.source,
         # The region and each pool's zones and size feed the machine rules and the cost policy.
         "region": facts.region,
@@ -114,6 +114,12 @@ def policy_inputs(facts: ClusterFacts, class_specs: Mapping[str, Any]) -> dict[s
             for p in facts.pools
         ],
     }
+    if facts.shared_caches:
+        # The shared weight caches' claims and sizes, which the cost policy prices with the pools.
+        inputs["sharedCaches"] = [
+            {"claim": f"{c.namespace}/{c.claim}", "sizeGib": str(c.size_gib)} for c in facts.shared_caches
+        ]
+    return inputs
 
 
 class ClusterComponent(pulumi.ComponentResource):

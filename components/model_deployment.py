@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import ComponentError
-from components.features import DeploymentContext, autoscaling, cache, monitoring, multinode
+from components.features import DeploymentContext, autoscaling, cache, monitoring, multinode, picker
 from infra import tokens
 from infra.config.model import ClaimMode, Device, ModelDeploymentSpec, SecureValue
 from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpus
@@ -30,6 +30,7 @@ from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
 from infra.serving.pods import pod_placement
 from infra.serving.vllm_args import PORT_FLAG, port_args
+from infra.shared_cache import ENV_SECRET_SUFFIX
 from infra.vocabulary import DEPLOYMENT_LABEL
 
 # The name under which the pod and its container refer to the claim built from the template.
@@ -51,6 +52,8 @@ class ModelDeploymentArgs:
     spec: ModelDeploymentSpec
     cluster: ClusterFacts
     pool: PoolFacts
+    # A service routes to it through its endpoint picker (`infra.serving.routes.picker_deployments`).
+    picker: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,8 +213,10 @@ def pod_template(
     template: k8s.resource.v1.ResourceClaimTemplate,
     container: k8s.core.v1.ContainerArgs,
     volumes: list[k8s.core.v1.VolumeArgs],
+    init_containers: list[k8s.core.v1.ContainerArgs] | None = None,
 ) -> k8s.core.v1.PodTemplateSpecArgs:
-    """The engine's pod: on the pool's nodes, with a claim from the template, one container and its volumes."""
+    """The engine's pod: on the pool's nodes, with a claim from the template, one container and its
+    volumes, after its init containers (a shared cache's wait)."""
     return k8s.core.v1.PodTemplateSpecArgs(
         metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
         spec=k8s.core.v1.PodSpecArgs(
@@ -220,6 +225,7 @@ def pod_template(
             resource_claims=[
                 k8s.core.v1.PodResourceClaimArgs(name=CLAIM_NAME, resource_claim_template_name=template.metadata.name)
             ],
+            init_containers=init_containers or None,
             containers=[container],
             volumes=volumes,
         ),
@@ -260,15 +266,18 @@ class ModelDeployment(pulumi.ComponentResource):
         # The engine's pod: its claim template, its volumes (with the model cache's), its env.
         template = self._claim_template(name, spec, labels, claims)
         volumes, mounts = cache.apply(deployment, *shared_memory(spec))
-        container = engine_container(spec, claims, self._env(name, spec, labels), mounts)
-        pod = pod_template(labels, pod_placement(spec, cluster), template, container, volumes)
+        container = engine_container(spec, claims, self._env(name, spec, labels) + cache.engine_env(spec), mounts)
+        placement = pod_placement(spec, cluster)
+        pod = pod_template(labels, placement, template, container, volumes, cache.init_containers(spec))
         # What runs the pods (a Deployment, or for multi-node replicas a LeaderWorkerSet) and the
         # Service in front of the pods that serve.
         self.deployment = self._workload(deployment, pod, container, template)
-        self.service = self._service(name, spec, meta, multinode.service_selector(spec, labels))
+        serving = multinode.service_selector(spec, labels)
+        self.service = self._service(name, spec, meta, serving)
         # The features added to what the workload built.
         self.monitor = monitoring.apply(deployment, ENGINE_PORT_NAME)
-        self.scaling = autoscaling.apply(deployment, self.deployment, self.monitor)
+        self.picker = picker.apply(deployment, serving) if args.picker else None
+        self.scaling = autoscaling.apply(deployment, self.deployment, self.monitor, self.picker)
         self.service_name = self.service.metadata.name
         self.register_outputs({"serviceName": self.service_name})
 
@@ -355,7 +364,7 @@ class ModelDeployment(pulumi.ComponentResource):
         secured = {k: v.secure for k, v in spec.env.items() if isinstance(v, SecureValue)}
         # The Secret's name is ours, so the pod names it as a literal, known in a first preview too;
         # the Deployment waits for the Secret through `depends_on` instead of its output.
-        secret_name = f"{spec.name}-env"
+        secret_name = f"{spec.name}{ENV_SECRET_SUFFIX}"
         if secured:
             self.env_secret = k8s.core.v1.Secret(
                 f"{name}-env",

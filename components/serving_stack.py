@@ -50,6 +50,7 @@ from infra.serving.autoscaling import (
 from infra.serving.catalog import cluster_charts, critical_pod_namespaces, install_order, needed_by_others
 from infra.serving.chart import Chart
 from infra.serving.dashboards import DASHBOARDS, dashboard_config_map
+from infra.serving.picker import crds_url
 from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY
 from infra.vocabulary import AMD_GPU_DRIVER, DEVICE_CLASS
 
@@ -75,6 +76,8 @@ GKE_DRIVER_INSTALLER = (
 @dataclass(frozen=True)
 class ServingStackArgs:
     facts: ClusterFacts
+    # A deployment on the cluster is routed through an endpoint picker: the InferencePool CRDs come too.
+    inference_pools: bool = False
 
 
 def release_args(component: Chart, wait: bool) -> dict[str, Any]:
@@ -165,6 +168,16 @@ class ServingStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             prerequisites.setdefault(NVIDIA_OPERATOR_KEY, []).append(installer)
+
+        self.inference_crds: k8s.yaml.v2.ConfigFile | None = None
+        if args.inference_pools:
+            # The pool's CRDs as the project publishes them with each release (infra.serving.picker.CRDS_URL),
+            # or from the chart mirror; no chart installs them (the inferencepool chart has none).
+            self.inference_crds = k8s.yaml.v2.ConfigFile(
+                f"{name}-inference-crds",
+                file=crds_url(facts.chart_mirror),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
         self.amd_device_class: k8s.resource.v1.DeviceClass | None = None
         if AMD_OPERATOR_KEY in joined:

@@ -22,9 +22,11 @@
 #   prometheus      the Prometheus that scrapes the model servers, with Kubernetes service discovery only
 #   keda, keda-adapter
 #                   KEDA's operator (ScaledObjects into HPAs) and its metrics API server
+#   epp             the Gateway API Inference Extension's endpoint picker, which a gateway asks over
+#                   Envoy's external-processing API which model server replica gets a request
 #
 # Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/, lws/,
-# kubernetes/, prometheus-operator/, prometheus/, keda/) whose go.mod and go.sum pin the release,
+# kubernetes/, prometheus-operator/, prometheus/, keda/, epp/) whose go.mod and go.sum pin the release,
 # into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
 #
@@ -64,6 +66,9 @@ PROMETHEUS_VERSION=3.11.3
 KEDA_VERSION=2.20.2
 # The commit tag v2.20.2 names in kedacore/keda, which KEDA's Makefile stamps as GIT_COMMIT.
 KEDA_COMMIT=68a5b5028f35b22d50597c69819ab32c4e92f21a
+# engine/epp/go.mod: sigs.k8s.io/gateway-api-inference-extension, the last release whose module
+# holds the full endpoint picker (cmd/epp with its prefix-cache and queue scorers).
+EPP_VERSION=1.5.0
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELPLANE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelplane-infra}
@@ -144,8 +149,14 @@ case "$tool" in
     ldflags="-X github.com/kedacore/keda/v2/version.Version=$KEDA_VERSION"
     ldflags+=" -X github.com/kedacore/keda/v2/version.GitCommit=$KEDA_COMMIT"
     ;;
+  epp)
+    version=$EPP_VERSION module=epp package=sigs.k8s.io/gateway-api-inference-extension/cmd/epp minutes=5
+    # Its Dockerfile's `go build -ldflags`: the build ref (the release tag) is stamped into the
+    # version package, which the picker logs at start and exports as a metric.
+    ldflags="-X sigs.k8s.io/gateway-api-inference-extension/version.BuildRef=v$EPP_VERSION"
+    ;;
   *)
-    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda or keda-adapter)" >&2
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter or epp)" >&2
     exit 2
     ;;
 esac
@@ -185,6 +196,8 @@ built() {
     # KEDA's binaries print their version only once connected to a cluster; the build stamps the
     # KEDA module version the binary's own build information names (`go version -m`).
     keda | keda-adapter) [ "$(cat "$bin.version" 2>/dev/null)" = "v$KEDA_VERSION" ] ;;
+    # The picker has no version flag either; the same build information check.
+    epp) [ "$(cat "$bin.version" 2>/dev/null)" = "v$EPP_VERSION" ] ;;
   esac
 }
 
@@ -228,9 +241,14 @@ else
     env ${cgo:+CGO_ENABLED=$cgo} go build -mod=readonly -trimpath ${tags:+-tags "$tags"} -ldflags "-s -w $ldflags" \
       -o "$root/bin/$tool.tmp" "$package"
   )
-  if [ "$module" = keda ]; then
-    # The build information names the module of the main package on its `mod` line.
-    go version -m "$root/bin/$tool.tmp" | awk '$1 == "mod" && $2 == "github.com/kedacore/keda/v2" { print $3 }' \
+  # The build information names the module of the main package on its `mod` line.
+  case "$module" in
+    keda) main_module=github.com/kedacore/keda/v2 ;;
+    epp) main_module=sigs.k8s.io/gateway-api-inference-extension ;;
+    *) main_module= ;;
+  esac
+  if [ -n "$main_module" ]; then
+    go version -m "$root/bin/$tool.tmp" | awk -v m="$main_module" '$1 == "mod" && $2 == m { print $3 }' \
       >"$root/bin/$tool.version"
   fi
 fi

@@ -12,6 +12,9 @@ Per pool the cost is the machine's hourly price x `nodeCount`, and, when the poo
 x `minNodeCount` (what it can shrink to) and x `maxNodeCount` (what it can grow to). Per cluster it
 adds the control plane fee where the cloud charges one; a cluster's and a fleet's range run from
 every autoscaled pool at its minimum to every one at its maximum. Existing clusters have no price: their hardware is the owner's.
+A cluster's shared weight caches add their storage (`SharedStorage.usd_gib_month` of the cloud's
+profile x each claim's size, the same at every pool size); a cloud with no price for it leaves
+them unpriced, never free.
 
 The offline plan (`cost_hook`) and the policy pack (`policies.stack_rules`, `cost-over-budget`)
 both compute cost with `cluster_cost`; the budget rule is stated once, in `over_budget`.
@@ -111,6 +114,24 @@ class PoolCost:
 
 
 @dataclass(frozen=True)
+class StorageCost:
+    """A shared weight cache's storage: its claim, size, and price per GiB-month with its source."""
+
+    claim: str
+    gib: Decimal
+    usd_gib_month: Decimal | None
+    source: str
+
+    @property
+    def hourly(self) -> Decimal | None:
+        return None if self.usd_gib_month is None else self.usd_gib_month * self.gib / HOURS_PER_MONTH
+
+
+# Why a shared cache's storage has no price: the cloud's profile states none.
+UNPRICED_STORAGE_TEXT = "the cloud's ReadWriteMany storage has no price here; its bill depends on the storage account"
+
+
+@dataclass(frozen=True)
 class ClusterCost:
     name: str
     source: str
@@ -119,6 +140,7 @@ class ClusterCost:
     control_plane_usd_hour: Decimal | None
     control_plane_source: str
     control_plane_note: str = ""
+    storage: tuple[StorageCost, ...] = ()
 
     @property
     def unpriced(self) -> list[str]:
@@ -132,6 +154,9 @@ class ClusterCost:
         out = dict(sorted(out.items()))
         if self.control_plane_usd_hour is None:
             out[f"{self.source} control plane"] = self.control_plane_note
+        for cache in self.storage:
+            if cache.hourly is None:
+                out[f"shared cache {cache.claim}"] = UNPRICED_STORAGE_TEXT
         return out
 
     @property
@@ -141,17 +166,21 @@ class ClusterCost:
     @property
     def hourly(self) -> Decimal:
         """The known part of the hourly cost at every pool's `nodeCount`."""
-        return _sum([p.hourly for p in self.pools] + [self.control_plane_usd_hour])
+        return _sum([p.hourly for p in self.pools] + [self.control_plane_usd_hour, *self._storage_hourly])
 
     @property
     def hourly_at_max(self) -> Decimal:
         """The known part of the hourly cost with autoscaled pools at `maxNodeCount`."""
-        return _sum([p.hourly_at_max for p in self.pools] + [self.control_plane_usd_hour])
+        return _sum([p.hourly_at_max for p in self.pools] + [self.control_plane_usd_hour, *self._storage_hourly])
 
     @property
     def hourly_at_min(self) -> Decimal:
         """The known part of the hourly cost with autoscaled pools at `minNodeCount`."""
-        return _sum([p.hourly_at_min for p in self.pools] + [self.control_plane_usd_hour])
+        return _sum([p.hourly_at_min for p in self.pools] + [self.control_plane_usd_hour, *self._storage_hourly])
+
+    @property
+    def _storage_hourly(self) -> list[Decimal | None]:
+        return [c.hourly for c in self.storage]
 
 
 def _sum(values: Iterable[Decimal | None]) -> Decimal:
@@ -162,19 +191,36 @@ MachineLookup = Callable[[str, str], MachineType | None]
 
 
 def cluster_cost(
-    name: str, source: str, pools: Sequence[PoolSize], lookup: MachineLookup = machine
+    name: str,
+    source: str,
+    pools: Sequence[PoolSize],
+    lookup: MachineLookup = machine,
+    caches: Sequence[tuple[str, Decimal]] = (),
 ) -> ClusterCost | None:
     """The cost of one cluster; None for Existing (and any source the catalog does not price).
 
     `lookup` finds a machine's catalog row (the catalog's own by default). A pool whose class states
     its own price is priced at it; the others at their row's price, or unpriced with the row's reason.
+    `caches` are the shared weight caches' claims and sizes in GiB.
     """
     priced_as = cloud(source)
     fee = priced_as.control_plane_fee
     if priced_as.price_region is None or fee is None:
         return None
     costs = [pool_cost(source, pool, lookup) for pool in pools]
-    return ClusterCost(name, source, priced_as.price_region, tuple(costs), fee.usd_hour, fee.source, fee.note)
+    storage = profile(source).shared_cache
+    stored = tuple(
+        StorageCost(
+            claim,
+            gib,
+            storage.usd_gib_month if storage is not None else None,
+            storage.price_source if storage is not None else "",
+        )
+        for claim, gib in caches
+    )
+    return ClusterCost(
+        name, source, priced_as.price_region, tuple(costs), fee.usd_hour, fee.source, fee.note, storage=stored
+    )
 
 
 def pool_cost(source: str, pool: PoolSize, lookup: MachineLookup = machine) -> PoolCost:
@@ -197,7 +243,8 @@ def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterC
         PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price, p.min_node_count)
         for p in facts.pools
     ]
-    return cluster_cost(facts.name, facts.source, sizes, lookup)
+    caches = [(f"{c.namespace}/{c.claim}", c.size_gib) for c in facts.shared_caches]
+    return cluster_cost(facts.name, facts.source, sizes, lookup, caches)
 
 
 def monthly(hourly: Decimal) -> Decimal:
@@ -265,6 +312,20 @@ def cluster_cost_json(cost: ClusterCost) -> dict[str, Any]:
         "complete": cost.complete,
         "unpriced": cost.unpriced,
         "unpricedReasons": cost.unpriced_reasons,
+        # Only where the cluster has shared weight caches, so other plans keep their shape.
+        **({"sharedCaches": [storage_cost_json(c) for c in cost.storage]} if cost.storage else {}),
+    }
+
+
+def storage_cost_json(cost: StorageCost) -> dict[str, Any]:
+    hourly = cost.hourly
+    return {
+        "claim": cost.claim,
+        "sizeGib": money(cost.gib),
+        "unitMonthlyPerGib": money(cost.usd_gib_month, "0.0001"),
+        "hourly": money(hourly, "0.0001"),
+        "monthly": money(monthly(hourly)) if hourly is not None else None,
+        "source": cost.source,
     }
 
 

@@ -30,6 +30,7 @@ from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, Infer
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.machines import MachineType
 from infra.profiles import CloudProfile, pool_nodes, zone_count
+from infra.shared_cache import SharedCache, shared_caches
 from infra.vocabulary import (
     AUTOSCALING_FEATURE,
     CPU_LABEL,
@@ -240,6 +241,8 @@ class ClusterFacts:
     # Serving features the cluster's deployments use, which some catalog rows install for
     # (`Chart.features`): `autoscaling` when one of its deployments is autoscaled.
     features: tuple[str, ...] = ()
+    # The shared weight caches of its deployments (`cache.volume: Shared`), one per namespace and model.
+    shared_caches: tuple[SharedCache, ...] = ()
 
     @property
     def region(self) -> str | None:
@@ -400,6 +403,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
         chart_mirror=fleet.chart_mirror,
         preinstalled=tuple(cluster.owner_block.preinstalled) if cluster.owner_block is not None else (),
         features=cluster_features(fleet, cluster),
+        shared_caches=shared_caches(fleet, cluster),
     )
 
 

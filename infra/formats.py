@@ -1,4 +1,5 @@
-"""Value formats that both the config check and the policy pack read: image references, quantities.
+"""Value formats that both the config check and the policy pack read: image references, quantities,
+a command-line flag's value.
 
 One parser per format, so the stack file check (`infra.config`) and the pack (`policies`) can never
 disagree about what a pinned image or a quantity is. This module imports nothing of the project,
@@ -177,3 +178,14 @@ def plain(value: Any) -> Any:
 # operator or wildcard; a range would let `pulumi up` install a chart nobody reviewed. The catalog's
 # pins, `modelplane:chartMirror`'s versions and the `pinned-versions` policy all hold to it.
 EXACT_CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def flag_value(args: Sequence[str], *flags: str) -> tuple[int, str] | None:
+    """The last `flag value` / `flag=value` of any of `flags` in args: (index of the flag, value)."""
+    found = None
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag in flags:
+            given = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+            found = (i, given)
+    return found

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from infra import vocabulary as vocab
 from infra.reservations import Reservation
@@ -205,6 +206,25 @@ class TagRules:
 
 
 @dataclass(frozen=True)
+class SharedStorage:
+    """The ReadWriteMany storage a `Shared` model cache claims on a cloud (`infra.shared_cache`).
+
+    `storage_class` is the class a claim names; None where the cluster's owner names it
+    (`cache.storageClassName`, required). `provides` says what the cluster component enables or
+    creates for it, `source` where the cloud documents it. `min_gib` is the least the class
+    provisions (a smaller claim is refused by the driver). The price is per GiB-month of the
+    claim's size, with where and when it was read; None leaves the cache unpriced, never free.
+    """
+
+    storage_class: str | None
+    provides: str
+    source: str
+    min_gib: int = 0
+    usd_gib_month: Decimal | None = None
+    price_source: str = ""
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -232,6 +252,9 @@ class CloudProfile:
     # "" leaves it unset, so the cluster's default StorageClass applies. None: the cluster as this
     # program builds it has no CSI driver that provisions volumes, so a claim would never bind.
     cache_storage_class: str | None = ""
+    # The ReadWriteMany storage of a `Shared` model cache; None: the cloud offers none this program
+    # wires, and a `Shared` cache is refused with `NodeLocal` as the fix.
+    shared_cache: SharedStorage | None = None
     # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
     # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
     memory_reservation: Reservation | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 SERVING_STACK = "modelplane:stack:ServingStack"
 MODEL_DEPLOYMENT = "modelplane:deploy:ModelDeployment"
+SHARED_CACHE = "modelplane:deploy:SharedCache"
 GATEWAY = "modelplane:serve:Gateway"
 MODEL_SERVICE = "modelplane:serve:ModelService"
 BUDGET = "modelplane:cost:Budget"
@@ -18,3 +19,5 @@ BUDGET = "modelplane:cost:Budget"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RESOURCE_CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+JOB = "kubernetes:batch/v1:Job"
+PERSISTENT_VOLUME_CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"

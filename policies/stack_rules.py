@@ -297,7 +297,11 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
                 Decimal(str(price)) if price is not None else None,
             )
         )
-    return cluster_cost(cluster.name, source, sizes)
+    caches = [
+        (str(c.get("claim")), Decimal(str(plain(c.get("sizeGib")))))
+        for c in mappings(cluster.props.get("sharedCaches"))
+    ]
+    return cluster_cost(cluster.name, source, sizes, caches=caches)
 
 
 def budget_problem(budget: PolicyResource, resources: list[PolicyResource]) -> str | None:

@@ -12,6 +12,7 @@ fleet.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -20,6 +21,7 @@ from pulumi.runtime import config as runtime_config
 from clouds import cloud
 from components.base import CloudProviders, ClusterArgs, ClusterComponent
 from components.budget import BudgetComponent
+from components.features.cache import CACHE_LABELS, SharedCacheArgs, SharedWeightCache
 from components.features.routing import ClusterGateway, ClusterGatewayArgs, ModelService, ModelServiceArgs
 from components.model_deployment import (
     ModelDeployment,
@@ -30,11 +32,12 @@ from components.model_deployment import (
 from components.serving_stack import ServingStack, ServingStackArgs
 from infra.checks.guard import Checked, guard_report
 from infra.config.issues import ConfigError, ConfigIssue, located
-from infra.config.model import Fleet
+from infra.config.model import Fleet, ModelDeploymentSpec
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_checked
 from infra.facts import ClusterFacts
-from infra.serving.routes import gateway_namespace, service_routes
+from infra.serving.pods import pod_placement
+from infra.serving.routes import gateway_namespace, picker_deployments, service_routes
 
 
 def stack_file() -> str:
@@ -178,7 +181,7 @@ def deploy(checked: Checked) -> None:
         cluster: ClusterComponent = cloud(cluster_facts.source).component_class()(cluster_facts.name, args)
         stack = ServingStack(
             f"{cluster_facts.name}-stack",
-            ServingStackArgs(facts=cluster_facts),
+            ServingStackArgs(facts=cluster_facts, inference_pools=bool(picker_deployments(fleet, cluster_facts.name))),
             opts=pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider}),
         )
         models = deploy_models(fleet, cluster_facts, cluster, stack)
@@ -208,19 +211,53 @@ def deploy_models(
     provider. Namespaces are the cluster's, shared by the deployments in them.
     """
     deployments = [d for d in fleet.deployments if d.cluster == facts.name]
+    picked = {(d.namespace, d.name) for d in picker_deployments(fleet, facts.name)}
     provider = pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider})
     namespaces = {ns: namespace_resource(facts.name, ns, provider) for ns in namespaces_of(deployments)}
+    caches = shared_caches(facts, deployments, stack, namespaces, provider)
     models = {}
     for dep in deployments:
         needs: list[pulumi.Resource] = [stack]
         if dep.namespace in namespaces:
             needs.append(namespaces[dep.namespace])
+        needs += [c for c in caches if dep.name in c.readers]
         models[dep.name] = ModelDeployment(
             f"{facts.name}-{dep.name}",
-            ModelDeploymentArgs(spec=dep, cluster=facts, pool=facts.pool(dep.pool)),
+            ModelDeploymentArgs(
+                spec=dep, cluster=facts, pool=facts.pool(dep.pool), picker=(dep.namespace, dep.name) in picked
+            ),
             opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=needs)),
         )
     return models
+
+
+def shared_caches(
+    facts: ClusterFacts,
+    deployments: list[ModelDeploymentSpec],
+    stack: ServingStack,
+    namespaces: Mapping[str, pulumi.Resource],
+    provider: pulumi.ResourceOptions,
+) -> list[SharedWeightCache]:
+    """The cluster's shared weight caches (`ClusterFacts.shared_caches`), before the deployments that read them.
+
+    Each waits for the serving stack and its namespace; its Job runs where the first deployment
+    sharing it runs, and the deployments wait for its claim to exist.
+    """
+    out = []
+    by_name = {d.name: d for d in deployments}
+    for cache in facts.shared_caches:
+        needs: list[pulumi.Resource] = [stack]
+        if cache.namespace in namespaces:
+            needs.append(namespaces[cache.namespace])
+        first = by_name[cache.deployments[0]]
+        out.append(
+            SharedWeightCache(
+                f"{facts.name}-cache-{cache.namespace}-{cache.claim}",
+                SharedCacheArgs(cache, pod_placement(first, facts), CACHE_LABELS),
+                opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=needs)),
+            )
+        )
+    return out
 
 
 def publish_services(

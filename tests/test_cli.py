@@ -112,13 +112,14 @@ def test_plan_all_wraps_every_stack() -> None:
     #   a month = 240.00; nebius-prod: gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + cpu-d3/8vcpu-32gb
     #   0.1984 + system cpu-d3/4vcpu-16gb 0.0992 = 23.8976 /h, 17445.25; digitalocean-atl1:
     #   gpu-mi300x1-192gb 1.99 + c-8 0.25 + system s-4vcpu-8gb 0.07143 = 2.31143 /h, 1687.34;
-    # eks-671b: fee 0.10 + 2 x p5.48xlarge 55.04 + system m6i.xlarge 0.192 = 110.372 /h, 80571.56;
+    # eks-671b: fee 0.10 + 2 x p5.48xlarge 55.04 + system m6i.xlarge 0.192 = 110.372 /h, 80571.56,
+    #   + its shared cache on EFS, 800 GiB x 0.30 = 240.00 a month: 80811.56;
     # nebius-671b: 2 x gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + system cpu-d3/4vcpu-16gb 0.0992
     #   = 47.2992 /h, 34528.42; oci-us-chicago-1: fee 0.10 + BM.GPU.MI300X.8 48 + VM.Standard.E5.Flex
     #   4 OCPUs 32 GB 0.184 + system 2 OCPUs 16 GB 0.092 = 48.376 /h, 35314.48.
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
     # price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (217836.25, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (218076.25, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

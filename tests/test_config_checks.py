@@ -975,7 +975,9 @@ def test_a_civo_pool_takes_no_autoscaling_bounds(bounds: dict[str, int], expecte
 
 def test_image_and_serving_issues_name_the_stack_file() -> None:
     # Both checks run with the reference checks; an issue from each carries the file it was found in.
-    found = reference_issues(set_deployments(deployment(image="vllm/vllm-openai"), deployment(memory=None)))
+    found = reference_issues(
+        set_deployments(deployment(image="vllm/vllm-openai"), deployment(memory=None, name="m-gpu-2"))
+    )
     assert [(i.file, i.path) for i in found] == [(FILE, "deployments[0].image"), (FILE, "deployments[1].memory")]
 
 

@@ -28,6 +28,7 @@ import pytest
 from infra.config.model import InferenceCluster
 from infra.config.stackfile import load_stack_file
 from infra.serving.catalog import CATALOG
+from infra.serving.picker import VERSION as PICKER_VERSION
 from program.main import run
 from tests.conftest import cpu_class, run_fleet
 from tooling.mockrun import MockRun, Registration, run_under_mocks
@@ -228,9 +229,12 @@ def test_crd_schemas_are_the_ones_the_stacks_charts_ship() -> None:
     raw = json.loads(CRD_SCHEMAS.read_text(encoding="utf-8"))
     assert sorted(raw) == [
         "cert-manager.io/v1/Certificate",
+        "gateway.envoyproxy.io/v1alpha1/BackendTrafficPolicy",
+        "gateway.envoyproxy.io/v1alpha1/EnvoyExtensionPolicy",
         "gateway.networking.k8s.io/v1/Gateway",
         "gateway.networking.k8s.io/v1/GatewayClass",
         "gateway.networking.k8s.io/v1/HTTPRoute",
+        "inference.networking.k8s.io/v1/InferencePool",
         "keda.sh/v1alpha1/ScaledObject",
         "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
         "monitoring.coreos.com/v1/PodMonitor",
@@ -240,6 +244,10 @@ def test_crd_schemas_are_the_ones_the_stacks_charts_ship() -> None:
             assert f"Gateway API {GATEWAY_API_BUNDLE}" in entry["source"]
         elif key.startswith("leaderworkerset.x-k8s.io/"):
             assert f"kubernetes-sigs/lws/blob/v{lws_chart_version()}/" in entry["source"]
+        elif key.startswith("gateway.envoyproxy.io/"):
+            assert "envoyproxy/gateway/blob/v1.8.3/charts/gateway-helm/" in entry["source"]
+        elif key.startswith("inference.networking.k8s.io/"):
+            assert f"gateway-api-inference-extension/blob/{PICKER_VERSION}/" in entry["source"]
         elif key.startswith("keda.sh/"):
             assert f"kedacore/keda/blob/v{chart_version('keda')}/" in entry["source"]
         elif key.startswith("monitoring.coreos.com/"):

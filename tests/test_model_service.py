@@ -60,8 +60,9 @@ def served_fleet(source: str, **deployment: Any) -> dict[str, Any]:
 
 
 def only(result: MockRun, type_token: str) -> Registration:
+    """The one object of a type the deployment's workload registers (its picker's are apart: test_picker.py)."""
     assert result.error is None, result.error
-    [found] = of_type(result, type_token)
+    [found] = [r for r in of_type(result, type_token) if "-picker" not in r.name]
     return found
 
 
@@ -145,6 +146,8 @@ def test_endpoint_is_registered_with_the_gateway_and_openai_base_url() -> None:
         "service": "qwen",
         "cluster": "c",
         "deployment": "qwen",
+        "routing": "Picker",
+        "backends": [{"deployment": "qwen", "weight": 1, "inferencePool": "qwen"}],
         "gateway": "envoy-gateway-system/modelplane",
         "scheme": "http",
         "path": "/qwen",
@@ -416,6 +419,8 @@ def test_endpoints_are_exported_as_a_stack_output(monkeypatch: pytest.MonkeyPatc
             "service": "qwen",
             "cluster": "c",
             "deployment": "qwen",
+            "routing": "Picker",
+            "backends": [{"deployment": "qwen", "weight": 1, "inferencePool": "qwen"}],
             "gateway": "envoy-gateway-system/modelplane",
             "scheme": "http",
             "host": None,
@@ -440,6 +445,8 @@ def test_recipes_plan_clean_with_an_endpoint_through_the_gateway(stack: str, clu
         "service": "qwen",
         "cluster": cluster,
         "deployment": "qwen",
+        "routing": "Picker",
+        "backends": [{"deployment": "qwen", "weight": 1, "inferencePool": "qwen"}],
         "gateway": "envoy-gateway-system/modelplane",
         "scheme": "http",
         "path": "/qwen",

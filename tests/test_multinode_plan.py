@@ -160,6 +160,8 @@ def eks_group(nodes: int, pool_nodes: int, source: str = "EKS") -> dict[str, Any
     raw = {k.removeprefix("modelplane:"): v for k, v in doc.items() if k != "modelplane:services"}
     raw["clusters"][0]["nodePools"][0]["nodeCount"] = pool_nodes
     raw["deployments"][0]["nodes"] = nodes
+    # The audit is about gangs: each node keeps its own cache here, whatever the stack shares.
+    raw["deployments"][0]["cache"] = {"volume": "NodeLocal"}
     if source == "Existing":
         raw["classes"][0].pop("provisioning")
         cluster = raw["clusters"][0]

@@ -128,7 +128,8 @@ def test_cpu_claims_of_a_cluster_not_yet_created_are_decided_on_up(stacks: dict[
     found = by_mode(stacks, "recipe-qwen-cpu-civo", "cpu-claim-resources", unchanged)
     assert found == {
         "preview": (
-            "undecided: what civo-cpu-qwen-claims, civo-cpu-qwen-deployment claim and request is not known in this "
+            "undecided: what civo-cpu-qwen-claims, civo-cpu-qwen-deployment, civo-cpu-qwen-picker claim and request is not "
+            "known in this "
             "preview (their cluster does not exist yet, so the engine previews them with no properties); the "
             "policy decides on `pulumi up`, which knows it"
         ),

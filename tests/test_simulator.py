@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import pytest
 
+from infra.formats import flag_value
 from infra.vocabulary import DEPLOYMENT_LABEL
 from tests.engine import simulator
 from tests.engine.kube import free_port
@@ -160,7 +161,7 @@ def test_completions_and_chat_completions_answer_as_openai_does(url: str) -> Non
 )
 def test_the_model_name_and_bound_come_from_the_engine_args(args: list[str], model: str, seqs: str | None) -> None:
     assert simulator.served_model(args) == model
-    assert simulator.engine_flag(args, "--max-num-seqs") == seqs
+    assert (flag_value(args, "--max-num-seqs") or (0, None))[1] == seqs
 
 
 def pod(name: str, port: int, ip: str = "127.31.255.250", **changes: Any) -> dict[str, Any]:

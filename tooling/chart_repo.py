@@ -85,8 +85,9 @@ def _handler(folder: Path, served: frozenset[str]) -> type[SimpleHTTPRequestHand
 
 
 @contextmanager
-def serve(folder: Path, port: int = 0, only: Iterable[str] | None = None) -> Iterator[str]:
+def serve(folder: Path, port: int = 0, only: Iterable[str] | None = None, files: Iterable[str] = ()) -> Iterator[str]:
     """Serve the folder's archives (or only the named ones) as a Helm repository; yields its URL.
+    `files` are other files of the folder served beside them (a CRD bundle a mirror also holds).
 
     `only` names archives by file name (`lws-v0.8.0.tgz`); the index lists those alone and any
     other archive answers 404, as from a mirror that does not hold it.
@@ -100,7 +101,7 @@ def serve(folder: Path, port: int = 0, only: Iterable[str] | None = None) -> Ite
             raise ChartArchiveError(f"{folder}: no archive {', '.join(sorted(unknown))} to serve")
         archives = [a for a in archives if a.name in wanted]
     (folder / INDEX).write_text(yaml.safe_dump(index_for(archives), sort_keys=False))
-    served = frozenset([INDEX, *(a.name for a in archives)])
+    served = frozenset([INDEX, *(a.name for a in archives), *files])
     handler = partial(_handler(folder, served), directory=str(folder))
     # Loopback only: this repository exists for the stack run on this machine.
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)

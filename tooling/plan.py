@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
@@ -107,20 +108,53 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
         # What the stack leaves to the cluster's own copy (`existing.preinstalled`), and who needs it.
         "preinstalled": relied_on(facts),
         "schedulablePools": plain(facts.schedulable_pools()),
+        # Only where deployments share a weight cache, so other plans keep their shape.
+        **({"sharedCaches": shared_caches_json(facts, registered)} if facts.shared_caches else {}),
     }
+
+
+def shared_caches_json(facts: ClusterFacts, registered: Sequence[Registration]) -> list[dict[str, Any]]:
+    """Each shared weight cache of the cluster: its claim and class, who reads it, and its download Job as registered."""
+    out = []
+    for cache in facts.shared_caches:
+        component = f"{facts.name}-cache-{cache.namespace}-{cache.claim}"
+        job = next((r for r in registered if r.type == tokens.JOB and r.parent == component), None)
+        containers = (
+            (((job.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")
+            if job
+            else None
+        )
+        out.append(
+            {
+                "namespace": cache.namespace,
+                "model": cache.model,
+                "claim": cache.claim,
+                "size": cache.size,
+                "storageClassName": cache.storage_class,
+                "accessMode": "ReadWriteMany",
+                "deployments": list(cache.deployments),
+                "job": {"name": cache.claim, "image": plain((containers or [{}])[0].get("image"))} if job else None,
+            }
+        )
+    return out
 
 
 def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
     """Each ModelDeployment as registered: its target, claim requests, the pod it asks for and its groups."""
     out = []
-    # A published deployment's endpoint, as its ModelService registered it.
+    # A published deployment's endpoint, as its ModelService registered it: each deployment of a split has it.
     endpoints = {
-        (r.inputs.get("cluster"), r.inputs.get("deployment")): plain(dict(r.inputs))
+        (r.inputs.get("cluster"), backend): plain(dict(r.inputs))
         for r in registered
         if r.type == tokens.MODEL_SERVICE
+        for backend in [b.get("deployment") for b in plain(r.inputs.get("backends") or [])]
+        or [r.inputs.get("deployment")]
     }
     for comp in (r for r in registered if r.type == tokens.MODEL_DEPLOYMENT):
-        children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in registered if r.parent == comp.name}
+        # The workload's own objects; its picker's (`components.features.picker`) are shown apart.
+        own = [r for r in registered if r.parent == comp.name]
+        picker = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if r.name.startswith(f"{comp.name}-picker")}
+        children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if not r.name.startswith(f"{comp.name}-picker")}
         claim = children.get("ResourceClaimTemplate", {})
         requests = plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", []))
         # The workload that runs the replicas: a Deployment, or a LeaderWorkerSet of one group per
@@ -141,12 +175,28 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
                 "tolerations": plain(pod.get("tolerations", [])),
                 "service": (service.get("metadata") or {}).get("name"),
                 "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
+                "picker": picker_json(children.get("InferencePool"), picker.get("ConfigMap")),
                 "groups": groups_json(
                     spec.get("replicas"), children.get("ScaledObject"), group.get("size"), requests, comp.inputs
                 ),
             }
         )
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
+
+
+def picker_json(pool: Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The deployment's InferencePool and what its picker scores by, as registered; None without one."""
+    if pool is None:
+        return None
+    data = plain((config or {}).get("data") or {})
+    loaded = yaml.safe_load(next(iter(data.values()), "") or "{}") or {}
+    [profile, *_] = loaded.get("schedulingProfiles") or [{}]
+    return {
+        "pool": plain(pool.get("metadata", {})).get("name"),
+        "failureMode": plain(pool.get("spec", {})).get("endpointPickerRef", {}).get("failureMode"),
+        "scorers": {p["pluginRef"]: p["weight"] for p in profile.get("plugins", []) if "weight" in p},
+        "queue": (loaded.get("flowControl") or {}).get("defaultRequestTTL"),
+    }
 
 
 def groups_json(

@@ -74,6 +74,15 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
         if cluster.get("cost"):
             node.add(cost_text(cluster["cost"], "cost"))
+        for cache in cluster.get("sharedCaches") or []:
+            job = f", filled once by Job {cache['job']['name']}" if cache.get("job") else ""
+            node.add(
+                esc(
+                    f"shared cache {cache['namespace']}/{cache['claim']}: {cache['model']}, {cache['size']} "
+                    f"{cache['accessMode']} of {cache['storageClassName'] or '(no class)'}{job}, "
+                    f"read by {', '.join(cache['deployments'])}"
+                )
+            )
         for own in cluster.get("preinstalled") or []:
             needed = f", needed by {', '.join(own['dependents'])}" if own["dependents"] else ""
             node.add(esc(f"relies on the cluster's own {own['key']}{needed}: {own['needs']}"))
@@ -92,7 +101,11 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 dep_node.add(esc(groups_text(d["groups"])))
             endpoint = d.get("endpoint")
             if endpoint:
-                dep_node.add(esc(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']})"))
+                dep_node.add(
+                    esc(f"endpoint: {endpoint['url']} (gateway {endpoint['gateway']}, {routing_text(endpoint)})")
+                )
+            if d.get("picker"):
+                dep_node.add(esc(picker_text(d["picker"])))
     if doc.get("cost"):
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
@@ -105,6 +118,21 @@ def render_changes(doc: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]stack {esc(doc['stack'])}[/] against {esc(doc['against'])}: {esc(said)}", soft_wrap=True)
     for line in change_lines(doc["changes"]):
         console.print("  " + esc(line), soft_wrap=True)
+
+
+def routing_text(endpoint: dict[str, Any]) -> str:
+    """How a service routes: by its deployment's picker, or by the gateway over Services, with a split's weights."""
+    backends = endpoint.get("backends") or []
+    routing = "by endpoint picker" if endpoint.get("routing") == "Picker" else "by Service"
+    if len(backends) > 1:
+        return f"{routing}, split " + ", ".join(f"{b['deployment']} {b['weight']:g}" for b in backends)
+    return routing
+
+
+def picker_text(picker: dict[str, Any]) -> str:
+    scorers = ", ".join(f"{name} {weight:g}" for name, weight in (picker.get("scorers") or {}).items())
+    queue = f", holds requests up to {picker['queue']}" if picker.get("queue") else ""
+    return f"picker: InferencePool {picker['pool']} ({scorers}; {picker['failureMode']}{queue})"
 
 
 def groups_text(groups: Mapping[str, Any]) -> str:

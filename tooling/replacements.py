@@ -224,6 +224,13 @@ _TABLE: dict[str, Forcing] = {
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": Forcing(
         ("clusterName", "namespace", "serviceAccount"), AWS + "eks/pod_identity_association.go"
     ),
+    "aws:efs/fileSystem:FileSystem": Forcing(
+        ("availabilityZoneName", "creationToken", "encrypted", "kmsKeyId", "performanceMode"),
+        AWS + "efs/file_system.go (throughput mode and lifecycle update in place)",
+    ),
+    "aws:efs/mountTarget:MountTarget": Forcing(
+        ("fileSystemId", "ipAddress", "subnetId"), AWS + "efs/mount_target.go (security groups update in place)"
+    ),
     "aws:iam/role:Role": Forcing(("name", "namePrefix", "path"), AWS + "iam/role.go"),
     "aws:iam/policy:Policy": Forcing(("name", "namePrefix", "path", "description"), AWS + "iam/policy.go"),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Forcing(
@@ -416,6 +423,8 @@ _KUBERNETES_KINDS: Mapping[str, tuple[str, ...]] = {
         "spec.storageClassName",
         "spec.volumeName",
     ),
+    "kubernetes:batch/v1:Job": ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    "kubernetes:storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
     "kubernetes:core/v1:ResourceQuota": ("spec.scopes",),
     "kubernetes:core/v1:Service": ("spec.clusterIP",),
     "kubernetes:core/v1:Secret": ("type",),

@@ -70,8 +70,10 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "memory: 24Gi",
     ),
     ("ModelDeploymentSpec", "cache"): KeyDoc(
-        "Keep downloaded weights across restarts, mounted at vLLM's Hugging Face cache.",
-        "`ModelDeployment` (a PersistentVolumeClaim or a node directory)",
+        "Keep downloaded weights across restarts, mounted at vLLM's Hugging Face cache, or share one download "
+        "per cluster, namespace and model (`volume: Shared`).",
+        "`ModelDeployment` (a PersistentVolumeClaim or a node directory); `SharedCache` (a ReadWriteMany claim "
+        "and its download Job)",
         "cache: {volume: PersistentVolumeClaim, size: 50Gi}",
     ),
     ("ModelDeploymentSpec", "startupSeconds"): KeyDoc(
@@ -86,10 +88,17 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "autoscaling: {minReplicas: 1, maxReplicas: 4, metric: RequestsWaiting, target: 5}",
     ),
     ("Autoscaling", "minReplicas"): KeyDoc(
-        "Fewest replicas (default 1). 0 is refused: the metric is the engine's own, so nothing would wake a "
-        "deployment at zero.",
-        "the ScaledObject's `minReplicaCount`; `infra.checks.services.check_autoscaling`",
+        "Fewest replicas (default 1). 0 only for a deployment a service routes through its picker, with "
+        "`queueSeconds`: the picker holds the first request while KEDA wakes a replica (docs/serving.md, Scale from zero).",
+        "the ScaledObject's `minReplicaCount`; `infra.checks.routing.check_scale_from_zero`",
         "minReplicas: 1",
+    ),
+    ("Autoscaling", "queueSeconds"): KeyDoc(
+        "How long the endpoint picker holds a request no replica can take yet (its flow control); required at "
+        "`minReplicas: 0`, then at least `startupSeconds` + 60.",
+        "the picker's `flowControl.defaultRequestTTL` and the gateway's `messageTimeout`; "
+        "`infra.checks.routing.check_scale_from_zero`",
+        "queueSeconds: 1860",
     ),
     ("Autoscaling", "maxReplicas"): KeyDoc(
         "Most replicas; the pool must hold them at its `maxNodeCount`.",
@@ -117,19 +126,22 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "nodes: 2",
     ),
     ("ModelCache", "volume"): KeyDoc(
-        "`PersistentVolumeClaim` (a volume of `size`) or `NodeLocal` (a directory on the node).",
-        "`ModelDeployment`",
+        "`PersistentVolumeClaim` (a volume of `size`), `NodeLocal` (a directory on the node) or `Shared` (a "
+        "ReadWriteMany volume of `size` the cluster's deployments of the same `--model` share, filled once by a "
+        "Job and mounted read-only; refused where the cloud has no ReadWriteMany storage, docs/serving.md).",
+        "`ModelDeployment`; `SharedCache`, `infra.checks.cache`",
         "volume: NodeLocal",
     ),
     ("ModelCache", "size"): KeyDoc(
         "Size of the claim; more than the model's weights (a size under what the `--model` id's parameter count "
-        "takes at 4 bits a weight is refused). Required for a claim. A bare number is bytes: one under 1 GiB is "
-        "refused as missing its unit.",
+        "takes at 4 bits a weight is refused). Required for a claim and a shared cache (GKE's standard-rwx: 1Ti "
+        "at least). A bare number is bytes: one under 1 GiB is refused as missing its unit.",
         "the claim; `infra.checks.parallelism.cache_size_issues`",
         "size: 50Gi",
     ),
     ("ModelCache", "storageClassName"): KeyDoc(
-        "StorageClass of the claim; default: the cloud's (none on EKS, where it is required).",
+        "StorageClass of the claim; default: the cloud's (none on EKS, where it is required). For a shared cache, "
+        "a ReadWriteMany class; default: the cloud's (required on Existing).",
         "the claim",
         "storageClassName: premium-rwo",
     ),
@@ -137,7 +149,28 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "Service name; the route and the endpoint's key.", "`ModelService`", "name: qwen"
     ),
     ("ModelServiceSpec", "deployment"): KeyDoc(
-        "The deployment it publishes (`deployments[].name`).", "`ModelService`", "deployment: qwen"
+        "The deployment it publishes (`deployments[].name`); or `backends` for a split.",
+        "`ModelService`",
+        "deployment: qwen",
+    ),
+    ("ModelServiceSpec", "backends"): KeyDoc(
+        "A weighted split over two or more deployments of one model on one cluster and namespace (a canary); "
+        "exclusive with `deployment`.",
+        "the HTTPRoute's weighted backendRefs; `infra.checks.routing`",
+        "backends: [{deployment: qwen, weight: 90}, {deployment: qwen-next, weight: 10}]",
+    ),
+    ("ModelServiceSpec", "routing"): KeyDoc(
+        "`Picker`: each request goes where the deployment's endpoint picker says (prompt prefix, queue); "
+        "`Service`: the gateway balances over the deployment's Service. Default: `Picker` for one deployment, "
+        "`Service` for a split (docs/serving.md, Routing).",
+        "an InferencePool and its picker, Envoy Gateway's EnvoyExtensionPolicy and BackendTrafficPolicy",
+        "routing: Service",
+    ),
+    ("ServiceBackend", "deployment"): KeyDoc(
+        "A deployment of the split (`deployments[].name`).", "the HTTPRoute", "deployment: qwen-next"
+    ),
+    ("ServiceBackend", "weight"): KeyDoc(
+        "Its share, relative to the others' (0 to 1,000,000, default 1); not all 0.", "the HTTPRoute", "weight: 10"
     ),
     ("ModelServiceSpec", "cluster"): KeyDoc(
         "The deployment's cluster; needed only when deployments of that name run on several clusters.",

@@ -18,7 +18,17 @@ from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile, Fabric, Naming, NvidiaStack, PoolNaming, ScaleFromZero, Scaling, Zones
+from infra.profiles import (
+    CloudProfile,
+    Fabric,
+    Naming,
+    NvidiaStack,
+    PoolNaming,
+    ScaleFromZero,
+    Scaling,
+    SharedStorage,
+    Zones,
+)
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation, machine_memory
 
 SOURCE = "AKS"
@@ -112,6 +122,14 @@ CLOUD = Cloud(
         # https://learn.microsoft.com/azure/aks/azure-disk-csi (built-in classes of the Azure Disk
         # CSI driver)
         cache_storage_class="managed-csi",
+        # A `Shared` cache: AKS enables the Azure Files CSI driver and its class `azurefile-csi` on every
+        # cluster (https://learn.microsoft.com/azure/aks/azure-files-csi); nothing to turn on. Its price
+        # depends on the storage account's tier and transactions, which this program does not read.
+        shared_cache=SharedStorage(
+            storage_class="azurefile-csi",
+            provides="nothing: AKS ships the Azure Files CSI driver and its class azurefile-csi",
+            source="https://learn.microsoft.com/azure/aks/azure-files-csi",
+        ),
         # AKS uses the cluster's name as its dnsPrefix, which holds 1-54 letters, digits and '-',
         # alphanumeric at both ends (AKS's naming restrictions,
         # https://github.com/MicrosoftDocs/azure-docs/issues/47952).

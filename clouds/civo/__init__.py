@@ -59,6 +59,8 @@ CLOUD = Cloud(
         # https://www.civo.com/docs/kubernetes/kubernetes-volumes: civo-volume is the default class
         # (WaitForFirstConsumer).
         cache_storage_class="civo-volume",
+        # No `shared_cache`: civo-volume is block storage, ReadWriteOnce, the only class a Civo cluster
+        # has (https://www.civo.com/docs/kubernetes/kubernetes-volumes), so a `Shared` cache is refused.
         # Civo places a cluster's nodes in its region; it has no zones to pick.
     ),
     key="civo",

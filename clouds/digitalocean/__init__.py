@@ -78,7 +78,9 @@ CLOUD = Cloud(
         # `auto_scale` (PULUMI_DO `KubernetesNodePool`).
         # The model cache uses the cluster's default StorageClass (`cache_storage_class` ""):
         # DOKS clusters come with DigitalOcean's block storage CSI driver (digitalocean/csi-digitalocean,
-        # `do-block-storage` is the default class).
+        # `do-block-storage` is the default class). No `shared_cache`: that class is ReadWriteOnce
+        # (https://docs.digitalocean.com/products/kubernetes/how-to/add-volumes/), and DigitalOcean's
+        # Network File Storage has no class a DOKS cluster gets, so a `Shared` cache is refused.
         # PULUMI_DO `version`: the slug `doctl kubernetes options versions` lists, `1.34.1-do.0`.
         version=VersionForm(
             re.compile(r"^\d\.\d\d\.\d+-do\.\d+$"),

@@ -18,10 +18,22 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
-from infra.profiles import CloudProfile, Fabric, ScaleFromZero, Scaling, TagRules, VersionForm, Zones
+from infra.profiles import (
+    CloudProfile,
+    Fabric,
+    ScaleFromZero,
+    Scaling,
+    SharedStorage,
+    TagRules,
+    VersionForm,
+    Zones,
+)
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation
 
 SOURCE = "EKS"
+# The StorageClass of a `Shared` model cache, which the EKS component creates over its EFS file
+# system (`clouds.eks.storage`); ours, so it never adopts a class of the same name.
+EFS_STORAGE_CLASS = "modelplane-efs"
 # The network plan has a public and a private subnet per zone in a /16 (`clouds.eks.network`),
 # for at most this many zones.
 MAX_ZONES = 6
@@ -152,6 +164,19 @@ CLOUD = Cloud(
         # https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html: the EBS CSI driver is an
         # add-on a new cluster does not have, and the EKS component does not install it.
         cache_storage_class=None,
+        # A `Shared` cache: the cluster installs the aws-efs-csi-driver add-on, an EFS file system with a
+        # mount target per node subnet and this StorageClass, an access point per claim
+        # (https://docs.aws.amazon.com/eks/latest/userguide/efs-csi.html; `clouds.eks.storage`). EFS has
+        # no minimum and bills what is stored, so the claim's size is the most it costs.
+        shared_cache=SharedStorage(
+            storage_class=EFS_STORAGE_CLASS,
+            provides="the aws-efs-csi-driver add-on, an EFS file system, its mount targets and security group, "
+            f"and the StorageClass {EFS_STORAGE_CLASS}",
+            source="https://docs.aws.amazon.com/eks/latest/userguide/efs-csi.html",
+            usd_gib_month=Decimal("0.30"),
+            # EFS Standard storage, us-east-1: https://aws.amazon.com/efs/pricing/, read 2026-12-05.
+            price_source="https://aws.amazon.com/efs/pricing/ (Standard storage, read 2026-12-05)",
+        ),
         # EKS takes `major.minor` only
         # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html, `version`).
         version=VersionForm(re.compile(r"^\d+\.\d+\Z"), "a major.minor version", "1.34"),

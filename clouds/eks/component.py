@@ -19,6 +19,7 @@ What this module decides (and nothing more):
 - how facts are spelled for EKS: taint effects as `NO_SCHEDULE`; `minNodeCount`/`maxNodeCount`
   become the node group's scaling bounds (equal to `nodeCount` when unset), and the Kubernetes
   Cluster Autoscaler, installed with its IAM role, scales the groups within them;
+- a shared weight cache: when a deployment shares one, EFS and its CSI driver (`clouds.eks.storage`);
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
   the driver `infra.serving.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
   template fits one EFA interface per claimed `dra.net` device (one per network card), in a
@@ -67,6 +68,8 @@ from clouds.eks.settings import (
     SYSTEM_DISK_GB,
     assume_role_policy,
 )
+from clouds.eks.storage import ADDON as EFS_ADDON
+from clouds.eks.storage import EfsStorage
 from components.base import (
     ClusterArgs,
     ClusterComponent,
@@ -241,6 +244,23 @@ class EksCluster(ClusterComponent):
         self.node_groups = [self._node_group(self._name, pool, self.tags) for pool in self.facts.pools]
         for addon in ADDONS_NEEDING_NODES:
             self.addons[addon] = self._addon(addon, depends_on=[self.node_groups[0]])
+        self._shared_storage()
+
+    def _shared_storage(self) -> None:
+        """EFS for the cluster's shared weight caches, when it has any (`clouds.eks.storage`); the
+        driver's add-on needs nodes, like coredns."""
+        self.efs: EfsStorage | None = None
+        if not self.facts.shared_caches:
+            return
+        self.efs = EfsStorage(
+            self._name,
+            self.tags,
+            self.network.vpc.id,
+            [s.id for s in self.network.private_subnets],
+            self.cluster.vpc_config.cluster_security_group_id,
+            self._on_aws,
+        )
+        self.addons[EFS_ADDON] = self.efs.driver(self.cluster.name, self.partition, [self.node_groups[0]])
 
     def _kubeconfig(self) -> pulumi.Output[str]:
         region = self.region
@@ -267,6 +287,7 @@ class EksCluster(ClusterComponent):
     def _addons(self) -> None:
         """What the cluster installs on itself through its Kubernetes provider (after finish())."""
         self._cluster_autoscaler()
+        self.efs_class = self.efs.storage_class(self, self.provider) if self.efs is not None else None
         self.dranet: k8s.helm.v3.Release | None = None
         if any(NET in p.claimed_drivers for p in self.facts.pools):
             self.dranet = k8s.helm.v3.Release(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from clouds.existing.config import KEYS, ExistingCluster
 from clouds.spec import Cloud
 from infra import vocabulary as vocab
-from infra.profiles import CloudProfile, Zones
+from infra.profiles import CloudProfile, SharedStorage, Zones
 
 SOURCE = "Existing"
 
@@ -21,6 +21,12 @@ CLOUD = Cloud(
         system_machine=None,
         # The owner's cluster has a default StorageClass or none; the program leaves it to it.
         cache_storage_class="",
+        # A `Shared` cache on the owner's cluster claims the ReadWriteMany class its owner names.
+        shared_cache=SharedStorage(
+            storage_class=None,
+            provides="nothing: the owner's cluster has the ReadWriteMany class that storageClassName names",
+            source="https://kubernetes.io/docs/concepts/storage/persistent-volumes/#access-modes",
+        ),
         # Nothing labels an owner's nodes with a zone unless a cloud's node controller runs there
         # (a kubeadm or bare-metal node has no `topology.kubernetes.io/zone`), and an Existing pool
         # is one zone (`zones.unlisted_pool_count`; a pool listing several is refused).

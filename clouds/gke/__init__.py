@@ -16,7 +16,17 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, Fabric, NameRule, Naming, NvidiaStack, ScaleFromZero, Scaling, Zones
+from infra.profiles import (
+    CloudProfile,
+    Fabric,
+    NameRule,
+    Naming,
+    NvidiaStack,
+    ScaleFromZero,
+    Scaling,
+    SharedStorage,
+    Zones,
+)
 from infra.reservations import Reservation, tiered_reservation
 
 SOURCE = "GKE"
@@ -106,6 +116,21 @@ CLOUD = Cloud(
         ),
         # https://cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver
         cache_storage_class="standard-rwo",
+        # A `Shared` cache: the cluster turns on the Filestore CSI add-on
+        # (`addons_config.gcp_filestore_csi_driver_config`), and GKE then creates `standard-rwx`, a Basic
+        # HDD Filestore instance per claim (https://cloud.google.com/filestore/docs/csi-driver). Basic HDD
+        # provisions 1 TiB to 63.9 TiB (https://cloud.google.com/filestore/docs/service-tiers); the 100 GiB
+        # floor there needs a class of its own. Billed on the size provisioned.
+        shared_cache=SharedStorage(
+            storage_class="standard-rwx",
+            provides="the Filestore CSI driver add-on (GKE's class standard-rwx, a Basic HDD Filestore instance)",
+            source="https://cloud.google.com/filestore/docs/csi-driver",
+            min_gib=1024,
+            # 0.000274 USD per GiB-hour, the pricing page's Basic HDD example (us-west1), x 730 hours;
+            # https://cloud.google.com/filestore/pricing, read 2026-12-05.
+            usd_gib_month=Decimal("0.20"),
+            price_source="https://cloud.google.com/filestore/pricing (Basic HDD, read 2026-12-05)",
+        ),
         # A GKE cluster's name starts with a letter, then lowercase letters, digits and '-'
         # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster,
         # `name`); the API holds node pool names to the same form.

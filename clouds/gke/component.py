@@ -11,7 +11,8 @@ What this module decides (and nothing more):
 - the nodes' identity: a service account with only the roles nodes need (logs, metrics, image
   pulls), instead of the Compute Engine default account, which holds Editor on the project;
 - the cluster: regional, on the REGULAR channel with `kubernetesVersion` as its floor, workload
-  identity on, private nodes behind a public endpoint;
+  identity on, private nodes behind a public endpoint, and the Filestore CSI add-on when a
+  deployment shares a weight cache (`filestore_addon`);
 - how facts are spelled for GKE: taint effects as `NO_SCHEDULE`; GPUs as guest accelerators with
   GKE's driver installation disabled, because the serving stack installs NVIDIA's driver the way
   the GKE DRA guides describe (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra;
@@ -49,7 +50,7 @@ from components.base import (
     own_block,
     stack_credentials,
 )
-from infra.facts import PoolFacts
+from infra.facts import ClusterFacts, PoolFacts
 from infra.profiles import nodes_per_zone_at_start
 from infra.vocabulary import UPPER_EFFECT
 
@@ -159,6 +160,20 @@ def initial_node_count(pool: PoolFacts) -> int | None:
     if not pool.autoscaled:
         return None
     return nodes_per_zone_at_start(pool.node_count, pool.zone_count)
+
+
+def filestore_addon(facts: ClusterFacts) -> gcp.container.ClusterAddonsConfigArgs | None:
+    """The Filestore CSI driver add-on when a deployment shares a weight cache, else GKE's defaults.
+
+    GKE then creates the class `standard-rwx` a shared cache claims (`clouds.gke` profile,
+    https://cloud.google.com/filestore/docs/csi-driver); the project needs the Filestore API
+    (file.googleapis.com) on, as it needs the Kubernetes Engine API.
+    """
+    if not facts.shared_caches:
+        return None
+    return gcp.container.ClusterAddonsConfigArgs(
+        gcp_filestore_csi_driver_config=gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(enabled=True)
+    )
 
 
 class GkeCluster(ClusterComponent):
@@ -282,6 +297,7 @@ class GkeCluster(ClusterComponent):
             initial_node_count=1,
             enable_shielded_nodes=True,
             resource_labels=gcp_labels(dict(self.facts.spec.labels)),
+            addons_config=filestore_addon(self.facts),
             deletion_protection=self.protect,
             opts=self.child(depends_on=[self.nat], provider=self.gcp_provider),
         )

@@ -100,7 +100,9 @@ CLOUD = Cloud(
         # serves gpu.nvidia.com and dra.cpu only.
         # The model cache uses the cluster's default StorageClass (`cache_storage_class` ""):
         # mk8s clusters come with one for Compute disks (nebius/nebius-solutions-library
-        # k8s-training/README.md names it `compute-csi-default-sc`).
+        # k8s-training/README.md names it `compute-csi-default-sc`). No `shared_cache`: that class is a
+        # Compute disk, ReadWriteOnce; Nebius's shared filesystems (https://docs.nebius.com/compute/storage/types)
+        # reach a cluster through no class this program creates, so a `Shared` cache is refused.
         # NEBIUS_API cluster.proto: the control plane takes `<major>.<minor>` ("1.31"); node
         # groups take the same form.
         version=VersionForm(re.compile(r"^\d\.\d\d$"), "`<major>.<minor>`", '"1.34"'),

@@ -114,6 +114,9 @@ CLOUD = Cloud(
         # (docs.oracle.com, ContEng/Tasks/contengcreatingpersistentvolumeclaim.htm); the cluster's
         # default class is the older FlexVolume `oci`, so the cache names the CSI one.
         cache_storage_class="oci-bv",
+        # No `shared_cache` yet: OKE's ReadWriteMany storage is File Storage (`fss.csi.oraclecloud.com`,
+        # https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengcreatingpersistentvolumeclaim_Provisioning_PVs_on_FSS.htm),
+        # a file system and mount target this program does not create, so a `Shared` cache is refused.
         # PULUMI_OCI `Cluster.kubernetes_version`: "The version of Kubernetes to install into the
         # cluster masters", as `v1.34.1` (`oci ce cluster-options get --cluster-option-id all`).
         version=VersionForm(

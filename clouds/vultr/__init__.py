@@ -59,6 +59,8 @@ CLOUD = Cloud(
         # https://github.com/vultr/vultr-csi/blob/master/docs/kubernetes/README.md: the NVMe block
         # class (1 GB minimum; vultr-block-storage-hdd needs 40 GB).
         cache_storage_class="vultr-block-storage",
+        # No `shared_cache`: VKE's CSI driver provisions block storage only, ReadWriteOnce
+        # (https://docs.vultr.com/products/kubernetes); Vultr File System has no Kubernetes class here.
         # Vultr places a cluster's nodes in its region; it has no zones to pick.
         # VKE takes a version exactly as `GET /v2/kubernetes/versions` lists it, `v<major>.<minor>.<patch>+<build>`:
         # the provider's example is `version = "v1.28.2+1"` (docs.vultr.com/reference/terraform/resources/kubernetes,

@@ -1,7 +1,8 @@
 """The serving features of a model deployment, one module each, every one turning the deployment's
 facts into its own objects or decorating what the workload built.
 
-- `cache`: the model cache, a volume of the engine's pod (a PersistentVolumeClaim or a node directory);
+- `cache`: the model cache, a volume of the engine's pod (a PersistentVolumeClaim or a node directory),
+  or a shared one, a ReadWriteMany claim of the cluster's filled once by a Job (`SharedWeightCache`);
 - `multinode`: replicas of several nodes, the workload as a LeaderWorkerSet of one group per replica;
 - `monitoring`: the PodMonitor that has the cluster's Prometheus scrape the engines;
 - `autoscaling`: the KEDA ScaledObject that sets the workload's replicas from what it scraped;

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext, multinode
+from components.features.picker import Picker
 from infra.config.model import ModelDeploymentSpec
 from infra.serving.autoscaling import KEDA_API, WorkloadRef, owner_prometheus, prometheus_address, scaled_object_spec
 
@@ -33,10 +34,14 @@ def fixed_replicas(spec: ModelDeploymentSpec) -> int | None:
 
 
 def apply(
-    deployment: DeploymentContext, workload: pulumi.CustomResource, monitor: pulumi.CustomResource | None
+    deployment: DeploymentContext,
+    workload: pulumi.CustomResource,
+    monitor: pulumi.CustomResource | None,
+    picker: Picker | None = None,
 ) -> list[k8s.apiextensions.CustomResource]:
     """For an autoscaled deployment, the ScaledObject that sets the workload's replicas from what
-    Prometheus scrapes through `monitor`; nothing otherwise."""
+    Prometheus scrapes through `monitor`, and at `minReplicas: 0` from the requests its picker holds
+    (through the picker's own PodMonitor); nothing otherwise."""
     spec, scaling = deployment.spec, deployment.spec.autoscaling
     if scaling is None:
         return []
@@ -45,12 +50,15 @@ def apply(
     address = prometheus.url if prometheus is not None else prometheus_address(deployment.cluster.source)
     # A scaled deployment always has its PodMonitor: the check refuses one no Prometheus would see.
     assert monitor is not None, "refused before registering (infra.checks.services.check_autoscaling)"
+    waits: list[pulumi.Resource] = [workload, monitor]
+    if picker is not None and picker.monitor is not None:
+        waits.append(picker.monitor)
     scaled = k8s.apiextensions.CustomResource(
         f"{deployment.name}-scaledobject",
         api_version=KEDA_API,
         kind="ScaledObject",
         metadata=deployment.meta,
         spec=scaled_object_spec(spec, scaling, workload_ref(spec), address),
-        opts=deployment.child(depends_on=[workload, monitor]),
+        opts=deployment.child(depends_on=waits),
     )
     return [scaled]

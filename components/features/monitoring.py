@@ -13,6 +13,8 @@ Prometheus there would select it (an autoscaled deployment is refused there:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi_kubernetes as k8s
 
 from components.features import DeploymentContext
@@ -29,19 +31,27 @@ from infra.vocabulary import DEPLOYMENT_LABEL
 def apply(deployment: DeploymentContext, port_name: str) -> k8s.apiextensions.CustomResource | None:
     """The PodMonitor of the engine's port `port_name`, or None where no Prometheus would select it."""
     spec = deployment.spec
+    return watched_pod_monitor(
+        deployment, "podmonitor", spec.name, deployment.labels, pod_monitor_spec(DEPLOYMENT_LABEL, spec, port_name)
+    )
+
+
+def watched_pod_monitor(
+    deployment: DeploymentContext, suffix: str, name: str, labels: dict[str, str], spec: dict[str, Any]
+) -> k8s.apiextensions.CustomResource | None:
+    """A PodMonitor of the deployment's (its engines', its picker's), carrying the labels of the
+    Prometheus the cluster names; None where the cluster runs its own and names none, so that no
+    Prometheus would select it."""
     prometheus = owner_prometheus(deployment.cluster.spec)
     if unwatched(deployment.cluster.preinstalled, prometheus):
         return None
-    meta = deployment.meta
-    if labels := monitor_labels(prometheus):
-        meta = k8s.meta.v1.ObjectMetaArgs(
-            name=spec.name, namespace=spec.namespace, labels={**labels, **deployment.labels}
-        )
     return k8s.apiextensions.CustomResource(
-        f"{deployment.name}-podmonitor",
+        f"{deployment.name}-{suffix}",
         api_version=PROMETHEUS_OPERATOR_API,
         kind="PodMonitor",
-        metadata=meta,
-        spec=pod_monitor_spec(DEPLOYMENT_LABEL, spec, port_name),
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=name, namespace=deployment.spec.namespace, labels={**monitor_labels(prometheus), **labels}
+        ),
+        spec=spec,
         opts=deployment.child(),
     )

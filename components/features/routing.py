@@ -24,11 +24,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import tokens
+from infra.config.model import Routing
 from infra.facts import ClusterFacts
-from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, ServiceRoute, gateway_namespace
+from infra.serving.picker import DESTINATION_HEADER, EXT_PROC_PORT, picker_name, queue_seconds
+from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, RouteBackend, ServiceRoute, gateway_namespace
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
+# Envoy Gateway's own policies (api/v1alpha1/groupversion_info.go at v1.8.3).
+ENVOY_GATEWAY_API = "gateway.envoyproxy.io/v1alpha1"
+# How long the gateway waits for each of the picker's answers: the standalone picker's Envoy
+# configuration (config/charts/standalone/values.yaml `message_timeout: 1000s` at GAIE v1.5.0), or
+# the picker's queue with a margin for its scheduling and the engine's first byte.
+STANDALONE_MESSAGE_SECONDS = 1000
+QUEUE_MARGIN_SECONDS = 60
 CERT_MANAGER_API = "cert-manager.io/v1"
 # The controller Envoy Gateway reconciles GatewayClasses for
 # (https://github.com/envoyproxy/gateway/blob/v1.8.3/examples/kubernetes/quickstart.yaml).
@@ -161,7 +170,7 @@ def route_spec(route: ServiceRoute, gateway_ns: str) -> dict[str, Any]:
     path = route.spec.route_path
     rule: dict[str, Any] = {
         "matches": [{"path": {"type": "PathPrefix", "value": path}}],
-        "backendRefs": [{"name": route.deployment.name, "port": route.deployment.port}],
+        "backendRefs": [_backend_ref(route, b) for b in route.backends],
         # Envoy's route timeout defaults to 15s, counted to the end of the response, which cuts long
         # or streamed completions (Envoy RouteAction.timeout; Envoy Gateway v1.8 sets it only from
         # the route). "0s" disables it (Gateway API HTTPRouteTimeouts); idle timeouts still apply.
@@ -190,8 +199,62 @@ def route_spec(route: ServiceRoute, gateway_ns: str) -> dict[str, Any]:
     return spec
 
 
+def _backend_ref(route: ServiceRoute, backend: RouteBackend) -> dict[str, Any]:
+    """A deployment's Service, with its weight in a split (Gateway API `HTTPBackendRef.weight`, relative)."""
+    ref: dict[str, Any] = {"name": backend.deployment.name, "port": backend.deployment.port}
+    if len(route.backends) > 1:
+        ref["weight"] = backend.weight
+    return ref
+
+
+def ext_proc_policy_spec(route: ServiceRoute) -> dict[str, Any]:
+    """Envoy Gateway's external processor on the route: every request goes to the deployment's picker
+    first (api/v1alpha1/ext_proc_types.go at v1.8.3; docs "Envoy External Processing").
+
+    The picker answers a request's headers only once it has its body and has scheduled it, and follows
+    the response to account for it (pkg/epp/handlers/server.go at GAIE v1.5.0): both bodies stream in
+    full duplex, as the project's standalone Envoy configuration sends them
+    (config/charts/standalone/values.yaml: `FULL_DUPLEX_STREAMED` both ways). With that mode Envoy
+    Gateway refuses `failOpen` (its CEL rule on ExtProc), so a picker that does not answer fails the
+    request (the pool's `failureMode: FailClose`, `infra.serving.picker.pool_spec`).
+
+    `messageTimeout` bounds the wait for each answer, which includes the time the picker holds a
+    request in its queue: the standalone configuration's 1000 s, or longer than the queue.
+    """
+    dep = route.deployment
+    held = queue_seconds(dep) or 0
+    return {
+        "targetRefs": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute", "name": route.name}],
+        "extProc": [
+            {
+                "backendRefs": [{"name": picker_name(dep), "port": EXT_PROC_PORT}],
+                "processingMode": {
+                    "request": {"body": "FullDuplexStreamed"},
+                    "response": {"body": "FullDuplexStreamed"},
+                },
+                "messageTimeout": f"{max(STANDALONE_MESSAGE_SECONDS, held + QUEUE_MARGIN_SECONDS)}s",
+            }
+        ],
+    }
+
+
+def traffic_policy_spec(route: ServiceRoute) -> dict[str, Any]:
+    """The route's load balancer sends each request to the pod the picker named in its header
+    (api/v1alpha1/loadbalancer_types.go `EndpointOverride` at v1.8.3; docs "Load Balancing",
+    "Endpoint Override"), and, where the header names no pod of the route, balances by least
+    requests, Envoy Gateway's default."""
+    return {
+        "targetRefs": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute", "name": route.name}],
+        "loadBalancer": {
+            "type": "LeastRequest",
+            "endpointOverride": {"extractFrom": [{"header": DESTINATION_HEADER}]},
+        },
+    }
+
+
 class ModelService(pulumi.ComponentResource):
-    """The HTTPRoute that publishes one deployment on its cluster's Gateway."""
+    """The HTTPRoute that publishes one deployment, or a split over several, on its cluster's Gateway,
+    and for a picker-routed service the gateway's policies that send each request where its picker says."""
 
     endpoint: pulumi.Output[dict[str, Any]]
 
@@ -209,5 +272,23 @@ class ModelService(pulumi.ComponentResource):
             spec=route_spec(route, args.gateway_namespace),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        self.policies: list[k8s.apiextensions.CustomResource] = []
+        if route.routing is Routing.PICKER:
+            meta = k8s.meta.v1.ObjectMetaArgs(name=route.name, namespace=route.namespace)
+            child = pulumi.ResourceOptions(parent=self, depends_on=[self.route])
+            self.policies = [
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{suffix}",
+                    api_version=ENVOY_GATEWAY_API,
+                    kind=kind,
+                    metadata=meta,
+                    spec=spec,
+                    opts=child,
+                )
+                for suffix, kind, spec in (
+                    ("picker-policy", "EnvoyExtensionPolicy", ext_proc_policy_spec(route)),
+                    ("traffic-policy", "BackendTrafficPolicy", traffic_policy_spec(route)),
+                )
+            ]
         self.endpoint = pulumi.Output.from_input(endpoint)
         self.register_outputs({"endpoint": self.endpoint})

@@ -30,6 +30,7 @@ from infra.config.issues import ConfigError, ConfigIssue
 from infra.config.model import Fleet
 from infra.facts import ClusterFacts, declared_zones, derive_fleet
 from infra.serving.catalog import chart_keys, preinstalled_problems
+from infra.serving.picker import CRDS_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def check(fleet: Fleet) -> Checked:
     # What classes leave out is supplied before any rule reads them (`infra.checks.supply`).
     fleet, unresolved = supply_fleet(fleet)
     unresolved += check_references(fleet)
-    judged = check_rules(fleet) + mirror_issues(fleet.chart_mirror, chart_keys())
+    judged = check_rules(fleet) + mirror_issues(fleet.chart_mirror, chart_keys(), {CRDS_COMPONENT})
     roleless = pools_without_devices(fleet)
     if unresolved or roleless:
         # The guard derives each pool's facts from its class and finds each deployment's pool: a class

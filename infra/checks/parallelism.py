@@ -17,8 +17,8 @@ from infra.config.model import (
     ModelDeploymentSpec,
 )
 from infra.config.names import shown
-from infra.formats import parse_quantity
-from infra.serving.vllm_args import flag_value, parallel_args
+from infra.formats import flag_value, parse_quantity
+from infra.serving.vllm_args import parallel_args
 from infra.vocabulary import GPU_VENDORS
 
 
@@ -101,7 +101,11 @@ def gpu_memory_gib(cluster: InferenceCluster, cls: InferenceClass) -> float | No
     """The memory of one GPU of the pool's class: its machine's catalog row, or on Existing the
     `memory` capacity the class's GPU device writes; None when neither says."""
     prov = cls.provisioning
+    # The value rules run beside the references' (`infra.checks.guard.check`): a class without its
+    # provider's block, which check_references reports, says no memory here.
     if cluster.provisioned and prov is not None and prov.provider == cluster.source:
+        if prov.written_machine is None:
+            return None
         row = machine(cluster.source, prov.machine_name)
         return float(row.gpu.memory_gib) if row is not None and row.gpu is not None else None
     for device in cls.devices:

@@ -48,6 +48,28 @@ def check_references(fleet: Fleet) -> list[ConfigIssue]:
         issues += _check_pools(fleet, ki, cluster)
     for di, dep in enumerate(fleet.deployments):
         issues += _check_deployment(fleet, di, dep)
+    issues += _check_deployment_names(fleet)
+    return issues
+
+
+def _check_deployment_names(fleet: Fleet) -> list[ConfigIssue]:
+    """A deployment's name is its own on its cluster, across namespaces: it names the deployment's
+    component and so every object under it, and its pods' label, which its Service, its PodMonitor and
+    its InferencePool select (`infra.vocabulary.DEPLOYMENT_LABEL`): two of one name would take each
+    other's objects and pods."""
+    issues: list[ConfigIssue] = []
+    seen: dict[tuple[str, str], int] = {}
+    for di, dep in enumerate(fleet.deployments):
+        first = seen.setdefault((dep.cluster, dep.name), di)
+        if first != di:
+            issues.append(
+                ConfigIssue(
+                    f"deployments[{di}].name",
+                    f"deployments[{first}] is also named '{dep.name}' on cluster '{dep.cluster}'",
+                    "give each deployment on a cluster its own name (it names its objects and the label its "
+                    "Service and InferencePool select), e.g. " + f"{dep.name}-{dep.namespace}",
+                )
+            )
     return issues
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clouds import profile
+from infra.checks.cache import keys_dropped, shared_cache_issues
 from infra.checks.parallelism import (
     cache_size_issues,
     claimed_gpus,
@@ -11,12 +12,12 @@ from infra.checks.parallelism import (
     parallelism_issues,
     weights_issues,
 )
+from infra.checks.routing import check_scale_from_zero, check_services
 from infra.config.base import OwnerClusterBlock
-from infra.config.issues import ConfigIssue, unique_names
+from infra.config.issues import ConfigIssue
 from infra.config.model import (
     CacheVolume,
     Fleet,
-    ModelCache,
 )
 from infra.config.roles import claimed_drivers, role_of
 from infra.formats import parse_quantity
@@ -77,13 +78,19 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                 if dep.nodes == 1
                 else f"{pods} pods ({dep.peak_replicas} x {dep.nodes} nodes)"
             )
-            drop = _claim_keys_dropped(cache)
+            drop = keys_dropped(cache)
+            # A multi-node group reads one model on every node: a Shared cache downloads it once for
+            # them all, where the cloud has ReadWriteMany storage (`infra.checks.cache`).
+            shared = profile(cluster.source).shared_cache is not None
             issues.append(
                 ConfigIssue(
                     f"{dpath}.cache.volume",
                     f"a PersistentVolumeClaim cache is ReadWriteOnce: one node mounts it, not {spread}",
                     f"use volume: NodeLocal{drop} for several replicas, or {dep.peak_replicas_key}: 1"
                     if dep.nodes == 1
+                    else "use volume: Shared, one ReadWriteMany copy every pod of every group reads, or "
+                    f"volume: NodeLocal{drop}, which each pod keeps on its own node"
+                    if shared
                     else f"use volume: NodeLocal{drop}, which each pod of a group keeps on its own node",
                 )
             )
@@ -98,24 +105,19 @@ def check_serving(fleet: Fleet) -> list[ConfigIssue]:
                     f"{dpath}.cache.storageClassName",
                     f"{cluster.source} cluster '{cluster.name}' has no StorageClass this program provides",
                     "set storageClassName to a class the cluster has (install its CSI driver first), "
-                    f"or use volume: NodeLocal{_claim_keys_dropped(cache)}",
+                    f"or use volume: NodeLocal{keys_dropped(cache)}",
                 )
             )
+        issues += shared_cache_issues(fleet, di, dep, cluster)
         if cache is not None and cache.size is not None:
             issues += cache_size_issues(dpath, dep.args, cache.size)
-    issues.extend(_check_services(fleet))
+    issues.extend(check_services(fleet))
     return issues
 
 
-def _claim_keys_dropped(cache: ModelCache) -> str:
-    """What a fix that turns a cache NodeLocal must also say: a NodeLocal cache refuses the claim's
-    keys (`infra.config.deployments.ModelCache`), so they go too, or the next plan stops on them."""
-    keys = [k for k, v in (("size", cache.size), ("storageClassName", cache.storage_class_name)) if v]
-    return f" and remove {' and '.join(keys)}" if keys else ""
-
-
 def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
-    """`autoscaling` across keys: it replaces `replicas`, and it cannot scale from zero.
+    """`autoscaling` across keys: it replaces `replicas`, and a Prometheus must see its metric.
+    Scale from zero, which needs the picker's queue: `infra.checks.routing.check_scale_from_zero`.
 
     KEDA owns the replica count of an autoscaled deployment; a `replicas` beside it would be a
     second owner, reset by every `pulumi up`. At `minReplicas: 0` the first request after an idle
@@ -138,17 +140,7 @@ def check_autoscaling(fleet: Fleet) -> list[ConfigIssue]:
                     "and maxReplicas)",
                 )
             )
-        if scaling.min_replicas == 0:
-            # The trigger reads vLLM's own gauges, which exist only while an engine runs: at zero
-            # replicas the query returns nothing, KEDA reads 0, and no request ever brings one back.
-            issues.append(
-                ConfigIssue(
-                    f"{dpath}.autoscaling.minReplicas",
-                    f"at minReplicas 0 deployment '{dep.name}' would never start again: its metric comes from "
-                    "the engine's own /metrics, which no pod serves at zero replicas",
-                    "set minReplicas: 1 (the smallest count its metric can scale from)",
-                )
-            )
+        issues += check_scale_from_zero(fleet, di)
         issues += _unseen_by_prometheus(fleet, dep.cluster, f"{dpath}.autoscaling", dep.name)
     return issues
 
@@ -179,51 +171,3 @@ def _unseen_by_prometheus(fleet: Fleet, cluster_name: str, path: str, name: str)
             "(kube-prometheus-stack's default: {release: <its release name>}), or remove autoscaling",
         )
     ]
-
-
-def _check_services(fleet: Fleet) -> list[ConfigIssue]:
-    issues = unique_names([s.name for s in fleet.services], "services[{i}].name", "service")
-    routes: dict[tuple[str, str, str], int] = {}
-    for si, svc in enumerate(fleet.services):
-        spath = f"services[{si}]"
-        matches = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
-        if not matches:
-            names = sorted({d.name for d in fleet.deployments})
-            issues.append(
-                ConfigIssue(
-                    f"{spath}.deployment",
-                    f"no deployment '{svc.deployment}'" + (f" on cluster '{svc.cluster}'" if svc.cluster else ""),
-                    f"use one of: {', '.join(names) or '(none declared)'}",
-                )
-            )
-            continue
-        if len(matches) > 1:
-            issues.append(
-                ConfigIssue(
-                    f"{spath}.cluster",
-                    f"deployment '{svc.deployment}' runs on clusters {', '.join(d.cluster for d in matches)}",
-                    "set cluster to the one whose gateway publishes this service",
-                )
-            )
-            continue
-        if svc.tls is not None and svc.host is None:
-            issues.append(
-                ConfigIssue(
-                    f"{spath}.tls",
-                    "TLS needs a host to issue the certificate for",
-                    f"set {spath}.host to the DNS name clients use, or remove tls",
-                )
-            )
-        key = (matches[0].cluster, svc.host or "", svc.route_path)
-        if key in routes:
-            issues.append(
-                ConfigIssue(
-                    f"{spath}.path",
-                    f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
-                    f"on cluster '{key[0]}'",
-                    "give each service on a cluster its own host or path",
-                )
-            )
-        else:
-            routes[key] = si
-    return issues

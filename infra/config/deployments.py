@@ -24,6 +24,7 @@ from infra.config.names import (
     MAX_POOL_NODES,
     MAX_REPLICAS,
     MAX_STABILIZATION_SECONDS,
+    MAX_STARTUP_SECONDS,
     DnsLabel,
     shown,
 )
@@ -38,6 +39,7 @@ class DeploymentDevice(Model):
 class CacheVolume(StrEnum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     NODE_LOCAL = "NodeLocal"
+    SHARED = "Shared"
 
 
 class ModelCache(Model):
@@ -45,7 +47,9 @@ class ModelCache(Model):
 
     `PersistentVolumeClaim`: a volume of `size` from `storageClassName` (default: the cloud's class,
     listed in docs/serving.md); `NodeLocal`: a directory on the node (kept while the pod returns to the
-    same node, nothing to provision).
+    same node, nothing to provision); `Shared`: a ReadWriteMany volume of `size` per cluster, namespace
+    and model, filled once by a download Job and mounted read-only by every pod
+    (`infra.shared_cache`; the cloud's class, or `storageClassName`).
     """
 
     volume: CacheVolume = CacheVolume.PERSISTENT_VOLUME_CLAIM
@@ -63,9 +67,9 @@ class ModelCache(Model):
 
     @model_validator(mode="after")
     def _size_for_claims(self) -> ModelCache:
-        if self.volume is CacheVolume.PERSISTENT_VOLUME_CLAIM and self.size is None:
+        if self.volume is not CacheVolume.NODE_LOCAL and self.size is None:
             raise ValueError(
-                "a PersistentVolumeClaim cache needs a size; set size to more than the model's weights, "
+                f"a {self.volume} cache needs a size; set size to more than the model's weights, "
                 "e.g. 50Gi, or use volume: NodeLocal"
             )
         if self.volume is CacheVolume.NODE_LOCAL and (self.size or self.storage_class_name):
@@ -102,6 +106,10 @@ class Autoscaling(Model):
     metric: ScalingMetric
     target: Annotated[float, Field(gt=0)]
     scale_down_seconds: Annotated[StrictInt, Field(ge=0, le=MAX_STABILIZATION_SECONDS)] | None = None
+    # How long the endpoint picker holds a request while no replica can take it (its flow control's
+    # request time to live), which is what lets `minReplicas: 0` answer a first request; the rules
+    # that tie it to routing and the start-up time: `infra.checks.services.check_autoscaling`.
+    queue_seconds: Annotated[StrictInt, Field(ge=1, le=MAX_STARTUP_SECONDS)] | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> Autoscaling:
@@ -166,7 +174,7 @@ class ModelDeploymentSpec(Model):
     memory: str | None = None
     cache: ModelCache | None = None
     # How long a first start may take (download and load) before the startup probe gives up.
-    startup_seconds: Annotated[int, Field(ge=60, le=86400)] = 1800
+    startup_seconds: Annotated[int, Field(ge=60, le=MAX_STARTUP_SECONDS)] = 1800
     # Replicas that follow the load (a KEDA ScaledObject); exclusive with `replicas`.
     autoscaling: Autoscaling | None = None
 
@@ -251,11 +259,39 @@ class ServiceTls(Model):
     issuer_ref: IssuerRef
 
 
+class Routing(StrEnum):
+    """How a service's gateway picks the replica for each request (docs/serving.md, "Routing").
+
+    `Picker`: the deployment's endpoint picker chooses by prompt prefix and queue
+    (`components.features.picker`); `Service`: the gateway balances over the deployment's Service.
+    """
+
+    PICKER = "Picker"
+    SERVICE = "Service"
+
+
+# Gateway API's bound on a backendRef's weight (apis/v1/shared_types.go `BackendRef.Weight`,
+# maximum 1,000,000, at gateway-api v1.5.1).
+MAX_BACKEND_WEIGHT = 1_000_000
+
+
+class ServiceBackend(Model):
+    """`services[].backends[]`: one deployment of a weighted split and its share of the requests."""
+
+    deployment: str
+    weight: Annotated[StrictInt, Field(ge=0, le=MAX_BACKEND_WEIGHT)] = 1
+
+
 class ModelServiceSpec(Model):
-    """`modelplane:services[]`: publish one deployment through its cluster's Envoy Gateway."""
+    """`modelplane:services[]`: publish one deployment, or a weighted split over several, through
+    their cluster's Envoy Gateway. Exactly one of `deployment` and `backends`; rules across the
+    deployments a split names: `infra.checks.services`."""
 
     name: DnsLabel
-    deployment: str
+    deployment: str | None = None
+    backends: Annotated[list[ServiceBackend], Field(min_length=2)] | None = None
+    # Unset: `Picker` for one deployment, `Service` for a split (`resolved_routing`).
+    routing: Routing | None = None
     # Needed only when deployments of that name run on more than one cluster.
     cluster: str | None = None
     host: Hostname | None = None
@@ -276,6 +312,29 @@ class ModelServiceSpec(Model):
                 f"drop the trailing slash: path: {v.rstrip('/')}"
             )
         return v
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ModelServiceSpec:
+        if (self.deployment is None) == (self.backends is None):
+            raise ValueError(
+                "a service publishes one deployment or a split over several; set deployment: <name>, "
+                "or backends: [{deployment: <name>, weight: <n>}, ...], not both and not neither"
+            )
+        return self
+
+    @property
+    def targets(self) -> list[ServiceBackend]:
+        """The deployments the service routes to, each with its weight (one, at weight 1, unsplit)."""
+        if self.backends is not None:
+            return list(self.backends)
+        assert self.deployment is not None, "one of deployment and backends (validated)"
+        return [ServiceBackend(deployment=self.deployment)]
+
+    @property
+    def resolved_routing(self) -> Routing:
+        if self.routing is not None:
+            return self.routing
+        return Routing.SERVICE if self.backends is not None else Routing.PICKER
 
     @property
     def route_path(self) -> str:

@@ -45,8 +45,10 @@ from infra.config.deployments import (
     ModelDeploymentSpec,
     ModelServiceSpec,
     RoutePath,
+    Routing,
     ScalingMetric,
     SecureValue,
+    ServiceBackend,
     ServiceTls,
 )
 from infra.config.names import (
@@ -84,8 +86,10 @@ __all__ = [
     "Provisioning",
     "ProvisioningBase",
     "RoutePath",
+    "Routing",
     "ScalingMetric",
     "SecureValue",
+    "ServiceBackend",
     "ServiceTls",
     "Source",
     "Supplied",

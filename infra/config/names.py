@@ -85,6 +85,9 @@ MAX_REPLICAS = 2**31 - 1
 # "must be less than or equal to 3600" (pkg/apis/autoscaling/validation/validation.go lines 35-36
 # and 212-214, `MaxStabilizationWindowSeconds`, at kubernetes v1.36.0).
 MAX_STABILIZATION_SECONDS = 3600
+# The longest first start a deployment declares (`startupSeconds`, a day), and so the longest a
+# picker holds a request for a replica still starting (`autoscaling.queueSeconds`).
+MAX_STARTUP_SECONDS = 86400
 
 
 NAMESPACE = "modelplane"

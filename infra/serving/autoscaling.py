@@ -15,6 +15,7 @@ from typing import Any
 from infra.config.base import OwnerPrometheus
 from infra.config.model import Autoscaling, InferenceCluster, ModelDeploymentSpec, ScalingMetric
 from infra.serving.catalog import CATALOG
+from infra.serving.picker import flow_control_query
 
 KEDA_API = "keda.sh/v1alpha1"
 PROMETHEUS_OPERATOR_API = "monitoring.coreos.com/v1"
@@ -125,17 +126,22 @@ def scaled_object_spec(
         "minReplicaCount": scaling.min_replicas,
         "maxReplicaCount": scaling.max_replicas,
         "triggers": [
-            {
-                "type": "prometheus",
-                "metricType": m.metric_type,
-                "metadata": {
-                    "serverAddress": prometheus,
-                    "query": scaling_query(spec, scaling.metric),
-                    "threshold": f"{scaling.target:g}",
-                },
-            }
+            prometheus_trigger(
+                m.metric_type, prometheus, scaling_query(spec, scaling.metric), threshold=f"{scaling.target:g}"
+            )
         ],
     }
+    if scaling.min_replicas == 0:
+        # At zero replicas no engine serves the metric above, so the requests the picker holds
+        # (its flow control, `infra.serving.picker`) wake the deployment: KEDA activates the
+        # workload when any trigger's value passes its `activationThreshold` (keda.sh/docs/2.20/concepts/scaling-deployments,
+        # "Activating and Scaling thresholds"; default 0), here the first held request, and the
+        # HPA takes over from one replica, each held request asking for one more.
+        so["triggers"].append(
+            prometheus_trigger(
+                "AverageValue", prometheus, flow_control_query(spec), threshold="1", activationThreshold="0"
+            )
+        )
     if scaling.scale_down_seconds is not None:
         # KEDA copies `advanced.horizontalPodAutoscalerConfig.behavior` into the HPA it creates
         # (config/crd/bases/keda.sh_scaledobjects.yaml lines 78-144 and controllers/keda/hpa.go
@@ -148,6 +154,16 @@ def scaled_object_spec(
             }
         }
     return so
+
+
+def prometheus_trigger(metric_type: str, address: str, query: str, **thresholds: str) -> dict[str, Any]:
+    """One Prometheus trigger of a ScaledObject (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`,
+    `query`, and its thresholds as text)."""
+    return {
+        "type": "prometheus",
+        "metricType": metric_type,
+        "metadata": {"serverAddress": address, "query": query, **thresholds},
+    }
 
 
 def pod_monitor_spec(deployment_label: str, spec: ModelDeploymentSpec, port_name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec
+from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec, Routing
 from infra.facts import ClusterFacts
 from infra.serving.catalog import CATALOG
 
@@ -25,11 +25,31 @@ HTTP_LISTENER = "http"
 
 
 @dataclass(frozen=True)
+class RouteBackend:
+    """One deployment a route sends requests to, with its weight (Gateway API `backendRefs[].weight`)."""
+
+    deployment: ModelDeploymentSpec
+    weight: int
+
+
+@dataclass(frozen=True)
 class ServiceRoute:
-    """A service resolved against its deployment: what its HTTPRoute and listener need."""
+    """A service resolved against its deployments: what its HTTPRoute and listener need.
+
+    `check_serving` has made every backend one deployment on one cluster, in one namespace, serving
+    one model, so the first backend speaks for the namespace and the cluster.
+    """
 
     spec: ModelServiceSpec
-    deployment: ModelDeploymentSpec
+    backends: tuple[RouteBackend, ...]
+
+    @property
+    def deployment(self) -> ModelDeploymentSpec:
+        return self.backends[0].deployment
+
+    @property
+    def routing(self) -> Routing:
+        return self.spec.resolved_routing
 
     @property
     def name(self) -> str:
@@ -59,6 +79,8 @@ class ServiceRoute:
             "service": self.name,
             "cluster": self.deployment.cluster,
             "deployment": self.deployment.name,
+            "routing": str(self.routing),
+            "backends": [{"deployment": b.deployment.name, "weight": b.weight, **self._pool(b)} for b in self.backends],
             "gateway": f"{gateway_namespace}/{GATEWAY_NAME}",
             "scheme": self.scheme,
             "host": self.spec.host,
@@ -67,15 +89,42 @@ class ServiceRoute:
             "url": f"{self.scheme}://{self.spec.host or '{address}'}{base}/v1",
         }
 
+    def _pool(self, backend: RouteBackend) -> dict[str, str]:
+        """The InferencePool a picker-routed backend goes through (`infra.serving.picker`)."""
+        return {"inferencePool": backend.deployment.name} if self.routing is Routing.PICKER else {}
+
 
 def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
-    """The services published on one cluster, each with its deployment (resolved by check_serving)."""
+    """The services published on one cluster, each with its deployments (resolved by check_serving)."""
     out = []
     for svc in fleet.services:
-        [dep] = [d for d in fleet.deployments if d.name == svc.deployment and svc.cluster in (None, d.cluster)]
-        if dep.cluster == cluster:
-            out.append(ServiceRoute(svc, dep))
+        backends = tuple(RouteBackend(served(fleet, t.deployment, svc.cluster), t.weight) for t in svc.targets)
+        if backends[0].deployment.cluster == cluster:
+            out.append(ServiceRoute(svc, backends))
     return out
+
+
+def served(fleet: Fleet, name: str, cluster: str | None) -> ModelDeploymentSpec:
+    """The one deployment a service names (check_serving has made it one)."""
+    [dep] = [d for d in fleet.deployments if d.name == name and cluster in (None, d.cluster)]
+    return dep
+
+
+def picker_routed(fleet: Fleet, dep: ModelDeploymentSpec) -> bool:
+    """Some service routes to the deployment through its picker. Read from the names alone, so the
+    rules (`infra.checks.routing`) ask it before the services are known to resolve; once they do,
+    a service names exactly one deployment."""
+    return any(
+        svc.resolved_routing is Routing.PICKER
+        and any(t.deployment == dep.name for t in svc.targets)
+        and svc.cluster in (None, dep.cluster)
+        for svc in fleet.services
+    )
+
+
+def picker_deployments(fleet: Fleet, cluster: str) -> list[ModelDeploymentSpec]:
+    """The deployments on a cluster that a picker routes to: each gets its InferencePool and picker."""
+    return [d for d in fleet.deployments if d.cluster == cluster and picker_routed(fleet, d)]
 
 
 def gateway_namespace(facts: ClusterFacts) -> str:

@@ -110,8 +110,8 @@ def _neutral_rows(cloud: str) -> list[Chart]:
             "envoy-gateway-system",
             depends_on=("cert-manager",),
             values=v.envoy_gateway(cloud),
-            # The Gateway API CRDs in its `crds/`.
-            crds=("gateway-api",),
+            # The Gateway API CRDs and its own policies' in its `crds/` (charts/gateway-helm/charts/crds/crds at v1.8.3).
+            crds=("gateway-api", "envoy-gateway"),
         ),
         Chart(
             "leader-worker-set",

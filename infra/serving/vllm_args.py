@@ -1,4 +1,5 @@
-"""vLLM's command-line arguments as the engine reads them: the port, the parallelism and any flag's value.
+"""vLLM's command-line arguments as the engine reads them: the port and the parallelism (any flag's
+value: `infra.formats.flag_value`).
 
 The checks (`infra.checks`) judge a deployment's args with these, and the model deployment builds its
 container from the same reading, so both agree on what the args say. Nothing here judges a value.
@@ -7,6 +8,8 @@ container from the same reading, so both agree on what the args say. Nothing her
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from infra.formats import flag_value
 
 # The flag vLLM's OpenAI server takes its listening port from (`vllm serve --port`, default 8000).
 PORT_FLAG = "--port"
@@ -48,12 +51,12 @@ def parallel_args(args: Sequence[str]) -> dict[str, tuple[int, str | None]]:
     return found
 
 
-def flag_value(args: Sequence[str], *flags: str) -> tuple[int, str] | None:
-    """The last `flag value` / `flag=value` of any of `flags` in args: (index of the flag, value)."""
-    found = None
-    for i, arg in enumerate(args):
-        flag, sep, value = arg.partition("=")
-        if flag in flags:
-            given = value if sep else (args[i + 1] if i + 1 < len(args) else "")
-            found = (i, given)
-    return found
+def served_model(args: Sequence[str]) -> str | None:
+    """The model name vLLM serves and labels its series with: `--served-model-name` (its first name),
+    else `--model`, else `vllm serve`'s positional model (ModelConfig.served_model_name); None when the
+    args name none (the image's own command does)."""
+    named = flag_value(args, "--served-model-name") or flag_value(args, "--model")
+    if named is not None and named[1]:
+        return named[1]
+    positional = [a for a in args if not a.startswith("-")]
+    return positional[0] if positional and not args[0].startswith("-") else None

@@ -8,8 +8,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from infra.serving.picker import CRDS_COMPONENT
 from tests.engine import standins
+from tests.engine.kube import inference_crds
 from tooling.chart_repo import serve
+
+# The release's CRDs as one file, the shape of its manifests.yaml.
+CRDS_FILE = "manifests.yaml"
 
 
 @contextmanager
@@ -17,9 +24,15 @@ def served_charts(folder: Path, without: Iterable[str] = ()) -> Iterator[str]:
     """Every Existing catalog row's stand-in, less the charts named in `without`; yields the URL."""
     archives = standins.build(folder)
     left_out = set(without)
-    with serve(folder, only=[a.name for a in archives if a.name.rsplit("-", 1)[0] not in left_out]) as url:
+    (folder / CRDS_FILE).write_text(yaml.safe_dump_all(inference_crds(), sort_keys=False))
+    only = [a.name for a in archives if a.name.rsplit("-", 1)[0] not in left_out]
+    with serve(folder, only=only, files=[CRDS_FILE]) as url:
         yield url
 
 
 def mirror_config(url: str) -> dict[str, Any]:
-    return {"modelplane:chartMirror": url}
+    """The stand-ins' repository as the stack's chart mirror, and beside it the InferencePool CRDs'
+    file (`infra.serving.picker.crds_url`), as an air-gapped cluster's mirror serves both."""
+    return {
+        "modelplane:chartMirror": {"url": url, "components": {CRDS_COMPONENT: f"{url}/{CRDS_FILE}"}},
+    }

@@ -193,6 +193,31 @@ def stage_files() -> list[Path]:
     return sorted(f for stage in KWOK_STAGES for f in (root / stage).glob("*.yaml") if f.name != "kustomization.yaml")
 
 
+# The stage that completes a Job's pod as soon as it runs (kustomize/stage/pod/fast/pod-complete.yaml).
+POD_COMPLETE = "pod-complete.yaml"
+
+
+def held_stages(folder: Path, held: Mapping[str, str]) -> list[Path]:
+    """`stage_files`, with KWOK's pod-complete stage leaving alone the Job pods carrying any label
+    of `held`: their program (podproc.py `job_container`) runs their container and reports its end,
+    as a kubelet would. A selector's `NotIn` matches a label the pod lacks
+    (pkg/utils/expression/selector.go at v0.8.0)."""
+    if not held:
+        return stage_files()
+    files = []
+    for f in stage_files():
+        if f.name == POD_COMPLETE:
+            doc = yaml.safe_load(f.read_text())
+            doc["spec"]["selector"]["matchExpressions"] += [
+                {"key": f'.metadata.labels["{key}"]', "operator": "NotIn", "values": [value]}
+                for key, value in held.items()
+            ]
+            f = folder / POD_COMPLETE
+            f.write_text(yaml.safe_dump(doc))
+        files.append(f)
+    return files
+
+
 @dataclass
 class LocalCluster:
     """The control plane, KWOK and the nodes; `stop` ends every process it started."""
@@ -204,7 +229,15 @@ class LocalCluster:
     pids: list[int] = field(default_factory=list)
 
     @classmethod
-    def start(cls, folder: Path, etcd_url: str, prefix: str, nodes: Sequence[NodeSpec]) -> LocalCluster:
+    def start(
+        cls,
+        folder: Path,
+        etcd_url: str,
+        prefix: str,
+        nodes: Sequence[NodeSpec],
+        held_jobs: Mapping[str, str] | None = None,
+    ) -> LocalCluster:
+        """`held_jobs`: the labels of Job pods KWOK does not complete (`held_stages`)."""
         pod_network = PodNetwork.claim_one(prefix)
         try:
             server = ApiServer.start(
@@ -238,7 +271,7 @@ class LocalCluster:
                 f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
                 "--cidr=10.0.0.1/16",
                 "--node-ip=10.0.0.1",
-                *[f"--config={f}" for f in stage_files()],
+                *[f"--config={f}" for f in held_stages(folder, held_jobs or {})],
             )
             cluster._start_lws(config)
             for node, cidr in zip(nodes, pod_network.node_cidrs(len(nodes)), strict=True):

@@ -8,7 +8,7 @@ did not run (tests/tools.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +79,12 @@ def run(tmp_path: Path, real_tools: Path, store: Etcd, charts: str) -> Iterator[
     started: list[Run] = []
 
     def start(
-        stack: str, programs: Sequence[PodProgram] = (), edit: Callable[[dict[str, Any]], None] | None = None
+        stack: str,
+        programs: Sequence[PodProgram] = (),
+        edit: Callable[[dict[str, Any]], None] | None = None,
+        held_jobs: Mapping[str, str] | None = None,
     ) -> Run:
-        started.append(Run(tmp_path, real_tools, store, charts, stack, programs, edit))
+        started.append(Run(tmp_path, real_tools, store, charts, stack, programs, edit, held_jobs))
         return started[-1]
 
     yield start

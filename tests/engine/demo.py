@@ -24,7 +24,7 @@ from tests.engine import charts as mirror
 from tests.engine.devices import existing_stacks
 from tests.engine.follow import follow_load
 from tests.engine.kube import Etcd
-from tests.engine.podproc import keda, monitoring
+from tests.engine.podproc import endpoint_picker, keda, monitoring
 from tests.engine.stackrun import Run
 from tests.tools import ToolMissingError, engine_tools, tool
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             with mirror.served_charts(base / "charts") as charts:
                 # The monitoring and scaling chain (podproc.py): an autoscaled deployment's replicas
                 # follow the load `follow_load` gives it.
-                return demo(Run(base, cli, etcd, charts, args.stack, [*monitoring(), *keda()]))
+                return demo(Run(base, cli, etcd, charts, args.stack, [*monitoring(), *keda(), endpoint_picker()]))
         finally:
             etcd.stop()
 

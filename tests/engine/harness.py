@@ -267,8 +267,19 @@ def resources(deployment: dict[str, Any]) -> list[dict[str, Any]]:
     return list(deployment.get("resources") or [])
 
 
+# What the engine holds beyond the program's own registrations: the objects a `yaml/v2:ConfigFile`
+# expands to in the Kubernetes provider (the offline plan registers the component alone:
+# docs/policies.md, "Remote components are not constructed"), and the `pulumi` provider the
+# provider's construct calls read resources through.
+EXPANDED_BY_PROVIDER = "kubernetes:yaml/v2:ConfigFile"
+ENGINE_PROVIDER = "pulumi:providers:pulumi"
+
+
 def urns(deployment: dict[str, Any]) -> set[str]:
-    return {r["urn"] for r in resources(deployment)}
+    """The program's registrations in the state: what the offline plan registers too."""
+    held = resources(deployment)
+    expanded = {r["urn"] for r in held if r.get("type") == EXPANDED_BY_PROVIDER}
+    return {r["urn"] for r in held if r.get("parent") not in expanded and r.get("type") != ENGINE_PROVIDER}
 
 
 def walk_secrets(value: Any) -> Iterator[Any]:

@@ -326,9 +326,14 @@ class ApiServer:
 
     def install_crds(self, crds: list[dict[str, Any]] | None = None) -> None:
         """Install `crds` and wait until they are served; by default the CRDs the serving stack's
-        charts install (engine/crds): Envoy Gateway's Gateway API CRDs, the LeaderWorkerSet chart's,
-        KEDA's ScaledObject and kube-prometheus-stack's PodMonitor."""
-        crds = gateway_api_crds() + lws_crds() + keda_crds() + pod_monitor_crds() if crds is None else crds
+        charts install (engine/crds): Envoy Gateway's Gateway API CRDs and its policies', the
+        LeaderWorkerSet chart's, KEDA's ScaledObject and kube-prometheus-stack's PodMonitor, and the
+        InferencePool CRDs the stack applies from the inference extension's release file."""
+        crds = (
+            gateway_api_crds() + envoy_gateway_crds() + lws_crds() + keda_crds() + pod_monitor_crds() + inference_crds()
+            if crds is None
+            else crds
+        )
         for crd in crds:
             self.apply(crd)
         deadline = time.monotonic() + 60
@@ -394,6 +399,12 @@ class ApiServer:
         where = f"/namespaces/{namespace}" if namespaced and namespace else ""
         return list(self._request("GET", f"{base}{where}/{plural}")["items"])
 
+    def patch_status(self, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """A strategic merge patch of the object's status (a pod's conditions merge by type), as
+        the kubelet writes a pod's."""
+        body = json.dumps({"status": status}).encode()
+        self._request("PATCH", f"{self.path(obj)}/status", body, "application/strategic-merge-patch+json")
+
     def delete(self, obj: Mapping[str, Any]) -> None:
         try:
             self._request("DELETE", self.path(obj))
@@ -441,6 +452,39 @@ def module_crds(module: str, path: str) -> list[dict[str, Any]]:
     """The CRDs of one YAML file of a Go module at the version engine/crds pins."""
     docs = yaml.load_all((module_dir(module, "crds") / path).read_text(), Loader=yaml.CSafeLoader)
     return [doc for doc in docs if doc and doc.get("kind") == "CustomResourceDefinition"]
+
+
+@functools.cache
+def envoy_gateway_crds() -> list[dict[str, Any]]:
+    """Envoy Gateway's own policy CRDs as its chart at the release engine/crds pins carries them
+    (charts/gateway-helm/charts/crds/crds/generated): the route policies a picker-routed service creates."""
+    return [
+        crd
+        for kind in ("envoyextensionpolicies", "backendtrafficpolicies")
+        for crd in module_crds(
+            "github.com/envoyproxy/gateway",
+            f"charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_{kind}.yaml",
+        )
+    ]
+
+
+# The CRD files of the Gateway API Inference Extension release engine/crds pins, the content of that
+# release's manifests.yaml (the InferencePool, and the kinds its picker reads where served).
+INFERENCE_CRD_FILES = (
+    "inference.networking.k8s.io_inferencepools.yaml",
+    "inference.networking.x-k8s.io_inferenceobjectives.yaml",
+    "inference.networking.x-k8s.io_inferencemodelrewrites.yaml",
+    "inference.networking.x-k8s.io_inferencepoolimports.yaml",
+)
+
+
+@functools.cache
+def inference_crds() -> list[dict[str, Any]]:
+    return [
+        crd
+        for name in INFERENCE_CRD_FILES
+        for crd in module_crds("sigs.k8s.io/gateway-api-inference-extension", f"config/crd/bases/{name}")
+    ]
 
 
 @functools.cache

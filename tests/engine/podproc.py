@@ -2,10 +2,10 @@
 
 KWOK marks pods Running and runs nothing in them. For the pods whose behaviour a test claims (the
 Prometheus operator of the kube-prometheus-stack release and the Prometheus it creates, KEDA's
-operator and metrics server, the model servers of servers.py), a `PodProgram` names the program,
-built from the Go module proxy at the version the product pins (`engine/build.sh`), and
-`PodProcesses` runs it while its pod is Running, and stops it when the pod goes. Each runs as a
-pod's container sees its world:
+operator and metrics server, a deployment's endpoint picker, the model servers of servers.py), a
+`PodProgram` names the program, built from the Go module proxy at the version the product pins
+(`engine/build.sh`), and `PodProcesses` runs it while its pod is Running, and stops it when the pod
+goes. Each runs as a pod's container sees its world:
 
 - it listens on the pod's IP (`cluster.PodNetwork` routes the pod network to this machine's
   loopback device, so a process here can serve any pod address);
@@ -17,8 +17,13 @@ pod's container sees its world:
   to a Ready endpoint's pod IP: what cluster DNS and the Service proxy give a pod, kept current
   while it runs (so a Service here answers only on its target port, which every Service these
   programs call keeps equal to its port);
-- with its container's environment and Secret volumes (`container_env`, `secret_volumes`) where
-  the program stands for a container of the pod.
+- with its container's environment and Secret and ConfigMap volumes (`container_env`,
+  `secret_volumes`, `configmap_volumes`) where the program stands for a container of the pod;
+- with the pod's Ready condition following its container's readiness probe where the program says
+  so (`PodProgram.readiness`): KWOK marks a pod Ready as soon as it runs, before any program here
+  has started, where a kubelet holds it not Ready until the probe passes. The first poll that sees
+  the pod Running starts the program and marks the pod not Ready; until then (one poll, half a
+  second) KWOK's Ready stands.
 
 What stands in for a kubelet's container runtime is this module; what runs in it is the real program.
 """
@@ -32,7 +37,9 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -43,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+import grpc
 
 from tests.engine.kube import ApiError, ApiServer, free_port
 from tests.tools import tool
@@ -74,6 +83,9 @@ class PodProgram:
     in_pod: bool = True
     # The pod's container the program stands for, whose environment it gets (`container_env`).
     container: str | None = None
+    # The pod is Ready only while that container's readiness probe passes (`probe`), checked every
+    # poll, as the kubelet's prober decides; off, KWOK's Ready stands from the pod's start.
+    readiness: bool = False
 
 
 @dataclass
@@ -182,6 +194,22 @@ class PodProcesses:
                 _write_in_place(run.folder / "hosts", hosts)
             if program.refresh is not None:
                 program.refresh(pod, run.folder, self.api)
+            if program.readiness and program.container is not None:
+                self._report_ready(pod, program.container, run)
+
+    def _report_ready(self, pod: Pod, container: str, run: _Running) -> None:
+        """The pod's Ready and ContainersReady conditions, where they differ from what the probe says."""
+        ready = run.proc.poll() is None and probe(pod, container)
+        said = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []}
+        status = "True" if ready else "False"
+        if said.get("Ready") == status and said.get("ContainersReady") == status:
+            return
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        conditions = [
+            {"type": kind, "status": status, "lastTransitionTime": now} for kind in ("Ready", "ContainersReady")
+        ]
+        with contextlib.suppress(ApiError):  # the pod going: nothing to report
+            self.api.patch_status({"apiVersion": "v1", "kind": "Pod", **pod}, {"conditions": conditions})
 
     def serving(self, program: str) -> set[str]:
         """The pods (`namespace/name`) `program` runs for now."""
@@ -293,7 +321,19 @@ def secret_volumes(pod: Pod, container: str, folder: Path, api: ApiServer) -> di
     """Each Secret volume the container mounts, written as the kubelet writes it (a file per key,
     kept current; an optional Secret not there yet is an empty folder) under `folder`: mount path ->
     the folder standing for it. Files are replaced whole, so a reader never sees half of one."""
-    volumes = {v["name"]: v["secret"] for v in pod["spec"].get("volumes") or [] if "secret" in v}
+    return _volumes(pod, container, folder, api, "secret")
+
+
+def configmap_volumes(pod: Pod, container: str, folder: Path, api: ApiServer) -> dict[str, Path]:
+    """Each ConfigMap volume the container mounts, as `secret_volumes` writes Secret volumes: a file
+    per key of its `data` and `binaryData`."""
+    return _volumes(pod, container, folder, api, "configMap")
+
+
+def _volumes(pod: Pod, container: str, folder: Path, api: ApiServer, kind: str) -> dict[str, Path]:
+    # A volume's source names its object by `secretName` (a Secret) or `name` (a ConfigMap).
+    name_field, object_kind = {"secret": ("secretName", "Secret"), "configMap": ("name", "ConfigMap")}[kind]
+    volumes = {v["name"]: v[kind] for v in pod["spec"].get("volumes") or [] if kind in v}
     mounts: dict[str, Path] = {}
     for mount in container_of(pod, container).get("volumeMounts") or []:
         source = volumes.get(mount["name"])
@@ -301,10 +341,13 @@ def secret_volumes(pod: Pod, container: str, folder: Path, api: ApiServer) -> di
             continue
         where = folder / "volumes" / mount["name"]
         where.mkdir(parents=True, exist_ok=True)
-        ref = {"metadata": {"name": source["secretName"], "namespace": pod["metadata"]["namespace"]}}
-        secret = api.get({"apiVersion": "v1", "kind": "Secret", **ref}) or {}
-        for key, value in (secret.get("data") or {}).items():
-            data = base64.b64decode(value)
+        ref = {"metadata": {"name": source[name_field], "namespace": pod["metadata"]["namespace"]}}
+        found = api.get({"apiVersion": "v1", "kind": object_kind, **ref}) or {}
+        # A Secret's `data` and a ConfigMap's `binaryData` are base64; a ConfigMap's `data` is text.
+        files = {key: base64.b64decode(value) for key, value in (found.get("binaryData") or {}).items()}
+        for key, value in (found.get("data") or {}).items():
+            files[key] = base64.b64decode(value) if kind == "secret" else value.encode()
+        for key, data in files.items():
             target = where / key
             if not target.exists() or target.read_bytes() != data:
                 temporary = where / f".{key}.new"
@@ -317,15 +360,65 @@ def secret_volumes(pod: Pod, container: str, folder: Path, api: ApiServer) -> di
 def container_args(pod: Pod, container: str, mounts: Mapping[str, Path]) -> list[str]:
     """The container's arguments, with each path under a volume's mount path moved to the folder
     that stands for it here (the programs run in this machine's file system, where the mount path
-    is not created)."""
+    is not created): a flag's value after `=`, or an argument of its own (`--flag /path`)."""
     out = []
     for arg in container_of(pod, container).get("args") or []:
         for mount_path, where in mounts.items():
             arg = arg.replace(f"={mount_path}/", f"={where}/")
             if arg.endswith(f"={mount_path}"):
                 arg = arg[: -len(mount_path)] + str(where)
+            if arg == mount_path or arg.startswith(f"{mount_path}/"):
+                arg = str(where) + arg[len(mount_path) :]
         out.append(arg)
     return out
+
+
+# The status a gRPC health check answers when serving (grpc/grpc-proto grpc/health/v1/health.proto:
+# `HealthCheckResponse.ServingStatus`, SERVING = 1), and the messages' wire form: field 1 of each,
+# the request's `service` a string (tag 0x0a), the response's `status` an enum (tag 0x08).
+GRPC_SERVING = 1
+
+
+def health_status(address: str, service: str, timeout: float = 1) -> int:
+    """What the gRPC health service at `address` ("ip:port") answers for `service`."""
+    data = service.encode()
+    assert len(data) < 128, "one varint byte of length"
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary("/grpc.health.v1.Health/Check")
+        answer = call(b"\x0a" + bytes([len(data)]) + data if data else b"", timeout=timeout)
+    return answer[1] if answer[:1] == b"\x08" else 0  # an empty message: UNKNOWN (0)
+
+
+def probe(pod: Pod, container: str) -> bool:
+    """Whether the container's readiness probe passes now, at the pod's IP (the kubelet's prober,
+    pkg/kubelet/prober: gRPC health `Check`, HTTP GET answered 200 to 399, or a TCP connect); a
+    container without one is ready while it runs."""
+    spec = container_of(pod, container)
+    check = spec.get("readinessProbe")
+    if not check:
+        return True
+    named = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
+    timeout = float(check.get("timeoutSeconds", 1))
+
+    def port(value: Any) -> int:
+        return named[value] if isinstance(value, str) and not value.isdigit() else int(value)
+
+    ip = pod_ip(pod)
+    try:
+        if "grpc" in check:
+            address = f"{ip}:{port(check['grpc']['port'])}"
+            return health_status(address, check["grpc"].get("service") or "", timeout) == GRPC_SERVING
+        if "httpGet" in check:
+            get = check["httpGet"]
+            url = f"{get.get('scheme', 'HTTP').lower()}://{ip}:{port(get['port'])}{get.get('path', '/')}"
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                return bool(200 <= response.status < 400)
+        if "tcpSocket" in check:
+            with socket.create_connection((ip, port(check["tcpSocket"]["port"])), timeout=timeout):
+                return True
+    except (OSError, grpc.RpcError):
+        return False
+    raise ValueError(f"pod {pod['metadata']['name']}: no prober here for {sorted(check)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,3 +608,85 @@ def query(address: str, promql: str) -> list[dict[str, Any]]:
 def get_json(address: str, path: str) -> Any:
     with urllib.request.urlopen(f"http://{address}{path}", timeout=10) as response:
         return json.loads(response.read())["data"]
+
+
+# --------------------------------------------------------------------------------------------
+# A deployment's endpoint picker
+
+# The label of a deployment's endpoint picker pods, whose value is the deployment's name.
+PICKER_LABEL = "modelplane.ai/endpoint-picker"
+PICKER_CONTAINER = "epp"
+# The picker's listeners and their defaults (pkg/epp/server/options.go at v1.5.0: `DefaultGrpcPort`
+# 9002, `GRPCHealthPort` 9003, `MetricsPort` 9090); each binds every address, with no flag for the
+# address (`net.Listen("tcp", fmt.Sprintf(":%d", port))` in internal/runnable/grpc.go, and the
+# metrics server's `BindAddress: fmt.Sprintf(":%d", ...)` in cmd/epp/runner/runner.go).
+PICKER_PORTS = (("--grpc-port", 9002), ("--grpc-health-port", 9003), ("--metrics-port", 9090))
+PORTMAP = Path(__file__).with_name("portmap.py")
+
+
+def flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The last value `args` give `flag` (`--flag=value` or `--flag value`), as pflag reads them."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg.startswith(f"{flag}="):
+            value = arg.split("=", 1)[1]
+        elif arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def endpoint_picker() -> PodProgram:
+    """The endpoint picker v1.5.0 (`epp` of sigs.k8s.io/gateway-api-inference-extension) for each
+    picker pod, with its container's own arguments, environment and ConfigMap volume, in the pod's
+    world (in-cluster configuration: the picker has no --kubeconfig flag and reads the service
+    account's token as in a pod, controller-runtime's `GetConfig`).
+
+    Its three listeners bind every address, which on this machine would hold the port for every pod:
+    each is moved to a free loopback port (the last of a repeated flag wins, pflag), and portmap.py
+    listens on the pod's own IP at the port the container's arguments (or the picker's default)
+    give it and relays there. The pod is Ready while its readiness probe (gRPC health on 9003) says
+    the picker is serving, which it says once its InferencePool is synced (cmd/epp/runner/health.go)."""
+
+    def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
+        mounts = configmap_volumes(pod, PICKER_CONTAINER, folder, api)
+        args = container_args(pod, PICKER_CONTAINER, mounts)
+        forwards, moved = [], []
+        for flag, default in PICKER_PORTS:
+            port, local = int(flag_value(args, flag) or default), free_port()
+            forwards += ["--forward", f"{pod_ip(pod)}:{port}={local}"]
+            moved.append(f"{flag}={local}")
+        return [sys.executable, str(PORTMAP), *forwards, "--", str(tool("epp")), *args, *moved]
+
+    def refresh(pod: Pod, folder: Path, api: ApiServer) -> None:
+        configmap_volumes(pod, PICKER_CONTAINER, folder, api)  # the kubelet's periodic sync of the volume
+
+    return PodProgram(
+        "endpoint-picker",
+        lambda pod: PICKER_LABEL in (pod["metadata"].get("labels") or {}),
+        argv,
+        refresh,
+        container=PICKER_CONTAINER,
+        readiness=True,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# A Job's container: its own command, its claims mounted, its end reported (jobrun.py)
+
+
+def job_container(selector: Mapping[str, str], container: str, tools: Path) -> PodProgram:
+    """Container `container` of the Job pods `selector` picks, run by `jobrun.run_job` in the pod's
+    world with the container's environment and the image's tools from `tools` (`jobrun.write_tools`).
+    The cluster must hold these pods back from KWOK's completion (`LocalCluster.start`'s
+    `held_jobs`): the program reports their end."""
+
+    def claims(pod: Pod) -> bool:
+        owners = pod["metadata"].get("ownerReferences") or []
+        return labelled(selector)(pod) and any(o.get("kind") == "Job" for o in owners)
+
+    def argv(pod: Pod, folder: Path, api: ApiServer) -> list[str]:
+        (folder / "pod.json").write_text(json.dumps(pod))
+        run = ["/usr/bin/env", f"PYTHONPATH={ROOT}", sys.executable, "-m", "tests.engine.jobrun", "job"]
+        return [*run, str(folder / "pod.json"), str(tools)]
+
+    return PodProgram(f"job-{container}", claims, argv, container=container)

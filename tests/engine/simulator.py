@@ -44,6 +44,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from infra.formats import flag_value
+from infra.serving import vllm_args
+
 # A small bound of running requests, so that a few concurrent requests make some wait (see above).
 DEFAULT_MAX_NUM_SEQS = 4
 # The simulated KV cache's size in tokens (a fixed capacity; usage is what running requests hold).
@@ -263,24 +266,10 @@ def handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def engine_flag(args: Sequence[str], flag: str) -> str | None:
-    """The last value of `flag` in vLLM-style args (`--flag value` or `--flag=value`)."""
-    found = None
-    for i, arg in enumerate(args):
-        name, sep, value = arg.partition("=")
-        if name == flag:
-            found = value if sep else (args[i + 1] if i + 1 < len(args) else None)
-    return found
-
-
 def served_model(args: Sequence[str]) -> str:
-    """The model name vLLM serves and labels its series with: the first `--served-model-name`,
-    else `--model`, else `vllm serve`'s positional model (ModelConfig.served_model_name)."""
-    named = engine_flag(args, "--served-model-name") or engine_flag(args, "--model")
-    if named:
-        return named
-    positional = [a for a in args if not a.startswith("-")]
-    return positional[0] if positional and not args[0].startswith("-") else "model"
+    """The model name the simulated engine serves: vLLM's reading of the args
+    (`infra.serving.vllm_args.served_model`), "model" where they name none."""
+    return vllm_args.served_model(args) or "model"
 
 
 def server(host: str, port: int, engine: Engine) -> ThreadingHTTPServer:
@@ -298,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--engine-args", default="", help="the pod's engine args, shell-quoted")
     opts = parser.parse_args(argv)
     args = shlex.split(opts.engine_args)
-    seqs = engine_flag(args, "--max-num-seqs")
+    seqs = (flag_value(args, "--max-num-seqs") or (0, ""))[1]
     engine = Engine(served_model(args), int(seqs or DEFAULT_MAX_NUM_SEQS), opts.kv_cache_tokens, opts.seconds_per_token)
     with server(opts.host, opts.port, engine) as httpd:
         httpd.serve_forever()

@@ -10,7 +10,7 @@ cluster's model pods are served by simulated engines at their addresses (servers
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,10 @@ class Run:
         stack: str,
         programs: Sequence[PodProgram] = (),
         edit: Callable[[dict[str, Any]], None] | None = None,
+        held_jobs: Mapping[str, str] | None = None,
     ) -> None:
-        """`edit` changes the stack's config before anything starts (the cluster's nodes are its pools')."""
+        """`edit` changes the stack's config before anything starts (the cluster's nodes are its pools');
+        `held_jobs` labels the Job pods a program of `programs` completes (`LocalCluster.start`)."""
         self.engine = Engine(base / "engine", cli, real=True)
         self.name = stack
         if edit is not None:
@@ -52,7 +54,7 @@ class Run:
         assert len(facts) == 1, "one Existing cluster per stack here"
         self.facts: ClusterFacts = next(iter(facts.values()))
         self.cluster = LocalCluster.start(
-            base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts)
+            base / "cluster", etcd.url, f"/{secrets.token_hex(8)}", cluster_nodes(self.facts), held_jobs
         )
         # What runs in pods (podproc.py): a model server for every engine pod (servers.py), and
         # the programs a test's claims rest on, such as the Prometheus operator and the Prometheus

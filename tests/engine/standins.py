@@ -19,7 +19,7 @@ defaults where the values leave a path unset):
   scrape jobs and its PodMonitor select;
 - a post-install hook Job where the real chart runs one (cert-manager's `startupapicheck`), and the
   CRD bundles the row names in `crds/` (`CRD_BUNDLES`: the Gateway API release engine/crds pins, as
-  gateway-helm carries it, lws's LeaderWorkerSet, KEDA's ScaledObject, kube-prometheus-stack's PodMonitor).
+  gateway-helm carries it with Envoy Gateway's own policies, lws's LeaderWorkerSet, KEDA's ScaledObject, kube-prometheus-stack's PodMonitor).
 
 So the tier proves the real provider's Helm installs, awaits and hooks, the program's own objects,
 the scheduler's placement of every agent from our values, and DRA allocation; it does not prove
@@ -44,6 +44,7 @@ from infra.serving.catalog import CATALOG
 from infra.serving.chart import Chart, NodeAgent
 from infra.serving.rows import AMD_OPERATOR_KEY, NVIDIA_OPERATOR_KEY
 from tests.engine.kube import (
+    envoy_gateway_crds,
     gateway_api_crds,
     keda_crds,
     lws_crds,
@@ -57,6 +58,7 @@ IMAGE = "registry.k8s.io/pause:3.10"
 # The CRD bundles a row's `crds` names, each as the stand-in's `crds/<bundle>.yaml`.
 CRD_BUNDLES: Mapping[str, Callable[[], list[dict[str, Any]]]] = {
     "gateway-api": gateway_api_crds,
+    "envoy-gateway": envoy_gateway_crds,
     "leaderworkerset": lws_crds,
     "keda": keda_crds,
     "podmonitors": pod_monitor_crds,

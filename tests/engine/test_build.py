@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.harness import ROOT
+from tests.tools import engine_tools
 
 
 def locate(tmp_path: Path, on_path_version: str) -> str:
@@ -41,8 +42,18 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     assert done.returncode == 2
     assert (
         "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
-        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda or keda-adapter)" in done.stderr
+        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter or epp)"
+        in done.stderr
     )
+
+
+def test_make_engine_builds_every_tool_the_script_builds() -> None:
+    # The refusal names every tool engine/build.sh knows; `make engine` (the Makefile's
+    # ENGINE_TOOLS) must build each, or a fresh machine skips the tests of the one it left out.
+    script = ROOT / "engine" / "build.sh"
+    done = subprocess.run(["bash", str(script), "--locate", "kubectl"], capture_output=True, text=True, check=False)
+    named = done.stderr.split("(", 1)[1].split(")", 1)[0].replace(" or ", ", ").split(", ")
+    assert sorted(named) == sorted(engine_tools())
 
 
 @pytest.mark.parametrize(
@@ -59,6 +70,7 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
         "prometheus",
         "keda",
         "keda-adapter",
+        "epp",
     ],
 )
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
@@ -76,6 +88,7 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
         "prometheus": "v3.11.3",
         "keda": "v2.20.2",
         "keda-adapter": "v2.20.2",
+        "epp": "v1.5.0",
     }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)

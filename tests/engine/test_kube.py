@@ -19,9 +19,10 @@ from clouds.mock import fake_kubeconfig
 from infra.config.model import ScalingMetric
 from infra.config.stackfile import load_stack_file
 from infra.serving import telemetry
+from infra.serving.picker import PICKER_LABEL
 from program.main import run
 from tests.engine.harness import Engine
-from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool
+from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool, envoy_gateway_crds, inference_crds
 from tests.test_analyzer import BYO
 from tests.test_k8s_schema import ROOT, manifest
 from tooling.mockrun import run_under_mocks
@@ -173,6 +174,52 @@ def autoscaled_objects(stack_name: str) -> list[dict[str, Any]]:
     return [manifest(r) for r in result.resources if r.type.endswith(kinds)]
 
 
+def kept(written: Any, stored: Any) -> bool:
+    """Every value written is in what the server stored (which may hold defaults besides)."""
+    if isinstance(written, dict):
+        return isinstance(stored, dict) and all(k in stored and kept(v, stored[k]) for k, v in written.items())
+    if isinstance(written, list):
+        return isinstance(stored, list) and len(written) == len(stored) and all(map(kept, written, stored))
+    return bool(written == stored)
+
+
+# The kinds a picker-routed service adds: its pool, and Envoy Gateway's two policies on its route.
+ROUTING_KINDS = (":InferencePool", ":EnvoyExtensionPolicy", ":BackendTrafficPolicy", ":HTTPRoute")
+
+
+@pytest.mark.parametrize("stack_name", ["byo-mixed", "nebius-671b"])
+def test_the_real_server_accepts_every_pool_and_route_policy_of_a_picker_routed_service(
+    server: ApiServer, stack_name: str
+) -> None:
+    """The real kube-apiserver, serving the InferencePool CRD of the pinned inference extension release
+    and Envoy Gateway's policy CRDs of its pinned chart, stores every pool, picker policy and route the
+    program writes as written (their CEL rules run: a failOpen beside FullDuplexStreamed is refused)."""
+    server.install_crds(inference_crds() + envoy_gateway_crds())
+    loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack_name}.yaml")
+    raw = loaded.fleet.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    config, secret_keys = runtime_config(raw, loaded.secrets, loaded.plain)
+    result = run_under_mocks(run, loaded.stack, config, secret_keys)
+    assert result.error is None, result.error
+    objects = [manifest(r) for r in result.resources if r.type.endswith(ROUTING_KINDS)]
+    kinds = {o["kind"] for o in objects}
+    assert kinds == {k.lstrip(":") for k in ROUTING_KINDS}, kinds
+    for namespace in {o["metadata"]["namespace"] for o in objects}:
+        server.apply({**NAMESPACE, "metadata": {"name": namespace}})
+    for obj in objects:
+        if obj["kind"] == "HTTPRoute":
+            continue  # its Gateway's namespace is not this test's; the policies only name the route
+        stored = server.apply(obj)
+        # The server fills its CRD's defaults in (a pool's appProtocol, its picker's kind); it
+        # keeps every value written.
+        assert kept(obj["spec"], stored["spec"]), f"the server changed {obj['kind']} {obj['metadata']['name']}"
+    policy = next(o for o in objects if o["kind"] == "EnvoyExtensionPolicy")
+    refused = copy.deepcopy(policy)
+    refused["metadata"]["name"] = "fails-open"
+    refused["spec"]["extProc"][0]["failOpen"] = True
+    with pytest.raises(ApiError, match="FailOpen must be false"):
+        server.apply(refused)
+
+
 @pytest.mark.parametrize("stack_name", AUTOSCALED_STACKS)
 def test_the_real_server_accepts_every_autoscaled_deployments_scaled_object_and_pod_monitor(
     server: ApiServer, stack_name: str
@@ -182,10 +229,16 @@ def test_the_real_server_accepts_every_autoscaled_deployments_scaled_object_and_
     with the bounds and the metric each deployment was given; a wrong one is refused."""
     objects = autoscaled_objects(stack_name)
     scaled = [o for o in objects if o["kind"] == "ScaledObject"]
-    # One PodMonitor a deployment, beside the telemetry collector's (components/serving_stack.py).
-    monitors = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] != telemetry.NAMESPACE]
+    # One PodMonitor a deployment, beside the telemetry collector's (components/serving_stack.py) and
+    # each endpoint picker's (components/features/picker.py).
+    pickers = [o for o in objects if PICKER_LABEL in (o["metadata"].get("labels") or {})]
+    monitors = [
+        o
+        for o in objects
+        if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] != telemetry.NAMESPACE and o not in pickers
+    ]
     assert scaled and len(scaled) == len(monitors)
-    assert len([o for o in objects if o["kind"] == "PodMonitor"]) == len(monitors) + 1
+    assert len([o for o in objects if o["kind"] == "PodMonitor"]) == len(monitors) + len(pickers) + 1
     for namespace in {o["metadata"]["namespace"] for o in objects}:
         server.apply({**NAMESPACE, "metadata": {"name": namespace}})
     for obj in objects:

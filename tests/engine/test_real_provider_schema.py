@@ -36,6 +36,9 @@ BY_DISCOVERY = {
     "kubernetes:gateway.networking.k8s.io/v1:Gateway",
     "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
     "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+    "kubernetes:inference.networking.k8s.io/v1:InferencePool",
+    "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyExtensionPolicy",
+    "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy",
 }
 # Inputs the 4.34.2 SDK has and v4.25.0's schema does not (read from both): the program must set
 # none of them, or the older provider would ignore what the user asked for.
