@@ -311,6 +311,13 @@ KEYS: dict[tuple[str, str], Key] = {
         "`zone-outside-region` (`infra/checks/devices.py`)",
         "uncataloguedZones: true",
     ),
+    ("NodePool", "capacity"): Key(
+        "How the pool's nodes are bought: `type` OnDemand (default), Spot (spot or preemptible), Reservation or "
+        "CapacityBlock, with `reservation`, `hourlyPrice`, `blockNodes`, `blockZone` and `maxPrice` where the type "
+        "and cloud take them (docs/machines.md, \"Capacity\").",
+        "the cloud's node pool purchase option; the budget's price",
+        "capacity: {type: Spot}",
+    ),
     ("ChartMirror", "url"): Key(
         "The mirror every component's chart comes from unless its own entry names another.",
         "the serving stack's releases",

@@ -119,6 +119,23 @@ class Accelerator(Model):
 MAX_HOURLY_PRICE = Decimal(10000)
 
 
+def parse_hourly_price(v: Any) -> Any:
+    """A positive, finite number of USD an hour (a number, or its text as `pulumi config set --path`
+    writes it), for every `hourlyPrice` key."""
+    fix = "write what one node costs you an hour in USD, such as hourlyPrice: 12.5"
+    if v is None:
+        return v
+    if isinstance(v, bool) or not isinstance(v, int | float | str | Decimal):
+        raise ValueError(f"{shown(v)} is not a price; {fix}")
+    try:
+        price = Decimal(str(v).strip())
+    except InvalidOperation:
+        raise ValueError(f"{shown(v)} is not a number; {fix}") from None
+    if not price.is_finite() or not 0 < price <= MAX_HOURLY_PRICE:
+        raise ValueError(f"{shown(v)} is not a price above 0 and at most {MAX_HOURLY_PRICE}; {fix}")
+    return price
+
+
 class MachineBlock(Model):
     """A class's `provisioning.<cloud>` block: the machine to provision, and its accelerator.
 
@@ -147,19 +164,7 @@ class MachineBlock(Model):
     @field_validator("hourly_price", mode="before")
     @classmethod
     def _price(cls, v: Any) -> Any:
-        """A positive, finite number of USD (a number, or its text as `pulumi config set --path` writes it)."""
-        fix = "write what one node costs you an hour in USD, such as hourlyPrice: 12.5"
-        if v is None:
-            return v
-        if isinstance(v, bool) or not isinstance(v, int | float | str | Decimal):
-            raise ValueError(f"{shown(v)} is not a price; {fix}")
-        try:
-            price = Decimal(str(v).strip())
-        except InvalidOperation:
-            raise ValueError(f"{shown(v)} is not a number; {fix}") from None
-        if not price.is_finite() or not 0 < price <= MAX_HOURLY_PRICE:
-            raise ValueError(f"{shown(v)} is not a price above 0 and at most {MAX_HOURLY_PRICE}; {fix}")
-        return price
+        return parse_hourly_price(v)
 
     @property
     def machine_name(self) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     Field,
@@ -14,7 +15,7 @@ from pydantic import (
 
 from clouds import CLOUDS, cloud
 from clouds.spec import Cloud
-from infra.config.base import Model, OwnerClusterBlock, ProvisionedClusterBlock
+from infra.config.base import MAX_HOURLY_PRICE, Model, OwnerClusterBlock, ProvisionedClusterBlock, parse_hourly_price
 from infra.config.classes import Source
 from infra.config.names import (
     MAX_POOL_NODES,
@@ -55,6 +56,49 @@ class Taint(Model):
         return v
 
 
+class CapacityType(StrEnum):
+    """How a pool's nodes are bought (docs/machines.md, "Capacity"); each cloud's package maps it
+    to its own terms, and a cloud without one refuses it (infra/checks/capacity.py)."""
+
+    ON_DEMAND = "OnDemand"
+    # Spot or preemptible: cheaper, and the cloud may take a node back at short notice.
+    SPOT = "Spot"
+    # A reservation the owner holds (GKE specific reservation, EKS On-Demand Capacity Reservation,
+    # AKS capacity reservation group, ...), at the price the owner pays for it.
+    RESERVATION = "Reservation"
+    # A block of instances bought for a fixed time in one zone (EKS Capacity Blocks for ML).
+    CAPACITY_BLOCK = "CapacityBlock"
+
+
+class PoolCapacity(Model):
+    """`nodePools[].capacity`: what a pool's nodes are bought as. Which keys each type and cloud
+    takes is judged in infra/checks/capacity.py."""
+
+    type: CapacityType = CapacityType.ON_DEMAND
+    # Reservation, CapacityBlock: the cloud's ID of it (a GKE reservation's name, an EKS `cr-...`
+    # ID, an AKS capacity reservation group's resource ID).
+    reservation: str | None = None
+    # Reservation, CapacityBlock: what the owner pays for one node an hour, in USD; no public
+    # catalog knows it, so the budget counts the pool at it.
+    hourly_price: Annotated[Decimal, Field(gt=0, le=MAX_HOURLY_PRICE)] | None = None  # bounds for the schema
+    # CapacityBlock: the instances the block holds and the zone it is in, as the owner bought it.
+    block_nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] | None = None
+    block_zone: str | None = None
+    # Spot: the most the owner pays for one node an hour, in USD, where the cloud takes a ceiling
+    # (AKS `spotMaxPrice`); unset pays up to the on-demand price.
+    max_price: Annotated[Decimal, Field(gt=0, le=MAX_HOURLY_PRICE)] | None = None  # bounds for the schema
+
+    @field_validator("hourly_price", "max_price", mode="before")
+    @classmethod
+    def _price(cls, v: Any) -> Any:
+        return parse_hourly_price(v)
+
+    @property
+    def reclaimable(self) -> bool:
+        """The cloud may take the pool's nodes back at any time (the floor rules read this)."""
+        return self.type is CapacityType.SPOT
+
+
 class NodePool(Model):
     name: PoolName
     class_name: str
@@ -68,6 +112,7 @@ class NodePool(Model):
     # The zones exist though the zone catalog does not list them for the region yet
     # (`zone-outside-region` stops a run otherwise: infra/checks/machines.py).
     uncatalogued_zones: bool = False
+    capacity: PoolCapacity = Field(default_factory=PoolCapacity)
 
     @field_validator("zones")
     @classmethod
