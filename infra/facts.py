@@ -26,6 +26,7 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
+from infra.config.clusters import PoolCapacity
 from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied, cluster_region
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.machines import MachineType
@@ -93,6 +94,8 @@ class PoolFacts:
     # cloud profile's `scaling.gpu_from_zero`; None where nothing here judges it (CPU and system
     # pools, and every pool of a cluster the program does not build).
     scale_from_zero: bool | None = None
+    # What the pool's nodes are bought as (`nodePools[].capacity`); each cloud's component spells it.
+    capacity: PoolCapacity = field(default_factory=PoolCapacity)
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -388,6 +391,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                     if role == "GPU" and cloud.scaling.gpu_from_zero is not None
                     else None
                 ),
+                capacity=pool.capacity,
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

@@ -225,6 +225,37 @@ class SharedStorage:
 
 
 @dataclass(frozen=True)
+class CapacityTerms:
+    """How a cloud sells a pool's nodes as one capacity type (`nodePools[].capacity.type`).
+
+    `term` is the cloud's own name for it and the pool setting it becomes, `source` the page that
+    documents it for Kubernetes node pools; the cloud's component spells it.
+    """
+
+    term: str
+    source: str
+    # The cloud takes a spot pool's price ceiling (`capacity.maxPrice`).
+    max_price: bool = False
+    # The form the cloud gives the reservation a pool consumes (`capacity.reservation`); `says` is a
+    # noun phrase ("an EC2 Capacity Reservation ID, cr- and 17 hex digits"). None: any text.
+    reservation: NameRule | None = None
+    # The cloud offers it for GPU machines only (a CPU pool of this type is refused).
+    gpu_only: bool = False
+
+
+@dataclass(frozen=True)
+class Capacities:
+    """The capacity types a cloud's pools can be bought as beyond on demand (`infra.checks.capacity`).
+
+    A type missing from `offered` is refused on the cloud's pools, with `lacks`: what the cloud
+    documents about its Kubernetes node pools, and where.
+    """
+
+    offered: Mapping[str, CapacityTerms] = field(default_factory=dict)
+    lacks: str = ""
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -258,6 +289,8 @@ class CloudProfile:
     # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
     # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
     memory_reservation: Reservation | None = None
+    # What a pool's nodes can be bought as beyond on demand: spot, reservations, capacity blocks.
+    capacity: Capacities = field(default_factory=Capacities)
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:

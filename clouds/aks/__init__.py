@@ -19,6 +19,8 @@ from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
 from infra.profiles import (
+    Capacities,
+    CapacityTerms,
     CloudProfile,
     Fabric,
     Naming,
@@ -77,6 +79,24 @@ def _named(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
 def _user_credentials(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     kubeconfig = fake_kubeconfig(str(args.get("resourceName", "aks")))
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+
+
+# What an AKS agent pool's nodes can be bought as; `clouds.aks.component.capacity_settings` spells it.
+CAPACITY = Capacities(
+    offered={
+        "Spot": CapacityTerms(
+            "Spot priority (scaleSetPriority Spot, eviction policy Delete, spotMaxPrice)",
+            "https://learn.microsoft.com/azure/aks/spot-node-pool",
+            max_price=True,
+        ),
+    },
+    # A capacity reservation group is associated through the cluster's user-assigned managed identity,
+    # Contributor on the group's resource group; a system-assigned identity, which this program gives
+    # the cluster, cannot be used (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups).
+    lacks="AKS associates a pool with a capacity reservation group only through a user-assigned cluster identity, "
+    "and the cluster here has a system-assigned one; AKS has no capacity blocks "
+    "(https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups)",
+)
 
 
 CLOUD = Cloud(
@@ -146,6 +166,7 @@ CLOUD = Cloud(
         # https://learn.microsoft.com/azure/aks/availability-zones).
         zones=Zones(names=("1", "2", "3")),
         memory_reservation=Reservation(aks_reserved, "what AKS reserves"),
+        capacity=CAPACITY,
     ),
     key="aks",
     cluster_block=AksCluster,

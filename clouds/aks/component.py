@@ -26,6 +26,7 @@ from clouds import aks
 from clouds.aks import agent_pool_name
 from clouds.aks.config import AksCluster as AksClusterBlock
 from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
+from infra.config.clusters import CapacityType
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
@@ -69,6 +70,30 @@ def pool_fields(pool: PoolFacts, subnet_id: pulumi.Input[str]) -> dict[str, Any]
         "enable_auto_scaling": pool.autoscaled,
         "min_count": pool.min_node_count if pool.autoscaled else None,
         "max_count": pool.max_node_count if pool.autoscaled else None,
+    }
+
+
+# A spot pool's ceiling when the owner sets none: pay up to the on-demand price, so nodes are never
+# evicted for price (pulumi-azure-native 3.29.0 `containerservice.AgentPool` `spot_max_price`: "-1
+# which indicates default price to be up-to on-demand"; https://learn.microsoft.com/azure/aks/spot-node-pool).
+SPOT_UP_TO_ON_DEMAND = -1.0
+
+
+def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
+    """The agent pool fields that buy a spot pool's nodes at Spot priority (the `clouds.aks` profile's `CAPACITY`).
+
+    Eviction deletes the VM (AKS's default; `Deallocate` would keep paying for its disks and count
+    against quota). AKS gives the nodes the `kubernetes.azure.com/scalesetpriority=spot:NoSchedule`
+    taint and label itself (https://learn.microsoft.com/azure/aks/spot-node-pool). A pool's priority is
+    set when AKS creates it: a change is refused (`tooling.replacements`).
+    """
+    capacity = pool.capacity
+    if capacity.type is not CapacityType.SPOT:
+        return {}
+    return {
+        "scale_set_priority": containerservice.ScaleSetPriority.SPOT,
+        "scale_set_eviction_policy": containerservice.ScaleSetEvictionPolicy.DELETE,
+        "spot_max_price": float(capacity.max_price) if capacity.max_price is not None else SPOT_UP_TO_ON_DEMAND,
     }
 
 
@@ -177,6 +202,7 @@ class AksCluster(ClusterComponent):
                     mode=containerservice.AgentPoolMode.USER,
                     gpu_profile=gpu_profile(pool),
                     **pool_fields(pool, self.subnet.id),
+                    **capacity_settings(pool),
                     # AKS refuses an agent-pool operation while another runs on the same cluster
                     # (OperationNotAllowed), so pools are created one after another.
                     opts=self._on_azure(depends_on=previous, ignore_changes=autoscaler_owned(pool)),

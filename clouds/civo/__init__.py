@@ -17,6 +17,7 @@ from infra.machines import ControlPlaneFee, priced
 from infra.profiles import (
     DRA_KUBELET_PLUGIN_LABEL,
     OPERATOR_DRIVER_ROOT,
+    Capacities,
     CloudProfile,
     NvidiaStack,
     ScaleFromZero,
@@ -28,6 +29,13 @@ SOURCE = "Civo"
 
 def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"kubeconfig": fake_kubeconfig(name), "apiEndpoint": f"https://{name}.civo.invalid"}
+
+
+# Civo sells Kubernetes nodes one way: a pool takes a size and a count, and no capacity type.
+CAPACITY = Capacities(
+    lacks="a Civo node pool takes a size, a count, labels and taints, and no spot, reservation or capacity block "
+    "(https://www.pulumi.com/registry/packages/civo/api-docs/kubernetesnodepool/; pulumi-civo 2.4.8)",
+)
 
 
 CLOUD = Cloud(
@@ -62,6 +70,7 @@ CLOUD = Cloud(
         # No `shared_cache`: civo-volume is block storage, ReadWriteOnce, the only class a Civo cluster
         # has (https://www.civo.com/docs/kubernetes/kubernetes-volumes), so a `Shared` cache is refused.
         # Civo places a cluster's nodes in its region; it has no zones to pick.
+        capacity=CAPACITY,
     ),
     key="civo",
     cluster_block=CivoCluster,

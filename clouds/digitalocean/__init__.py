@@ -22,7 +22,7 @@ from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, ScaleFromZero, Scaling, VersionForm
+from infra.profiles import Capacities, CloudProfile, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "DigitalOcean"
 CLUSTER = "digitalocean:index/kubernetesCluster:KubernetesCluster"
@@ -36,6 +36,15 @@ def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
         "endpoint": f"https://{name}.k8s.ondigitalocean.invalid",
         "kubeConfigs": [{"clusterCaCertificate": FAKE_CA}],
     }
+
+
+# DigitalOcean sells DOKS nodes one way: a pool takes a Droplet size and a count, and no capacity type.
+CAPACITY = Capacities(
+    lacks="a DOKS node pool takes a Droplet size, a count, autoscaling bounds, labels, taints and tags, and no "
+    "spot, reservation or capacity block "
+    "(https://docs.digitalocean.com/reference/doctl/reference/kubernetes/cluster/node-pool/create/; "
+    "pulumi-digitalocean 4.84.1)",
+)
 
 
 CLOUD = Cloud(
@@ -88,6 +97,7 @@ CLOUD = Cloud(
             '"1.34.1-do.0"',
         ),
         # A DigitalOcean region is one datacenter (`nyc2`, `atl1`): it has no zones to pick.
+        capacity=CAPACITY,
     ),
     key="digitalocean",
     cluster_block=DigitalOceanCluster,

@@ -19,8 +19,11 @@ from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced
 from infra.profiles import (
+    Capacities,
+    CapacityTerms,
     CloudProfile,
     Fabric,
+    NameRule,
     ScaleFromZero,
     Scaling,
     SharedStorage,
@@ -112,6 +115,39 @@ def _role_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"arn": f"arn:aws:iam::000000000000:role/{name}", "name": inputs.get("name", name)}
 
 
+# An EC2 Capacity Reservation's ID, which a Capacity Block's reservation is too: `cr-` and 17 hex
+# digits (8 for resources from before 2018); an ID AWS never gives would only fail at launch
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html).
+RESERVATION_ID = NameRule(
+    re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$"),
+    "an EC2 Capacity Reservation ID (cr- and 17 hex digits, as aws ec2 describe-capacity-reservations shows it)",
+    "write the reservation's ID, e.g. cr-0123456789abcdef0",
+)
+
+# What an EKS managed node group's nodes can be bought as; `clouds.eks.component` spells each one
+# (the node group's `capacityType`, and its launch template for a reservation or a block). A node
+# group takes a list of instance types (several for spot, so it can draw on more pools), but a class
+# names one machine here, so a spot group has that one.
+CAPACITY = Capacities(
+    offered={
+        "Spot": CapacityTerms(
+            "Spot Instances (node group capacityType SPOT)",
+            "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html#managed-node-group-capacity-types",
+        ),
+        "Reservation": CapacityTerms(
+            "a targeted On-Demand Capacity Reservation (launch template capacity_reservation_specification)",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html",
+            reservation=RESERVATION_ID,
+        ),
+        "CapacityBlock": CapacityTerms(
+            "Capacity Blocks for ML (capacityType CAPACITY_BLOCK, launch template market type capacity-block)",
+            "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html",
+            reservation=RESERVATION_ID,
+        ),
+    },
+)
+
+
 CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
@@ -184,6 +220,7 @@ CLOUD = Cloud(
         # `aws:` prefix reserved (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
         label_tags=TagRules(owner="AWS", reserved_prefix="aws:", key_max=128, value_max=256),
         memory_reservation=Reservation(eks_reserved, "what EKS reserves at the node group's pod cap"),
+        capacity=CAPACITY,
     ),
     key="eks",
     cluster_block=EksCluster,

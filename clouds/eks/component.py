@@ -77,6 +77,7 @@ from components.base import (
     own_block,
     stack_credentials,
 )
+from infra.config.clusters import CapacityType
 from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
@@ -145,6 +146,55 @@ def efa_network_interfaces(
         )
         for card in range(count)
     ]
+
+
+# The node group's `capacityType` per capacity (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html,
+# `capacityType`: ON_DEMAND, SPOT, CAPACITY_BLOCK); a targeted reservation is On-Demand capacity the
+# launch template points at its reservation.
+CAPACITY_TYPES = {
+    CapacityType.ON_DEMAND: "ON_DEMAND",
+    CapacityType.SPOT: "SPOT",
+    CapacityType.RESERVATION: "ON_DEMAND",
+    CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
+}
+
+
+def capacity_type(pool: PoolFacts) -> str | None:
+    """The node group's `capacityType`; unset for an on-demand pool, as before capacities were modelled.
+
+    EKS defaults it to ON_DEMAND; leaving it unset keeps the inputs of existing on-demand groups as
+    they were, so `up` changes nothing on them (the provider then reads it back, `Computed`).
+    """
+    if pool.capacity.type is CapacityType.ON_DEMAND:
+        return None
+    return CAPACITY_TYPES[pool.capacity.type]
+
+
+def capacity_template(pool: PoolFacts) -> dict[str, Any]:
+    """The launch template fields that put a pool's instances into its reservation or capacity block.
+
+    A reservation: `capacity_reservation_target` names it, so instances launch only into it
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html). A
+    capacity block: the same target, and the market type `capacity-block`, which EKS requires of a
+    CAPACITY_BLOCK node group's launch template
+    (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html). The pool's subnets
+    are those of the block's zone: `infra.checks.capacity` holds its zones to it.
+    """
+    capacity = pool.capacity
+    if capacity.type not in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK):
+        return {}
+    fields: dict[str, Any] = {
+        "capacity_reservation_specification": aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=str(capacity.reservation)
+            )
+        )
+    }
+    if capacity.type is CapacityType.CAPACITY_BLOCK:
+        fields["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="capacity-block"
+        )
+    return fields
 
 
 class EksCluster(ClusterComponent):
@@ -412,6 +462,7 @@ class EksCluster(ClusterComponent):
             ],
             network_interfaces=interfaces,
             placement=placement,
+            **capacity_template(pool),
             update_default_version=True,
             tags=tags,
             opts=self.child(provider=self.aws_provider),
@@ -426,6 +477,7 @@ class EksCluster(ClusterComponent):
             subnet_ids=subnets,
             ami_type=GPU_AMI if pool.role == "GPU" else STANDARD_AMI,
             instance_types=[str(pool.machine)],
+            capacity_type=capacity_type(pool),
             scaling_config=scaling(pool),
             labels=dict(pool.labels),
             taints=node_taints(pool),

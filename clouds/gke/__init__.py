@@ -17,6 +17,8 @@ from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
 from infra.profiles import (
+    Capacities,
+    CapacityTerms,
     CloudProfile,
     Fabric,
     NameRule,
@@ -58,6 +60,33 @@ SCALE_FROM_ZERO = ScaleFromZero(
         "(https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra; modelplane #306, #332)"
     ),
     pool_labels={"cloud.google.com/gke-nvidia-gpu-dra-driver": "true"},
+)
+
+
+# What a GKE pool's nodes can be bought as; `clouds.gke.component.capacity_settings` spells each one.
+# Capacity blocks are not a kind of their own on GKE: a calendar-mode future reservation (DWS) is
+# consumed as a specific reservation. Flex-start (queued provisioning) is left out: its pools start
+# at zero and take nodes only through a ProvisioningRequest a workload makes, which nothing here
+# creates (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest).
+CAPACITY = Capacities(
+    offered={
+        "Spot": CapacityTerms(
+            "Spot VMs (node_config.spot)", "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms"
+        ),
+        "Reservation": CapacityTerms(
+            "a specific reservation (node_config.reservation_affinity SPECIFIC_RESERVATION)",
+            "https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations",
+            # The reservation's name, or projects/<project>/reservations/<name> for one shared from
+            # another project (consuming-reservations, "Consuming a specific shared reservation").
+            reservation=NameRule(
+                re.compile(r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"),
+                "a reservation's name (or projects/<project>/reservations/<name> for a shared one)",
+                "write the reservation's name as gcloud compute reservations list shows it",
+            ),
+        ),
+    },
+    lacks="GKE offers Spot VMs and specific reservations; a capacity block is consumed as a specific reservation "
+    "(https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations)",
 )
 
 
@@ -138,6 +167,7 @@ CLOUD = Cloud(
             rule=NameRule(re.compile(r"^[a-z]"), "start with a letter", "start the name with a lowercase letter")
         ),
         memory_reservation=Reservation(tiered_reservation, "what GKE reserves"),
+        capacity=CAPACITY,
     ),
     key="gke",
     cluster_block=GkeCluster,

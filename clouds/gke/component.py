@@ -50,6 +50,7 @@ from components.base import (
     own_block,
     stack_credentials,
 )
+from infra.config.clusters import CapacityType
 from infra.facts import ClusterFacts, PoolFacts
 from infra.profiles import nodes_per_zone_at_start
 from infra.vocabulary import UPPER_EFFECT
@@ -160,6 +161,33 @@ def initial_node_count(pool: PoolFacts) -> int | None:
     if not pool.autoscaled:
         return None
     return nodes_per_zone_at_start(pool.node_count, pool.zone_count)
+
+
+# The label key a specific reservation is named by (pulumi-gcp 10.2.0 `container.NodePool`
+# node_config.reservation_affinity.key; https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations).
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+
+
+def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
+    """The node config fields that buy the pool's nodes as its capacity says (the `clouds.gke` profile's `CAPACITY`).
+
+    Spot: `spot` (GKE labels the nodes `cloud.google.com/gke-spot=true`). A reservation:
+    `reservation_affinity` naming it, so the pool takes nodes from that reservation only and fails
+    to grow when it is used up, rather than falling back to on-demand nodes. Both force a new
+    pool when changed (`tooling.replacements`).
+    """
+    capacity = pool.capacity
+    if capacity.type is CapacityType.SPOT:
+        return {"spot": True}
+    if capacity.type is CapacityType.RESERVATION:
+        return {
+            "reservation_affinity": gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key=RESERVATION_NAME_KEY,
+                values=[str(capacity.reservation)],
+            )
+        }
+    return {}
 
 
 def filestore_addon(facts: ClusterFacts) -> gcp.container.ClusterAddonsConfigArgs | None:
@@ -356,6 +384,7 @@ class GkeCluster(ClusterComponent):
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),
+                **capacity_settings(pool),
             ),
             opts=self.child(
                 provider=self.gcp_provider,

@@ -25,7 +25,7 @@ from clouds.nebius.config import KEYS, NebiusCluster, NebiusMachine, machine_nam
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, Fabric, ScaleFromZero, Scaling, VersionForm
+from infra.profiles import Capacities, CapacityTerms, CloudProfile, Fabric, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "Nebius"
 CLUSTER = "nebius:index/mk8sV1Cluster:Mk8sV1Cluster"
@@ -46,6 +46,30 @@ def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
             }
         }
     }
+
+
+# What a Nebius node group's nodes can be bought as; `clouds.nebius.component.capacity_settings`
+# spells each one. Nebius reservations are capacity block groups, named by ID and consumed through
+# the node template's `reservation_policy` (pulumi-nebius 0.6.73 `Mk8sV1NodeGroupTemplate`).
+CAPACITY = Capacities(
+    offered={
+        "Spot": CapacityTerms(
+            "preemptible VMs (node template preemptible)",
+            "https://docs.nebius.com/compute/virtual-machines/preemptible",
+            # "You can run preemptible VMs on all VM platforms with GPUs" (the same page).
+            gpu_only=True,
+        ),
+        "Reservation": CapacityTerms(
+            "a capacity block group (node template reservation_policy STRICT with its ID)",
+            "https://docs.nebius.com/compute/virtual-machines/reservations",
+            # "VMs of a regular type and with GPUs support reservations. Preemptible VMs and VMs
+            # without GPUs do not support them" (the same page).
+            gpu_only=True,
+        ),
+    },
+    lacks="a Nebius reservation is a capacity block group, consumed as type Reservation with its ID "
+    "(https://docs.nebius.com/compute/virtual-machines/reservations)",
+)
 
 
 CLOUD = Cloud(
@@ -107,6 +131,7 @@ CLOUD = Cloud(
         # groups take the same form.
         version=VersionForm(re.compile(r"^\d\.\d\d$"), "`<major>.<minor>`", '"1.34"'),
         # A node group has no zone setting (NEBIUS_API node_group.proto): the region places nodes.
+        capacity=CAPACITY,
     ),
     key="nebius",
     cluster_block=NebiusCluster,

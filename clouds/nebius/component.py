@@ -37,6 +37,7 @@ from clouds.nebius import CLOUD as NEBIUS
 from clouds.nebius.config import NebiusCluster as NebiusClusterBlock
 from clouds.nebius.config import NebiusMachine, machine_parts
 from components.base import ClusterArgs, ClusterComponent, ComponentError, exec_kubeconfig, own_block, stack_credentials
+from infra.config.clusters import CapacityType
 from infra.facts import PoolFacts
 from infra.vocabulary import UPPER_EFFECT
 
@@ -93,6 +94,28 @@ def gpu_settings(pool: PoolFacts) -> nebius.Mk8sV1NodeGroupTemplateGpuSettingsAr
     if pool.role != "GPU" or block is None:
         return None
     return nebius.Mk8sV1NodeGroupTemplateGpuSettingsArgs(drivers_preset=block.drivers_preset, dra=True)
+
+
+def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
+    """The node template fields that buy the pool's nodes as its capacity says (the `clouds.nebius` profile's `CAPACITY`).
+
+    Spot: `preemptible`, set empty (pulumi-nebius 0.6.73 `Mk8sV1NodeGroupTemplate`: "Set to empty
+    value to enable preemptible nodes"); https://docs.nebius.com/compute/virtual-machines/preemptible.
+    A reservation: `reservation_policy` STRICT with the capacity block group's ID, so nodes launch
+    in that group or fail, never on pay-as-you-go capacity (the SDK's `ReservationPolicy` values;
+    https://docs.nebius.com/compute/virtual-machines/reservations).
+    """
+    capacity = pool.capacity
+    if capacity.type is CapacityType.SPOT:
+        # The SDK generates the empty args class without annotations.
+        return {"preemptible": nebius.Mk8sV1NodeGroupTemplatePreemptibleArgs()}  # type: ignore[no-untyped-call]
+    if capacity.type is CapacityType.RESERVATION:
+        return {
+            "reservation_policy": nebius.Mk8sV1NodeGroupTemplateReservationPolicyArgs(
+                policy="STRICT", reservation_ids=[str(capacity.reservation)]
+            )
+        }
+    return {}
 
 
 def pool_fabrics(pools: tuple[PoolFacts, ...]) -> list[str]:
@@ -216,6 +239,7 @@ class NebiusCluster(ClusterComponent):
                 gpu_cluster=nebius.Mk8sV1NodeGroupTemplateGpuClusterArgs(id=self.gpu_clusters[fabric].id)
                 if fabric
                 else None,
+                **capacity_settings(pool),
             ),
             opts=self._on_nebius(
                 delete_before_replace=True,

@@ -28,7 +28,7 @@ from clouds.oci.taints import registered_taints
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, Scaling, VersionForm, Zones
+from infra.profiles import Capacities, CapacityTerms, CloudProfile, Scaling, VersionForm, Zones
 
 SOURCE = "OCI"
 CLUSTER = "oci:ContainerEngine/cluster:Cluster"
@@ -83,6 +83,24 @@ def _services(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str,
     }
 
 
+# What an OKE node pool's nodes can be bought as; `clouds.oci.component.capacity_settings` spells
+# each one on every placement of the pool (pulumi-oci 5.5.0 `NodePoolNodeConfigDetailsPlacementConfig`).
+CAPACITY = Capacities(
+    offered={
+        "Spot": CapacityTerms(
+            "preemptible capacity (placement preemptible_node_config, preemption action TERMINATE)",
+            "https://docs.oracle.com/iaas/Content/ContEng/Tasks/contengusingpreemptiblecapacity.htm",
+        ),
+        "Reservation": CapacityTerms(
+            "a compute capacity reservation (placement capacity_reservation_id)",
+            "https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengmanagingcapacitytypes.htm",
+        ),
+    },
+    lacks="OKE node pools take on-demand, reserved or preemptible capacity "
+    "(https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengmanagingcapacitytypes.htm)",
+)
+
+
 CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
@@ -134,6 +152,7 @@ CLOUD = Cloud(
             regions=machines.REGIONS,
             regions_from="clouds/oci/machines.py",
         ),
+        capacity=CAPACITY,
     ),
     key="oci",
     cluster_block=OciCluster,

@@ -41,6 +41,7 @@ from clouds.oci.config import FLEX_SUFFIX, OciMachine, machine_parts
 from clouds.oci.config import OciCluster as OciClusterBlock
 from clouds.oci.taints import USER_DATA, user_data
 from components.base import ClusterArgs, ClusterComponent, ComponentError, own_block, stack_credentials
+from infra.config.clusters import CapacityType
 from infra.facts import PoolFacts
 from infra.vocabulary import NVIDIA
 
@@ -153,6 +154,30 @@ def region_provider(name: str, region: str) -> oci.Provider:
         private_key=key.get("private_key"),
         private_key_password=key.get("private_key_password"),
     )
+
+
+def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
+    """The placement fields that buy the pool's nodes as its capacity says (the `clouds.oci` profile's `CAPACITY`).
+
+    Spot: `preemptible_node_config` with the action OKE takes on a reclaim, TERMINATE, the boot
+    volume not kept (a node comes back from the image); OKE labels the nodes
+    `oci.oraclecloud.com/oke-is-preemptible=true`
+    (https://docs.oracle.com/iaas/Content/ContEng/Tasks/contengusingpreemptiblecapacity.htm). A
+    reservation: `capacity_reservation_id`. Both are "(Updatable)" in pulumi-oci 5.5.0's
+    `NodePoolNodeConfigDetailsPlacementConfig`: a change updates the pool in place.
+    """
+    capacity = pool.capacity
+    if capacity.type is CapacityType.SPOT:
+        return {
+            "preemptible_node_config": oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
+                preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(
+                    type="TERMINATE", is_preserve_boot_volume=False
+                )
+            )
+        }
+    if capacity.type is CapacityType.RESERVATION:
+        return {"capacity_reservation_id": str(capacity.reservation)}
+    return {}
 
 
 class OkeCluster(ClusterComponent):
@@ -377,9 +402,12 @@ class OkeCluster(ClusterComponent):
         zones = tuple(pool.zones)
         domains = self.domains.apply(lambda found: ad_names(found, zones))
         node_subnet = self.node_subnet.id
+        capacity = capacity_settings(pool)
         placements = pulumi.Output.all(domains, node_subnet).apply(
             lambda a: [
-                oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(availability_domain=ad, subnet_id=a[1])
+                oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
+                    availability_domain=ad, subnet_id=a[1], **capacity
+                )
                 for ad in a[0]
             ]
         )

@@ -16,7 +16,7 @@ from clouds.vultr import machines
 from clouds.vultr.config import KEYS, VultrCluster, VultrMachine
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import CloudProfile, NvidiaStack, ScaleFromZero, Scaling, VersionForm
+from infra.profiles import Capacities, CloudProfile, NvidiaStack, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "Vultr"
 
@@ -26,6 +26,14 @@ def _cluster_outputs(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
         "kubeConfig": base64.b64encode(fake_kubeconfig(name).encode()).decode(),
         "endpoint": f"{name}.vultr.invalid",
     }
+
+
+# Vultr sells VKE nodes one way: a pool takes a plan and a quantity, and no capacity type.
+CAPACITY = Capacities(
+    lacks="a VKE node pool takes a plan, a quantity, autoscaling bounds, labels and taints, and no spot, "
+    "reservation or capacity block (https://docs.vultr.com/reference/terraform/resources/kubernetes_node_pools; "
+    "ediri-vultr 2.27.1)",
+)
 
 
 CLOUD = Cloud(
@@ -70,6 +78,7 @@ CLOUD = Cloud(
             "`v<major>.<minor>.<patch>+<build>` (`GET https://api.vultr.com/v2/kubernetes/versions`)",
             '"v1.36.2+1"',
         ),
+        capacity=CAPACITY,
     ),
     key="vultr",
     cluster_block=VultrCluster,

@@ -8,7 +8,8 @@ derived facts. The modules, by topic:
 - `references`: names across keys (classes, clusters, pools, deployments) and each cloud's block;
 - `rules` (credentials, images), `services` (ports, memory, cache, services, autoscaling),
   `parallelism` (parallelism, weights, multi-node groups), `clusters` (versions, capacity claims,
-  cloud names and tags), `mirror` (the chart mirror against the catalog);
+  cloud names and tags), `capacity` (what a pool's nodes are bought as, per cloud), `mirror` (the
+  chart mirror against the catalog);
 - `devices` and `machines`: the device rules, which the policy pack evaluates too;
 - `schedulable`: deployments that could never be scheduled on their pool's nodes;
 - `guard`: the entry, the rules a cloud's API enforces, and the report that stops a run.
