@@ -240,13 +240,18 @@ _TABLE: dict[str, Forcing] = {
     "azure-native:containerservice:AgentPool": Forcing(
         ("resourceGroupName", "resourceName", "agentPoolName", "vmSize", "gpuInstanceProfile"),
         AZURE,
-        # The provider sends both in its update and AKS refuses them: zones are set when a pool is
+        # The provider sends these in its update and AKS refuses them: zones are set when a pool is
         # created (learn.microsoft.com/azure/aks/reliability-availability-zones-configure, "You can't
         # change the number of availability zones after you create a node pool ... create a new node
-        # pool"), and a pool's OS disk is not resized in place (Azure/AKS#4529, open).
-        refused=("availabilityZones", "osDiskSizeGB"),
-        refused_why="AKS sets a pool's zones and OS disk size only when it creates the pool "
-        "(learn.microsoft.com/azure/aks/reliability-availability-zones-configure; Azure/AKS#4529)",
+        # pool"), a pool's OS disk is not resized in place (Azure/AKS#4529, open), and a pool's Spot
+        # priority, eviction policy and price ceiling are fixed at creation too (forceNewMap lists
+        # none of them, but hashicorp/terraform-provider-azurerm's kubernetes_cluster_node_pool, on
+        # the same AKS API, marks `priority`, `eviction_policy` and `spot_max_price` "Changing this
+        # forces a new resource to be created").
+        refused=("availabilityZones", "osDiskSizeGB", "scaleSetPriority", "scaleSetEvictionPolicy", "spotMaxPrice"),
+        refused_why="AKS sets a pool's zones, OS disk size and Spot priority (eviction policy, max price) only when "
+        "it creates the pool (learn.microsoft.com/azure/aks/reliability-availability-zones-configure; Azure/AKS#4529; "
+        "terraform-provider-azurerm kubernetes_cluster_node_pool `priority`, `spot_max_price`)",
         refused_fix=NEW_POOL_OR_REVERT,
     ),
     "azure-native:containerservice:ManagedCluster": Forcing(
@@ -321,6 +326,7 @@ _TABLE: dict[str, Forcing] = {
     ),
     # ---------------------------------------------------------------- Nebius (pulumi-nebius 0.6.73)
     "nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup": Forcing(
+        # `template.preemptible` and `template.reservationPolicy` carry no RequiresReplace: an update.
         ("parentId", "template.nvlink.nvlInstanceGroupId"),
         NEBIUS + "mk8s/v1/node_group_service.tfgen.go (RequiresReplace)",
     ),

@@ -431,7 +431,11 @@ class EksCluster(ClusterComponent):
         if efa and self.network.efa_security_group is not None:
             groups = [self.network.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
             interfaces = efa_network_interfaces(efa, groups)
+        if interfaces is not None and pool.capacity.type is not CapacityType.CAPACITY_BLOCK:
             # EFA needs the nodes close together: a cluster placement group, which lives in one zone.
+            # A capacity block's instances are already placed close together, inside an EC2
+            # UltraCluster (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html),
+            # and its pool keeps to the block's zone (`infra.checks.capacity`), so it gets none.
             group = aws.ec2.PlacementGroup(
                 f"{name}-{pool.name}-placement",
                 strategy="cluster",

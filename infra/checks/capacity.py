@@ -132,9 +132,10 @@ def reservation_issues(path: str, cloud: CloudProfile, kind: CapacityType, capac
 def block_issues(ppath: str, cloud: CloudProfile, pool: NodePool) -> list[ConfigIssue]:
     """A capacity block holds so many instances in one zone: the pool can have no more, and nowhere else.
 
-    A node the block cannot hold would fail to launch (the cloud launches a block's instances
-    only into it, EKS `capacity-blocks-mng`), so a pool that could grow past the block, or that
-    spans zones other than the block's, is refused before anything is created.
+    A block is a targeted capacity reservation of so many instances in a single zone, and its pool's
+    instances launch only into it (https://docs.aws.amazon.com/autoscaling/ec2/userguide/launch-template-capacity-blocks.html):
+    a node beyond the block, or in another zone, would never launch. So a pool that could grow past
+    the block, or that spans zones other than the block's, is refused before anything is created.
     """
     capacity = pool.capacity
     path = f"{ppath}.capacity"
