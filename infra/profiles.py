@@ -253,6 +253,8 @@ class Capacities:
 
     offered: Mapping[str, CapacityTerms] = field(default_factory=dict)
     lacks: str = ""
+    # One pool of the cloud bought other than on demand, as a stack file writes it (docs/machines.md).
+    example: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import re
 from decimal import Decimal
 
 from clouds import CLOUDS
+from infra.config.clusters import CapacityType
 from infra.machines import UNPRICED_REASONS
 
 
@@ -24,6 +25,66 @@ def _price_sources() -> list[str]:
         else:
             out.append(f"- {cloud.source} ({cloud.price_region}): no price list could be read (see its rows)")
     return out
+
+
+def _capacity_section() -> list[str]:
+    """`## Capacity`: what each cloud's pools can be bought as, from its profile (`infra.profiles.Capacities`)."""
+    kinds = [k for k in CapacityType if k is not CapacityType.ON_DEMAND]
+    lines = [
+        "## Capacity",
+        "",
+        "A pool's nodes are bought on demand unless its `capacity` says otherwise: `Spot` (spot or",
+        "preemptible: cheaper, and the cloud may take a node back at any time), `Reservation` (a",
+        "reservation the owner holds, named by `reservation`) or `CapacityBlock` (a block of instances",
+        "bought for a fixed time in one zone: `reservation`, `blockNodes`, `blockZone`). Each cloud buys a",
+        "type in its own terms; a type a cloud does not offer is refused with what it offers instead",
+        "(`infra/checks/capacity.py`). Civo, Vultr and DigitalOcean node pools take no capacity type.",
+        "",
+        "| cloud | " + " | ".join(str(k) for k in kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for cloud in (c for c in CLOUDS if c.profile.provisioned):
+        offered = cloud.profile.capacity.offered
+        cells = [f"{offered[k].term}: {offered[k].source}" if k in offered else "—" for k in kinds]
+        lines.append(f"| {cloud.source} | " + " | ".join(cells) + " |")
+    lines += ["", "Where a cloud offers less, what it documents:", ""]
+    lines += [
+        f"- {cloud.source}: {cloud.profile.capacity.lacks}"
+        for cloud in CLOUDS
+        if cloud.profile.provisioned and cloud.profile.capacity.lacks
+    ]
+    lines += ["", "One pool per cloud (under `clusters[].nodePools`):", "", "```yaml"]
+    for cloud in (c for c in CLOUDS if c.profile.capacity.example):
+        lines += [f"# {cloud.source}", f"- {cloud.profile.capacity.example}"]
+    lines += [
+        "```",
+        "",
+        "Rules, each refused at its path with the fix: a key of another type (`maxPrice` on a",
+        "reservation); `maxPrice` where the cloud takes no ceiling (AKS only takes one; elsewhere a spot",
+        "pool pays the spot price); a reservation without its ID, or an EKS ID that is not `cr-...`;",
+        "a capacity block pool that could have more nodes than `blockNodes` (`nodeCount`, or",
+        "`maxNodeCount` when autoscaled) or whose `zones` are not exactly `[blockZone]`; a Nebius",
+        "preemptible or reserved pool without GPUs. A GPU pool at `minNodeCount: 0` is refused where the",
+        "cloud's autoscaler cannot bring it back, spot or not (docs/serving.md).",
+        "",
+        "Moving a pool between capacities (`modelplane plan --against`): GKE replaces the pool",
+        "(`nodeConfig.spot`, `nodeConfig.reservationAffinity`); EKS replaces the node group for a new",
+        "`capacityType` (spot, capacity block) and rolls its nodes to a new launch template version for a",
+        "reservation; AKS refuses a change of a pool's Spot priority, eviction policy or ceiling, so a",
+        "new pool name is the route; Nebius and OCI update the pool in place (`tooling/replacements.py`",
+        "names each provider source).",
+        "",
+        "### Deployments on reclaimable capacity",
+        "",
+        "A `Spot` pool is reclaimable: the cloud may take its nodes back at any time.",
+        "",
+        "### Capacity prices",
+        "",
+        "A `Reservation` or `CapacityBlock` pool's `hourlyPrice` is what its owner pays for one node an",
+        "hour, in USD: no public catalog knows it.",
+        "",
+    ]
+    return lines
 
 
 def render_machines_doc() -> str:
@@ -100,6 +161,7 @@ def render_machines_doc() -> str:
         "`priceFrom: catalog`), and `cost-over-budget` counts it, so a budget can be mandatory with any",
         "machine. A value that is not a number above 0 is an error at its path (docs/configuration.md).",
         "",
+        *_capacity_section(),
         "## Control plane fees",
         "",
         "| cloud | USD per cluster-hour | note | source | read |",

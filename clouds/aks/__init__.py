@@ -96,6 +96,8 @@ CAPACITY = Capacities(
     lacks="AKS associates a pool with a capacity reservation group only through a user-assigned cluster identity, "
     "and the cluster here has a system-assigned one; AKS has no capacity blocks "
     "(https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups)",
+    example="{name: a100spot, className: a100, nodeCount: 1, minNodeCount: 1, maxNodeCount: 2, "
+    'capacity: {type: Spot, maxPrice: "2.00"}}',
 )
 
 

@@ -8,7 +8,8 @@ subscription and credentials come from that provider's own configuration (Azure 
 The cluster uses Azure CNI overlay (pods get addresses outside the VNet), an OIDC issuer and
 workload identity, and a System-mode pool built from the `system` PoolFacts. Every declared pool is
 a User-mode `AgentPool`. Labels and taints are the ones `infra.facts` derived; this module only
-spells them as AKS wants (taints as `key=value:Effect` strings, pool names as AKS allows them).
+spells them as AKS wants (taints as `key=value:Effect` strings, pool names as AKS allows them, a spot
+pool as Spot priority: `capacity_settings`).
 """
 
 from __future__ import annotations

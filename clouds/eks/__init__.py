@@ -145,6 +145,8 @@ CAPACITY = Capacities(
             reservation=RESERVATION_ID,
         ),
     },
+    example="{name: h100-block, className: h100, nodeCount: 2, zones: [us-east-1a], capacity: {type: CapacityBlock, "
+    'reservation: cr-0123456789abcdef0, blockNodes: 2, blockZone: us-east-1a, hourlyPrice: "31.46"}}',
 )
 
 

@@ -20,6 +20,8 @@ What this module decides (and nothing more):
   become the node group's scaling bounds (equal to `nodeCount` when unset), and the Kubernetes
   Cluster Autoscaler, installed with its IAM role, scales the groups within them;
 - a shared weight cache: when a deployment shares one, EFS and its CSI driver (`clouds.eks.storage`);
+- capacity: a spot pool is a SPOT node group; a reservation or capacity block is targeted by the
+  pool's launch template (`capacity_template`), a capacity block's node group being CAPACITY_BLOCK;
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
   the driver `infra.serving.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
   template fits one EFA interface per claimed `dra.net` device (one per network card), in a

@@ -87,6 +87,7 @@ CAPACITY = Capacities(
     },
     lacks="GKE offers Spot VMs and specific reservations; a capacity block is consumed as a specific reservation "
     "(https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations)",
+    example="{name: l4-spot, className: l4, nodeCount: 1, minNodeCount: 1, maxNodeCount: 4, capacity: {type: Spot}}",
 )
 
 

@@ -17,7 +17,8 @@ What this module decides (and nothing more):
   GKE's driver installation disabled, because the serving stack installs NVIDIA's driver the way
   the GKE DRA guides describe (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra;
   NVIDIA GPU Operator docs, "Google GKE"). GPU pools set `nvidia.com/gpu=present:NoSchedule`
-  themselves: GKE adds it only in some cases.
+  themselves: GKE adds it only in some cases; a pool's capacity as `nodeConfig.spot` or a specific
+  `reservationAffinity` (`capacity_settings`).
 
 Pool sizes. An autoscaled pool (`minNodeCount` and `maxNodeCount`) uses GKE's *total* limits, which
 bound the whole pool across its zones, so the pool has at most `maxNodeCount` nodes, as

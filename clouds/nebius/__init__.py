@@ -69,6 +69,8 @@ CAPACITY = Capacities(
     },
     lacks="a Nebius reservation is a capacity block group, consumed as type Reservation with its ID "
     "(https://docs.nebius.com/compute/virtual-machines/reservations)",
+    example="{name: h100-reserved, className: h100, nodeCount: 1, capacity: {type: Reservation, "
+    'reservation: capacityblockgroup-e00example, hourlyPrice: "2.00"}}',
 )
 
 

@@ -98,6 +98,7 @@ CAPACITY = Capacities(
     },
     lacks="OKE node pools take on-demand, reserved or preemptible capacity "
     "(https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengmanagingcapacitytypes.htm)",
+    example="{name: cpu-spot, className: cpu, nodeCount: 1, capacity: {type: Spot}}",
 )
 
 
