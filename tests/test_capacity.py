@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.config.issues import ConfigError, ConfigIssue
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, GPU_BLOCKS, cpu_class, fleet_of, gpu_class, named, run_fleet
+from tests.engine import schema
 from tooling.changes import PLAN_FORMAT, change_errors, compare
 
+ROOT = Path(__file__).resolve().parent.parent
 CAPACITY_BLOCK = {
     "type": "CapacityBlock",
     "reservation": "cr-0123456789abcdef0",
@@ -342,3 +346,48 @@ def test_an_aks_pools_spot_priority_change_is_an_error_with_the_new_pool_route(p
     [error] = change_errors(changes)
     assert "Spot priority" in error["message"] and "only when it creates the pool" in error["message"]
     assert "give the pool a new name in the stack file" in error["message"]
+
+
+# --- the providers' schemas take every capacity argument
+
+
+def as_previewed(value: Any) -> Any:
+    """A golden input as the engine previews it: what the plan shows as `[unknown]`, or as null where
+    an output was not known in a list, is unknown, which the providers' check takes for any shape."""
+    if isinstance(value, dict):
+        return {k: as_previewed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_previewed(v) for v in value]
+    return schema.UNKNOWN if value in (None, "[unknown]") else value
+
+
+def capacity_pools() -> list[tuple[str, str, dict[str, Any]]]:
+    """(stack, type, inputs) of every spot, reserved and block pool the committed stacks register."""
+    found = []
+    for stack in ("gke-prod", "eks-prod", "aks-prod", "nebius-prod", "oci-us-chicago-1"):
+        doc = json.loads((ROOT / "tests" / "golden" / f"{stack}.json").read_text())
+        for r in doc["resources"]:
+            if any(word in r["name"] for word in ("spot", "-reserved", "-block")):
+                found.append((stack, r["type"], as_previewed(r["inputs"])))
+    return found
+
+
+def test_the_committed_stacks_carry_a_capacity_pool_on_every_cloud_that_has_them() -> None:
+    types = {t for _, t, _ in capacity_pools()}
+    assert {
+        "gcp:container/nodePool:NodePool",
+        "aws:eks/nodeGroup:NodeGroup",
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        "azure-native:containerservice:AgentPool",
+        "nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup",
+        "oci:ContainerEngine/nodePool:NodePool",
+    } <= types
+
+
+def test_every_capacity_argument_is_one_the_providers_schema_takes() -> None:
+    """What the engine tier's test providers check on `up` (tests/engine/schema.py), over the goldens."""
+    failures = [(stack, t, f.path, f.reason) for stack, t, inputs in capacity_pools() for f in schema.check(t, inputs)]
+    assert failures == []
+    # The check does look inside these arguments: a wrong value under each is named.
+    assert schema.check("gcp:container/nodePool:NodePool", {"cluster": "c", "nodeConfig": {"spot": "yes"}}) != []
+    assert schema.check("nebius:index/mk8sV1NodeGroup:Mk8sV1NodeGroup", {"template": {"preemptible": {"x": 1}}}) != []
