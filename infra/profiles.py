@@ -241,6 +241,8 @@ class CapacityTerms:
     reservation: NameRule | None = None
     # The cloud offers it for GPU machines only (a CPU pool of this type is refused).
     gpu_only: bool = False
+    # The machines the cloud offers it for, by name (`says` names them); None: every machine.
+    machines: NameRule | None = None
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def only(raw: dict[str, Any]) -> ConfigIssue:
         ("AKS", {"type": "Spot", "maxPrice": "1.25"}, {}),
         ("Nebius", {"type": "Spot"}, {}),
         ("Nebius", {"type": "Reservation", "reservation": "capacityblockgroup-e00test"}, {}),
-        ("OCI", {"type": "Spot"}, {}),
+        ("OCI", {"type": "Spot"}, {"gpu": False}),
         ("OCI", {"type": "Reservation", "reservation": "ocid1.capacityreservation.oc1.iad.test"}, {}),
     ],
 )
@@ -105,6 +105,13 @@ def test_nebius_refuses_a_preemptible_cpu_pool() -> None:
     issue = only(one_pool("Nebius", {"type": "Spot"}, gpu=False))
     assert issue.path == "clusters[0].nodePools[0].capacity.type"
     assert "for GPU machines only, and pool 'p' has no GPU" in issue.problem
+
+
+def test_oci_refuses_a_preemptible_bare_metal_pool() -> None:
+    issue = only(one_pool("OCI", {"type": "Spot"}))
+    assert issue.path == "clusters[0].nodePools[0].capacity.type"
+    assert "on virtual machine shapes (VM.*), not bare metal (BM.*), and pool 'p' is on BM.GPU.L40S.4" in issue.problem
+    assert issue.fix == "use a VM shape for a preemptible pool, or buy a bare-metal pool on demand or reserved"
 
 
 def test_an_existing_clusters_pools_are_not_judged_here() -> None:

@@ -28,7 +28,7 @@ from clouds.oci.taints import registered_taints
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced
-from infra.profiles import Capacities, CapacityTerms, CloudProfile, Scaling, VersionForm, Zones
+from infra.profiles import Capacities, CapacityTerms, CloudProfile, NameRule, Scaling, VersionForm, Zones
 
 SOURCE = "OCI"
 CLUSTER = "oci:ContainerEngine/cluster:Cluster"
@@ -90,6 +90,13 @@ CAPACITY = Capacities(
         "Spot": CapacityTerms(
             "preemptible capacity (placement preemptible_node_config, preemption action TERMINATE)",
             "https://docs.oracle.com/iaas/Content/ContEng/Tasks/contengusingpreemptiblecapacity.htm",
+            # "Preemptible capacity does not support bare metal instances"
+            # (https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm): VM shapes only.
+            machines=NameRule(
+                re.compile(r"^VM\."),
+                "virtual machine shapes (VM.*), not bare metal (BM.*)",
+                "use a VM shape for a preemptible pool, or buy a bare-metal pool on demand or reserved",
+            ),
         ),
         "Reservation": CapacityTerms(
             "a compute capacity reservation (placement capacity_reservation_id)",

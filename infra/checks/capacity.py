@@ -47,11 +47,16 @@ def check_capacity(fleet: Fleet) -> list[ConfigIssue]:
             cls = classes.get(pool.class_name)
             # A pool of an unknown class is reported by `check_references`; its role is unknown here.
             gpu = cls is not None and role_of(claimed_drivers(cls)) == "GPU"
-            issues += pool_capacity_issues(f"clusters[{ki}].nodePools[{pi}]", cloud, pool, gpu)
+            prov = cls.provisioning if cls is not None else None
+            block = prov.written_machine if prov is not None and prov.provider == cluster.source else None
+            machine = block.machine_name if block is not None else None
+            issues += pool_capacity_issues(f"clusters[{ki}].nodePools[{pi}]", cloud, pool, gpu, machine)
     return issues
 
 
-def pool_capacity_issues(ppath: str, cloud: CloudProfile, pool: NodePool, gpu: bool) -> list[ConfigIssue]:
+def pool_capacity_issues(
+    ppath: str, cloud: CloudProfile, pool: NodePool, gpu: bool, machine: str | None
+) -> list[ConfigIssue]:
     capacity = pool.capacity
     path = f"{ppath}.capacity"
     kind = capacity.type
@@ -85,6 +90,15 @@ def pool_capacity_issues(ppath: str, cloud: CloudProfile, pool: NodePool, gpu: b
                 f"{cloud.name} offers {terms.term} for GPU machines only, and pool '{pool.name}' has no GPU "
                 f"({terms.source})",
                 "remove capacity from the pool (it is bought on demand), or give it a GPU class",
+            )
+        )
+    if terms.machines is not None and machine is not None and not terms.machines.pattern.match(machine):
+        issues.append(
+            ConfigIssue(
+                f"{path}.type",
+                f"{cloud.name} offers {terms.term} on {terms.machines.says}, and pool '{pool.name}' is on "
+                f"{machine} ({terms.source})",
+                terms.machines.fix,
             )
         )
     if capacity.max_price is not None and not terms.max_price:
