@@ -298,13 +298,20 @@ def pinned(zone: str) -> Any:
     return edit
 
 
+def on_demand(config: dict[str, Any]) -> None:
+    """The stack unprotected, without the pools it buys other than on demand (the spot pool names zones)."""
+    unprotected(config)
+    for cluster in config["modelplane:clusters"]:
+        cluster["nodePools"] = [p for p in cluster["nodePools"] if "capacity" not in p]
+
+
 def test_pinning_a_pool_to_a_zone_the_subnets_have_keeps_them(tmp_path: Path) -> None:
     # The offline answer of the region's zones is its real names in the provider's order, so a pool
     # pinned to us-east-1a keeps the subnets already in us-east-1a and us-east-1b; the network then
     # spans two zones (`clouds.eks.network`), so the third zone's subnets go and the pools over
     # every subnet change theirs, as a real preview would show.
-    old = planned(stack_file(tmp_path / "old", "eks-prod", unprotected), tmp_path / "old.json")
-    new = stack_file(tmp_path / "new", "eks-prod", pinned("us-east-1a"))
+    old = planned(stack_file(tmp_path / "old", "eks-prod", on_demand), tmp_path / "old.json")
+    new = stack_file(tmp_path / "new", "eks-prod", lambda c: (on_demand(c), pinned("us-east-1a")(c)))
     out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
     assert out.returncode == 0, out.stderr
     ops = {c["name"]: c["op"] for c in json.loads(out.stdout)["changes"] if c["type"] == "aws:ec2/subnet:Subnet"}
@@ -317,7 +324,7 @@ def test_pinning_a_pool_to_a_zone_the_subnets_have_keeps_them(tmp_path: Path) ->
         "eks-us-east-1-private-2": "delete",
     }
     # A zone the subnets hold elsewhere moves them, and the review says so.
-    moved = stack_file(tmp_path / "moved", "eks-prod", pinned("us-east-1c"))
+    moved = stack_file(tmp_path / "moved", "eks-prod", lambda c: (on_demand(c), pinned("us-east-1c")(c)))
     out = modelplane("plan", "--stack-file", str(moved), "--against", str(old), "--json")
     replaced = {
         c["name"]: c["replacedBy"]
@@ -334,8 +341,8 @@ def test_a_rejected_plan_compared_with_a_rejected_one_has_no_changes_either() ->
 
 
 def aks_pool(config: dict[str, Any], **changed: Any) -> None:
-    """aks-prod unprotected, with `changed` set on its a100 pool (`zones`, `name`) or class (`diskSizeGb`)."""
-    unprotected(config)
+    """aks-prod unprotected and on demand, with `changed` set on its a100 pool (`zones`, `name`) or class (`diskSizeGb`)."""
+    on_demand(config)
     [cluster] = config["modelplane:clusters"]
     pool = next(p for p in cluster["nodePools"] if p["name"] == "a100")
     for key in ("zones", "name"):

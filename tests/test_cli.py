@@ -117,9 +117,14 @@ def test_plan_all_wraps_every_stack() -> None:
     # nebius-671b: 2 x gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + system cpu-d3/4vcpu-16gb 0.0992
     #   = 47.2992 /h, 34528.42; oci-us-chicago-1: fee 0.10 + BM.GPU.MI300X.8 48 + VM.Standard.E5.Flex
     #   4 OCPUs 32 GB 0.184 + system 2 OCPUs 16 GB 0.092 = 48.376 /h, 35314.48.
+    # Those stacks' spot, reserved and capacity block pools, at their machines' catalog prices:
+    # aks-prod + 3.673 = 7.922 /h, 5783.06; eks-prod + 0.8048 + 2 x 55.04 = 167.828 /h, 122514.44;
+    # gke-prod + 3 x 0.85362 (spot: one per zone of 3) + 0.85362 (reserved, one zone) = 8.0431 /h,
+    # 5871.46; nebius-prod + 2 x 2.95 =
+    # 29.7976 /h, 21752.25; oci-us-chicago-1 + 0.184 + 48 = 96.56 /h, 70488.80.
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
     # price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (218076.25, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (343677.33, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:
