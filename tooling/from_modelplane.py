@@ -197,6 +197,7 @@ NOT_MAPPED: dict[str, dict[str, str]] = {
     "ModelCache": {
         "spec.huggingFace.authSecret": "ours reads a token from the deployment's env as a `secure:` value: pulumi config set --secret --path 'modelplane:deployments[<i>].env.HF_TOKEN'",
         "spec.clusterSelector": "(used to place the deployments that read the cache)",
+        "spec": "no ModelDeployment among the files mounts it; ours keeps weights on a deployment (`deployments[].cache`)",
         "metadata.labels": "no key of ours holds a cache's labels",
         "metadata.annotations": "no key of ours holds annotations",
     },
@@ -206,6 +207,7 @@ NOT_MAPPED: dict[str, dict[str, str]] = {
     },
     "ModelEndpoint": {
         "metadata.labels": "(used: the services' selectors match them)",
+        "spec": "no ModelService among the files selects it; ours reaches an external endpoint as a service's backend",
         "metadata.annotations": "no key of ours holds annotations",
     },
 }
