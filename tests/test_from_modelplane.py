@@ -21,7 +21,7 @@ from tooling.plan import plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "modelplane"
-OPTIONS = Options(gke_project="my-project")
+OPTIONS = Options(gke_project="my-project", nebius_project_id="project-e00example", nebius_region="eu-north1")
 
 
 def fixture_files(name: str) -> list[Path]:
@@ -38,7 +38,7 @@ def notes(text: str, kind: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(f"# {kind}: ")]
 
 
-@pytest.mark.parametrize("name", ["gke-l4", "aks-cache", "byo-multinode"])
+@pytest.mark.parametrize("name", ["gke-l4", "aks-cache", "byo-multinode", "nebius-cache"])
 def test_converted_fixture_plans_clean(name: str, tmp_path: Path) -> None:
     text, _ = converted(name)
     path = tmp_path / f"Pulumi.{name}.yaml"
@@ -121,6 +121,18 @@ def test_multinode_engine_becomes_a_group_reading_the_cache() -> None:
     assert any("spec.cluster.existing.identitySecretRef" in line for line in notes(text, "not mapped"))
 
 
+def test_cache_where_ours_has_no_shared_storage_is_kept_on_each_node() -> None:
+    text, config = converted("nebius-cache")
+    [cluster] = config["modelplane:clusters"]
+    assert cluster["nebius"] == {"projectId": "project-e00example", "region": "eu-north1", "kubernetesVersion": "1.34"}
+    [dep] = config["modelplane:deployments"]
+    # `vllm serve /mnt/models` as the command: the model is the cache's repository, as args.
+    assert dep["args"][:2] == ["--model", "mistralai/Mistral-Small-3.2-24B-Instruct-2506"]
+    assert dep["cache"] == {"volume": "NodeLocal"}
+    assert any("no ReadWriteMany storage on Nebius" in line for line in notes(text, "chosen"))
+    assert not any("spec.cluster.nebius:" in line for line in notes(text, "not mapped"))
+
+
 def test_keep_paths_routes_services_at_modelplanes_path() -> None:
     _, config = converted("gke-l4", Options(gke_project="my-project", keep_paths=True))
     assert config["modelplane:services"][0]["path"] == "/ml-team/qwen3-8b"
@@ -179,11 +191,18 @@ def test_missing_required_field_is_refused_with_its_path() -> None:
     assert "Fix: set " in problem
 
 
-def test_deployment_no_pool_can_hold_is_refused() -> None:
+@pytest.mark.parametrize(
+    "cel",
+    [
+        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("70Gi")) >= 0',
+        'device.driver == "gpu.amd.com" && device.capacity["gpu.amd.com"].memory.compareTo(quantity("20Gi")) >= 0',
+    ],
+)
+def test_deployment_no_pool_can_hold_is_refused(cel: str) -> None:
     xrs = read_files(fixture_files("gke-l4"))
     dep = next(x for x in xrs if x.kind == "ModelDeployment")
     dep.doc["spec"]["template"]["spec"]["engines"][0]["members"][0]["nodeSelector"]["devices"][0]["selectors"] = [
-        {"cel": 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("70Gi")) >= 0'}
+        {"cel": cel}
     ]
     with pytest.raises(ConvertError) as err:
         convert(xrs, OPTIONS)

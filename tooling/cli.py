@@ -280,7 +280,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the JSON Schema of stack files").set_defaults(func=cmd_schema)
     convert = sub.add_parser(
         "from-modelplane",
-        help="write a stack file from modelplane XRs (docs/from-modelplane.md)",
+        help="write a stack file from modelplane XRs, noting each field it could not map",
         description="Read modelplane XRs (InferenceClass, InferenceCluster, ModelDeployment, ModelCache, "
         "ModelService, ModelEndpoint) and write a stack file, with a comment line for every field not mapped.",
     )

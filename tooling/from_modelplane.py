@@ -55,8 +55,10 @@ KUBECONFIG_KEY = "kubeconfig"
 GROUP_FLAGS = ("--nnodes", "--node-rank", "--master-addr")
 # modelplane fills these in its pods; our pods have no such variables.
 MODELPLANE_VARIABLE = re.compile(r"\$\(MODELPLANE_[A-Z_]+\)")
-# The one shape of device selector the converter evaluates: a capacity compared with a quantity,
-# as every published ModelDeployment writes it (docs/manifests/**/model-deployment*.yaml).
+# The shapes of device selector the converter evaluates, as modelplane's published ModelDeployments
+# write them (docs/manifests/**/model-deployment*.yaml): the device's driver, and a capacity compared
+# with a quantity, joined by `&&`.
+DRIVER_CEL = re.compile(r"""^device\.driver\s*==\s*"(?P<driver>[^"]+)"$""")
 CAPACITY_CEL = re.compile(
     r"""^device\.capacity\["(?P<driver>[^"]+)"\]\.(?P<name>[A-Za-z0-9_.-]+)\.compareTo\(quantity\("(?P<qty>[^"]+)"\)\)\s*(?P<op>>=|>|==|<=|<)\s*0$"""
 )
@@ -136,7 +138,7 @@ class XR:
         return value
 
     def leaves(self) -> Iterator[str]:
-        """Every path of the object whose value is a scalar or empty."""
+        """Every path of the object that holds a scalar."""
         yield from _leaves(self.doc, "")
 
     def unused(self) -> list[str]:
@@ -148,13 +150,14 @@ class XR:
 
 
 def _leaves(value: Any, path: str) -> Iterator[str]:
-    if isinstance(value, dict) and value:
+    """The paths of the scalars under `value`; an empty mapping or list holds none (`nebius: {}`)."""
+    if isinstance(value, dict):
         for k, v in value.items():
             yield from _leaves(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list) and value:
+    elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _leaves(v, f"{path}[{i}]")
-    else:
+    elif value is not None:
         yield path
 
 
@@ -736,18 +739,28 @@ def _pool_for(
 
 
 def _meets(device: Mapping[str, Any], cel: str) -> bool:
-    """Whether the class's device meets a capacity selector; a selector of another shape is not judged."""
-    m = CAPACITY_CEL.match(cel.strip())
-    if m is None:
-        return True
-    if m["driver"] != device.get("driver"):
-        return False
-    have = parse_quantity(((device.get("capacity") or {}).get(m["name"]) or {}).get("value"))
-    want = parse_quantity(m["qty"])
-    if have is None or want is None:
-        return False
-    diff = (have > want) - (have < want)
-    return {">=": diff >= 0, ">": diff > 0, "==": diff == 0, "<=": diff <= 0, "<": diff < 0}[m["op"]]
+    """Whether the class's device meets a selector, judged conjunct by conjunct: `device.driver == "..."`
+    and a capacity compared with a quantity (`CAPACITY_CEL`); a conjunct of another shape is not judged."""
+    if "||" in cel or "!" in cel:
+        return True  # not a plain conjunction: not judged
+    for term in cel.strip().split("&&"):
+        term = term.strip()
+        driver = DRIVER_CEL.match(term)
+        if driver is not None and driver["driver"] != device.get("driver"):
+            return False
+        m = CAPACITY_CEL.match(term)
+        if m is None:
+            continue
+        if m["driver"] != device.get("driver"):
+            return False
+        have = parse_quantity(((device.get("capacity") or {}).get(m["name"]) or {}).get("value"))
+        want = parse_quantity(m["qty"])
+        if have is None or want is None:
+            return False
+        diff = (have > want) - (have < want)
+        if not {">=": diff >= 0, ">": diff > 0, "==": diff == 0, "<=": diff <= 0, "<": diff < 0}[m["op"]]:
+            return False
+    return True
 
 
 def _engine_args(conv: Conversion, xr: XR, container: str, cache: XR | None) -> list[str]:
