@@ -209,6 +209,15 @@ def test_deployment_no_pool_can_hold_is_refused(cel: str) -> None:
     assert "no InferenceCluster among the files has a pool whose class offers gpu x1" in err.value.problems[0]
 
 
+def test_cluster_whose_taint_the_deployment_does_not_tolerate_takes_no_replica() -> None:
+    xrs = read_files(fixture_files("gke-l4"))
+    dep = next(x for x in xrs if x.kind == "ModelDeployment")
+    dep.doc["spec"]["template"]["spec"]["tolerations"] = [{"key": "example.com/other", "operator": "Exists"}]
+    with pytest.raises(ConvertError) as err:
+        convert(xrs, OPTIONS)
+    assert "no taint its tolerations do not match" in err.value.problems[0]
+
+
 def test_command_writes_the_stack_and_bad_input_exits_1(tmp_path: Path) -> None:
     out = tmp_path / "Pulumi.gke.yaml"
     run = subprocess.run(

@@ -185,7 +185,7 @@ NOT_MAPPED: dict[str, dict[str, str]] = {
     },
     "ModelDeployment": {
         "spec.template.metadata": "ours labels the pods itself (`modelplane.ai/deployment`) and takes no pod labels",
-        "spec.template.spec.tolerations": "ours tolerates every taint of the deployment's cluster (`clusters[].taints`)",
+        "spec.template.spec.tolerations": "used to place the replicas; ours then tolerates every taint of the deployment's cluster (`clusters[].taints`)",
         "spec.template.spec.serving": "ours runs one engine a deployment: no prefill/decode split",
         "spec.template.spec.engines[].name": "ours names the engine after the deployment",
         "spec.template.spec.engines[].phase": "ours runs one engine a deployment: no prefill/decode split",
@@ -386,11 +386,8 @@ def convert(xrs: Sequence[XR], options: Options = Options()) -> Conversion:
     if problems:
         raise ConvertError(problems)
     classes = {xr.name: xr for xr in by_kind["InferenceClass"]}
-    providers: dict[str, str | None] = {}
     for xr in by_kind["InferenceClass"]:
-        block = _class(conv, xr)
-        providers[xr.name] = (block.get("provisioning") or {}).get("provider")
-        conv.classes.append(block)
+        conv.classes.append(_class(conv, xr))
     for xr in by_kind["InferenceCluster"]:
         conv.clusters.append(_cluster(conv, xr, classes, options))
     caches = {(xr.namespace, xr.name): xr for xr in by_kind["ModelCache"]}
@@ -434,10 +431,7 @@ def _class(conv: Conversion, xr: XR) -> dict[str, Any]:
         provider = xr.get("spec.provisioning.provider")
         key = str(provider).lower()
         block = dict(xr.get(f"spec.provisioning.{key}") or {})
-        machine_field = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Vultr": "plan"}.get(provider)
-        name = (
-            f"{block.get('platform')}/{block.get('preset')}" if provider == "Nebius" else str(block.get(machine_field))
-        )
+        name = machine_name(str(provider), block)
         row = machine(provider, name)
         accelerator = block.get("accelerator")
         if row is None:
@@ -459,6 +453,19 @@ def _class(conv: Conversion, xr: XR) -> dict[str, Any]:
             )
         out["provisioning"] = {"provider": provider, key: block}
     return out
+
+
+# The field of each provisioning block of modelplane's InferenceClass that names the machine
+# (`apis/inferenceclasses/definition.yaml`); Nebius names it by platform and preset, which our
+# catalog joins as `<platform>/<preset>`.
+MACHINE_FIELDS = {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Vultr": "plan", "Civo": "size"}
+
+
+def machine_name(provider: str, block: Mapping[str, Any]) -> str:
+    """The machine a provisioning block names, as our machine catalog names it."""
+    if provider == "Nebius":
+        return f"{block.get('platform')}/{block.get('preset')}"
+    return str(block.get(MACHINE_FIELDS.get(provider, ""), ""))
 
 
 def _cluster(conv: Conversion, xr: XR, classes: Mapping[str, XR], options: Options) -> dict[str, Any]:
@@ -580,9 +587,8 @@ def _deployment(
         )
     for j, m in enumerate(members):
         if j != lead_i and m.get("nodeSelector") is not None:
-            xr.used.add(
-                f"{eng}.members[{j}].nodeSelector"
-            )  # a group's pods share one pool: the leader's request speaks for it
+            # A group's pods share one pool: the leader's request speaks for it.
+            xr.used.add(f"{eng}.members[{j}].nodeSelector")
     cache_name = xr.get(f"{tspec}.modelCacheRef.name")
     cache = caches.get((xr.namespace, cache_name)) if cache_name else None
     if cache_name and cache is None:
@@ -595,11 +601,15 @@ def _deployment(
     selector = dict(xr.get(f"{tspec}.clusterSelector.matchLabels") or {})
     if cache is not None:
         selector.update(cache.get("spec.clusterSelector.matchLabels") or {})
+    tolerations = _at(xr.doc, f"{tspec}.tolerations") or []
     eligible = []
     for c in sorted(clusters, key=lambda c: c.name):
         labels = (c.doc.get("metadata") or {}).get("labels") or {}
         if any(labels.get(k) != v for k, v in selector.items()):
             continue
+        taints = (c.doc.get("spec") or {}).get("taints") or []
+        if any(not any(_tolerates(t, taint) for t in tolerations) for taint in taints):
+            continue  # an untolerated NoSchedule or NoExecute taint keeps new replicas off (`_repels_new`)
         pool = _pool_for(c, classes, requests)
         if pool is not None:
             eligible.append((c, pool))
@@ -609,6 +619,11 @@ def _deployment(
                 f"{xr.file}: ModelDeployment {xr.name}: {lead}.nodeSelector: no InferenceCluster among the files has a pool "
                 f"whose class offers {', '.join(f'{n} x{c}' for n, c, _ in requests) or 'its devices'}"
                 + (f" and labels {selector}" if selector else "")
+                + (
+                    ", and no taint its tolerations do not match"
+                    if any((c.doc.get("spec") or {}).get("taints") for c in clusters)
+                    else ""
+                )
                 + ". Fix: pass the InferenceCluster and InferenceClass files it runs on"
             ]
         )
@@ -628,7 +643,7 @@ def _deployment(
             env[str(xr.get(f"{container}.env[{k}].name"))] = str(xr.get(f"{container}.env[{k}].value"))
         else:
             xr.get(f"{container}.env[{k}].name")
-    for j, _m in enumerate(members):
+    for j in range(len(members)):
         if j != lead_i:
             # The workers run the leader's image and args; ours builds their pods from the deployment.
             xr.used.add(f"{eng}.members[{j}].template.spec.containers")
@@ -717,6 +732,18 @@ def _shared_cache(conv: Conversion, xr: XR, cluster: XR, cache: XR) -> dict[str,
             f"on {cluster.name}: size {storage.min_gib}Gi, the least {storage.storage_class} provisions (the ModelCache asks {size}Gi)",
         )
     return out
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """Kubernetes' matching, as modelplane's scheduler applies it (scheduling.py `_tolerates`): an empty
+    effect matches any; `Exists` matches the key (an empty key every taint); `Equal` key and value."""
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return bool(
+        toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+    )
 
 
 def _pool_for(
@@ -836,17 +863,10 @@ def _memory(cluster: XR, cls: XR) -> str | None:
         return None
     source = str(cluster.doc["spec"]["cluster"]["source"])
     prov = cls.doc["spec"].get("provisioning") or {}
-    block = prov.get(str(prov.get("provider", "")).lower()) or {}
-    name = (
-        f"{block.get('platform')}/{block.get('preset')}"
-        if source == "Nebius"
-        else str(
-            block.get(
-                {"GKE": "machineType", "EKS": "instanceType", "AKS": "vmSize", "Vultr": "plan"}.get(source, ""), ""
-            )
-        )
-    )
-    return suggested_memory(source, machine(source, name) if prov.get("provider") == source else None, "GPU", "2Gi")
+    row = None
+    if prov.get("provider") == source:
+        row = machine(source, machine_name(source, prov.get(source.lower()) or {}))
+    return suggested_memory(source, row, "GPU", "2Gi")
 
 
 def _service(
