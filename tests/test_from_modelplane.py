@@ -209,6 +209,18 @@ def test_deployment_no_pool_can_hold_is_refused(cel: str) -> None:
     assert "no InferenceCluster among the files has a pool whose class offers gpu x1" in err.value.problems[0]
 
 
+def test_cluster_source_we_do_not_have_is_refused_with_its_path() -> None:
+    xrs = read_files(fixture_files("gke-l4"))
+    cluster = next(x for x in xrs if x.kind == "InferenceCluster")
+    cluster.doc["spec"]["cluster"] = {"source": "VultrBaremetal", "vultrBaremetal": {"region": "ord"}}
+    with pytest.raises(ConvertError) as err:
+        convert(xrs, OPTIONS)
+    assert (
+        "InferenceCluster gke-central: spec.cluster.source: VultrBaremetal is not a cluster source of ours"
+        in (err.value.problems[0])
+    )
+
+
 def test_cluster_whose_taint_the_deployment_does_not_tolerate_takes_no_replica() -> None:
     xrs = read_files(fixture_files("gke-l4"))
     dep = next(x for x in xrs if x.kind == "ModelDeployment")

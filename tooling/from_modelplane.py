@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from clouds import machine, profile
+from clouds import BY_SOURCE, machine, profile
 from infra.checks.schedulable import suggested_memory
 from infra.formats import parse_quantity
 
@@ -429,6 +429,14 @@ def _class(conv: Conversion, xr: XR) -> dict[str, Any]:
     prov = xr.doc["spec"].get("provisioning")
     if prov:
         provider = xr.get("spec.provisioning.provider")
+        if provider not in BY_SOURCE or provider == "Existing":
+            raise ConvertError(
+                [
+                    f"{xr.file}: InferenceClass {xr.name}: spec.provisioning.provider: {provider} is not a cloud of ours "
+                    f"({', '.join(s for s in BY_SOURCE if s != 'Existing')}). Fix: leave out provisioning for hardware "
+                    "you run (an Existing cluster's class), or the class"
+                ]
+            )
         key = str(provider).lower()
         block = dict(xr.get(f"spec.provisioning.{key}") or {})
         name = machine_name(str(provider), block)
@@ -470,6 +478,13 @@ def machine_name(provider: str, block: Mapping[str, Any]) -> str:
 
 def _cluster(conv: Conversion, xr: XR, classes: Mapping[str, XR], options: Options) -> dict[str, Any]:
     source = xr.get("spec.cluster.source")
+    if source not in BY_SOURCE:
+        raise ConvertError(
+            [
+                f"{xr.file}: InferenceCluster {xr.name}: spec.cluster.source: {source} is not a cluster source of ours "
+                f"({', '.join(BY_SOURCE)}). Fix: leave the cluster out, or run its nodes as an Existing cluster"
+            ]
+        )
     out: dict[str, Any] = {"name": xr.name}
     labels = xr.get("metadata.labels")
     if labels:
@@ -498,6 +513,13 @@ def _cluster(conv: Conversion, xr: XR, classes: Mapping[str, XR], options: Optio
             block["projectId"] = options.nebius_project_id or _fill(conv, xr, "Nebius project", "--nebius-project-id")
             block["region"] = options.nebius_region or _fill(conv, xr, "Nebius region", "--nebius-region")
         version = xr.get(f"spec.cluster.{key}.kubernetesVersion")
+        if version is None and source not in DEFAULT_VERSIONS:
+            raise ConvertError(
+                [
+                    f"{xr.file}: InferenceCluster {xr.name}: spec.cluster.{key}.kubernetesVersion is missing, and modelplane "
+                    f"v0.3.1 has no default for {source} to take. Fix: set it, as the cloud spells it"
+                ]
+            )
         if version is None:
             version = DEFAULT_VERSIONS[str(source)]
             conv.note(
