@@ -209,6 +209,18 @@ def test_deployment_no_pool_can_hold_is_refused(cel: str) -> None:
     assert "no InferenceCluster among the files has a pool whose class offers gpu x1" in err.value.problems[0]
 
 
+def test_replicas_fill_the_pools_nodes_and_the_rest_is_noted() -> None:
+    # The GKE pool has at most 3 nodes and each replica takes one: a fourth finds none free.
+    xrs = read_files(fixture_files("gke-l4"))
+    next(x for x in xrs if x.kind == "ModelDeployment").doc["spec"]["replicas"] = 4
+    conv = convert(xrs, OPTIONS)
+    assert [d["replicas"] for d in conv.deployments] == [4]
+    [over] = [
+        n for n in conv.notes if n.kind == "chosen" and n.path == "spec.replicas" and "no pool with free nodes" in n.why
+    ]
+    assert over.why.startswith("1 replica(s)")
+
+
 def test_cluster_source_we_do_not_have_is_refused_with_its_path() -> None:
     xrs = read_files(fixture_files("gke-l4"))
     cluster = next(x for x in xrs if x.kind == "InferenceCluster")

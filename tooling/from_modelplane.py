@@ -391,10 +391,11 @@ def convert(xrs: Sequence[XR], options: Options = Options()) -> Conversion:
     for xr in by_kind["InferenceCluster"]:
         conv.clusters.append(_cluster(conv, xr, classes, options))
     caches = {(xr.namespace, xr.name): xr for xr in by_kind["ModelCache"]}
+    ledger = {k: n for c in by_kind["InferenceCluster"] for k, n in pool_nodes(c).items()}
     placed = [
         p
         for xr in by_kind["ModelDeployment"]
-        for p in _deployment(conv, xr, by_kind["InferenceCluster"], classes, caches)
+        for p in _deployment(conv, xr, by_kind["InferenceCluster"], classes, caches, ledger)
     ]
     for xr in by_kind["ModelService"]:
         service = _service(conv, xr, placed, by_kind["ModelEndpoint"], options)
@@ -574,8 +575,15 @@ def _fill(conv: Conversion, xr: XR, what: str, flag: str) -> str:
 
 
 def _deployment(
-    conv: Conversion, xr: XR, clusters: Sequence[XR], classes: Mapping[str, XR], caches: Mapping[tuple[str, str], XR]
+    conv: Conversion,
+    xr: XR,
+    clusters: Sequence[XR],
+    classes: Mapping[str, XR],
+    caches: Mapping[tuple[str, str], XR],
+    ledger: dict[tuple[str, str], int],
 ) -> list[Placed]:
+    """The deployments of ours for one ModelDeployment, its replicas placed as modelplane's scheduler
+    fills them, charged to `ledger` (the nodes each pool has left, shared by every deployment)."""
     tspec = "spec.template.spec"
     engines = _at(xr.doc, f"{tspec}.engines")
     if len(engines) > 1:
@@ -632,9 +640,9 @@ def _deployment(
         taints = (c.doc.get("spec") or {}).get("taints") or []
         if any(not any(_tolerates(t, taint) for t in tolerations) for taint in taints):
             continue  # an untolerated NoSchedule or NoExecute taint keeps new replicas off (`_repels_new`)
-        pool = _pool_for(c, classes, requests)
-        if pool is not None:
-            eligible.append((c, pool))
+        pools = _pools_for(c, classes, requests)
+        if pools:
+            eligible.append((c, pools))
     if not eligible:
         raise ConvertError(
             [
@@ -651,10 +659,35 @@ def _deployment(
         )
     replicas = int(xr.get("spec.replicas"))
     copies = int(xr.get(f"{eng}.copies") or 1)
+    # What one replica takes of its pool: a node per pod of each copy (scheduling.py `_member_pods`).
+    cost = (1 + worker_nodes) * copies
     counts: dict[str, int] = defaultdict(int)
-    for _ in range(replicas):  # spread first: the cluster with the fewest of them, ties by name
-        c, _pool = min(eligible, key=lambda e: (counts[e[0].name], e[0].name))
+    chosen: dict[str, dict[str, Any]] = {}
+    over = 0
+    for _ in range(replicas):
+        # Spread first: the cluster with the fewest of them, ties by name, among those with a pool
+        # that still has the nodes (one pool a cluster: ours runs a deployment on one pool).
+        fits = [
+            (c, p)
+            for c, pools in eligible
+            for p in ([chosen[c.name]] if c.name in chosen else pools)
+            if ledger[(c.name, p["name"])] >= cost
+        ]
+        if not fits:
+            over += 1
+            fits = [(c, chosen.get(c.name, pools[0])) for c, pools in eligible]
+        c, pool = min(fits, key=lambda e: (counts[e[0].name], e[0].name))
+        chosen[c.name] = pool
         counts[c.name] += 1
+        ledger[(c.name, pool["name"])] -= cost
+    if over:
+        conv.note(
+            "chosen",
+            xr,
+            "spec.replicas",
+            f"{over} replica(s) found no pool with free nodes among the files (modelplane would leave them unscheduled); "
+            "placed anyway, where the plan's schedulability rules report them",
+        )
     container = f"{lead}.template.spec.containers[0]"
     image = xr.get(f"{container}.image")
     args = _engine_args(conv, xr, container, cache)
@@ -670,9 +703,10 @@ def _deployment(
             # The workers run the leader's image and args; ours builds their pods from the deployment.
             xr.used.add(f"{eng}.members[{j}].template.spec.containers")
     out = []
-    for c, pool in eligible:
+    for c, _pools in eligible:
         if not counts[c.name]:
             continue
+        pool = chosen[c.name]
         dep: dict[str, Any] = {
             "name": xr.name,
             "namespace": xr.namespace,
@@ -768,10 +802,11 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     )
 
 
-def _pool_for(
+def _pools_for(
     cluster: XR, classes: Mapping[str, XR], requests: Sequence[tuple[str, int, list[str]]]
-) -> dict[str, Any] | None:
-    """The first pool of `cluster` whose class has every requested device, in number, and meets its selectors."""
+) -> list[dict[str, Any]]:
+    """The pools of `cluster` whose class has every requested device, in number, and meets its selectors."""
+    out = []
     for pool in (cluster.doc.get("spec") or {}).get("nodePools") or []:
         cls = classes.get(pool.get("className"))
         if cls is None:
@@ -783,8 +818,17 @@ def _pool_for(
             and all(_meets(devices[name], cel) for cel in cels)
             for name, count, cels in requests
         ):
-            return dict(pool)
-    return None
+            out.append(dict(pool))
+    return out
+
+
+def pool_nodes(cluster: XR) -> dict[tuple[str, str], int]:
+    """The nodes each pool of `cluster` offers replicas: `maxNodeCount`, else `nodeCount` (default 1), as
+    modelplane publishes them in the cluster's status (`gpuPools[].nodes`)."""
+    return {
+        (cluster.name, str(p.get("name"))): int(p.get("maxNodeCount") or p.get("nodeCount") or 1)
+        for p in (cluster.doc.get("spec") or {}).get("nodePools") or []
+    }
 
 
 def _meets(device: Mapping[str, Any], cel: str) -> bool:
