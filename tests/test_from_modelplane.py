@@ -21,7 +21,9 @@ from tooling.plan import plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "modelplane"
-OPTIONS = Options(gke_project="my-project", nebius_project_id="project-e00example", nebius_region="eu-north1")
+OPTIONS = Options(
+    cluster_values={"gke.project": "my-project", "nebius.projectId": "project-e00example", "nebius.region": "eu-north1"}
+)
 
 
 def fixture_files(name: str) -> list[Path]:
@@ -134,7 +136,7 @@ def test_cache_where_ours_has_no_shared_storage_is_kept_on_each_node() -> None:
 
 
 def test_keep_paths_routes_services_at_modelplanes_path() -> None:
-    _, config = converted("gke-l4", Options(gke_project="my-project", keep_paths=True))
+    _, config = converted("gke-l4", Options(cluster_values=OPTIONS.cluster_values, keep_paths=True))
     assert config["modelplane:services"][0]["path"] == "/ml-team/qwen3-8b"
 
 

@@ -213,13 +213,10 @@ def cmd_schema(args: argparse.Namespace, console: Console, err: Console) -> int:
 
 def cmd_from_modelplane(args: argparse.Namespace, console: Console, err: Console) -> int:
     from tooling.from_modelplane import ConvertError, Options, convert, read_files, stack_text, summary
+    from tooling.from_modelplane.platform import CLUSTER_FLAGS
 
-    options = Options(
-        gke_project=args.gke_project,
-        nebius_project_id=args.nebius_project_id,
-        nebius_region=args.nebius_region,
-        keep_paths=args.keep_paths,
-    )
+    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in CLUSTER_FLAGS.items()}
+    options = Options(cluster_values={k: v for k, v in given.items() if v}, keep_paths=args.keep_paths)
     try:
         conv = convert(read_files(Path(f) for f in args.files), options)
     except ConvertError as problem:
