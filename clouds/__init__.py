@@ -92,7 +92,8 @@ def catalog_date() -> str:
     """The newest read date of any row, price or fee: how fresh the catalog's facts are."""
     fees = [c.control_plane_fee.read_on for c in CLOUDS if c.control_plane_fee is not None]
     prices = [m.price_read_on or (m.unpriced.read_on if m.unpriced else m.read_on) for m in MACHINES]
-    return max([m.read_on for m in MACHINES] + prices + fees)
+    spot = [m.spot_read_on for m in MACHINES if m.spot_read_on]
+    return max([m.read_on for m in MACHINES] + prices + spot + fees)
 
 
 # The resource types the policies read, by engine type token: (the cloud's source, its resource types).

@@ -9,7 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import A10G, A100_40, H100_80, H200, L4, L40S, SKYPILOT_CATALOG, MachineType, Unpriced, cpu, gpu
+from infra.machines import (
+    A10G,
+    A100_40,
+    H100_80,
+    H200,
+    L4,
+    L40S,
+    SKYPILOT_CATALOG,
+    MachineType,
+    Price,
+    Unpriced,
+    cpu,
+    gpu,
+)
 
 AWS_ACCELERATED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
 AWS_CAPACITY_BLOCKS = "https://aws.amazon.com/ec2/capacityblocks/pricing/"
@@ -87,4 +100,17 @@ UNPRICED: Mapping[str, Unpriced] = {
         "P5e is sold as EC2 Capacity Blocks for ML; the price list read has no on-demand price for it in any region",
         AWS_CAPACITY_BLOCKS,
     ),
+}
+
+# Spot USD per hour, Linux, us-east-1: the catalog's `SpotPrice` column [SKYPILOT_AWS_V8], read
+# 2026-12-05 (`infra.machines.SPOT_READ_ON`). AWS prices spot per zone; the figure is the highest of
+# the region's zones in the catalog (use1-az1, -az2, -az4, -az5, -az6), so a pool is never counted
+# cheaper than the zone it lands in. Only the rows below were read; every other EKS machine has no
+# spot price here and a Spot pool of it is unpriced.
+SPOT_PRICES: Mapping[str, Price] = {
+    "c7i.2xlarge": (Decimal("0.1531"), SKYPILOT_AWS_V8),
+    "c7i.4xlarge": (Decimal("0.3179"), SKYPILOT_AWS_V8),
+    "m7i.2xlarge": (Decimal("0.1819"), SKYPILOT_AWS_V8),
+    "m7i.4xlarge": (Decimal("0.5341"), SKYPILOT_AWS_V8),
+    "g6.12xlarge": (Decimal("2.0357"), SKYPILOT_AWS_V8),
 }
