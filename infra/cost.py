@@ -370,7 +370,8 @@ def over_budget(monthly_at_max: Decimal, budget: Decimal, unpriced: Sequence[str
 
 
 def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
-    autoscaled = cost.size.autoscaled
+    # Both ends where they can differ: an autoscaled pool, or one whose maximum counts a spot ceiling.
+    autoscaled = cost.size.autoscaled or cost.unit_at_max_usd_hour is not None
     return {
         "machine": cost.size.machine,
         "unitHourly": money(cost.unit_usd_hour, "0.0001"),

@@ -24,6 +24,7 @@ from infra.cost import (
     PoolSize,
     facts_cost,
     pool_cost,
+    pool_cost_json,
 )
 from infra.facts import RECLAIMABLE_TEXT, derive_cluster
 from infra.machines import SPOT_READ_ON, spot_priced
@@ -100,6 +101,9 @@ def test_a_spot_ceiling_is_what_the_maximum_counts() -> None:
         Decimal("0.9"),
     )
     assert cost.price_basis is not None and "maxPrice 0.3" in cost.price_basis
+    # A fixed pool too: the plan shows both ends, since its maximum counts the ceiling.
+    fixed = pool_cost_json(pool_cost("EKS", size("m7i.2xlarge", capped, nodes=2)))
+    assert (fixed["hourly"], fixed["hourlyAtMin"], fixed["hourlyAtMax"]) == (0.3638, 0.3638, 0.6)
     # No spot price read (AKS): the ceiling is the most a node costs, so the pool is priced at it.
     cost = pool_cost("AKS", size("Standard_D8s_v5", capped))
     assert (cost.unit_usd_hour, cost.hourly_at_max, cost.price_from) == (
