@@ -47,6 +47,9 @@ def test_a_machine_with_a_published_spot_price_carries_it_with_its_source_and_da
     # SkyPilot's AWS catalog, us-east-1: the highest SpotPrice of the region's zones (use1-az6).
     assert (m7i.spot_usd_hour, m7i.spot_read_on) == (Decimal("0.1819"), SPOT_READ_ON)
     assert SKYPILOT_AWS in m7i.spot_source
+    # The highest zone counts: two us-east-1 zones ask the on-demand price for p5.48xlarge on spot.
+    p5 = machine("EKS", "p5.48xlarge")
+    assert p5 is not None and p5.spot_usd_hour == p5.price_usd_hour == Decimal("55.04")
     h100 = machine("Nebius", "gpu-h100-sxm/8gpu-128vcpu-1600gb")
     assert h100 is not None and (h100.spot_usd_hour, h100.price_usd_hour) == (Decimal("10.00"), Decimal("23.60"))
     # A spot price moves from day to day: its pool states its read day, and the catalog's date
@@ -55,7 +58,8 @@ def test_a_machine_with_a_published_spot_price_carries_it_with_its_source_and_da
 
 
 def test_a_machine_without_a_published_spot_price_has_none() -> None:
-    for source, name in (("EKS", "p5.48xlarge"), ("Nebius", "gpu-l40s-a/1gpu-8vcpu-32gb"), ("GKE", "g2-standard-8")):
+    # Nebius's catalog has an empty SpotPrice for its L40S presets; GKE's spot column is not read here.
+    for source, name in (("Nebius", "gpu-l40s-a/1gpu-8vcpu-32gb"), ("GKE", "g2-standard-8")):
         row = machine(source, name)
         assert row is not None and row.price_usd_hour is not None  # priced on demand, not on spot
         assert (row.spot_usd_hour, row.spot_source, row.spot_read_on) == (None, None, None)
@@ -86,7 +90,7 @@ def test_a_spot_pool_is_priced_at_the_spot_price_read_on_its_day() -> None:
 
 
 def test_a_spot_pool_of_a_machine_without_a_spot_price_is_unpriced_not_priced_on_demand() -> None:
-    cost = pool_cost("EKS", size("p5.48xlarge", PoolCapacity(type=CapacityType.SPOT)))
+    cost = pool_cost("Nebius", size("gpu-l40s-a/1gpu-8vcpu-32gb", PoolCapacity(type=CapacityType.SPOT)))
     assert (cost.unit_usd_hour, cost.hourly, cost.unpriced_reason) == (None, None, NO_SPOT_PRICE)
     assert cost.price_basis is not None and cost.price_basis.startswith("spot price unknown")
 

@@ -104,7 +104,7 @@ UNPRICED: Mapping[str, Unpriced] = {
 
 # Spot USD per hour, Linux, us-east-1: the catalog's `SpotPrice` column [SKYPILOT_AWS_V8], read
 # 2026-12-05 (`infra.machines.SPOT_READ_ON`). AWS prices spot per zone; the figure is the highest of
-# the region's zones in the catalog (use1-az1, -az2, -az4, -az5, -az6), so a pool is never counted
+# the region's zones in the catalog (use1-az1 to -az6), so a pool is never counted
 # cheaper than the zone it lands in. Only the rows below were read; every other EKS machine has no
 # spot price here and a Spot pool of it is unpriced.
 SPOT_PRICES: Mapping[str, Price] = {
@@ -113,4 +113,7 @@ SPOT_PRICES: Mapping[str, Price] = {
     "m7i.2xlarge": (Decimal("0.1819"), SKYPILOT_AWS_V8),
     "m7i.4xlarge": (Decimal("0.5341"), SKYPILOT_AWS_V8),
     "g6.12xlarge": (Decimal("2.0357"), SKYPILOT_AWS_V8),
+    # The zones differ widely: 14.246 (use1-az5) to 55.04 in use1-az1 and -az4, the on-demand price.
+    "p5.48xlarge": (Decimal("55.04"), SKYPILOT_AWS_V8),
 }
+# p5e.48xlarge has no us-east-1 row in the catalog (spot only in other regions): none here.
