@@ -129,6 +129,16 @@ class PoolFacts:
         return {key: given[key] if key in given else POOL_JSON[key](self) for key in keys}
 
 
+def capacity_json(capacity: PoolCapacity | None) -> dict[str, Any]:
+    """A pool's capacity as the plan and the registered inputs spell it: `{"type": "OnDemand"}` for
+    the default, and the keys the stack file set (prices as text)."""
+    return (capacity or PoolCapacity()).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+# What the plan says of a pool whose cloud may take its nodes back (`PoolCapacity.reclaimable`).
+RECLAIMABLE_TEXT = "reclaimable at short notice: the cloud may take a node back when it needs the capacity"
+
+
 # One JSON spelling per fact of a pool (camelCase; taint effects in Kubernetes spelling).
 POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "name": lambda p: p.name,
@@ -156,14 +166,6 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
 }
 
 
-def capacity_json(capacity: PoolCapacity | None) -> dict[str, Any]:
-    """A pool's capacity as the plan and the registered inputs spell it: `{"type": "OnDemand"}` for
-    the default, and the keys the stack file set (prices as text)."""
-    return (capacity or PoolCapacity()).model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-# What the plan says of a pool whose cloud may take its nodes back (`PoolCapacity.reclaimable`).
-RECLAIMABLE_TEXT = "reclaimable at short notice: the cloud may take a node back when it needs the capacity"
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
 PLAN_POOL_KEYS = (
     "name",

@@ -287,7 +287,7 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
         most = plain(pool.get("maxNodeCount"))
         machine = pool.get("machine")
         price = plain(pool.get("hourlyPrice"))  # the class's own price, as text (`infra.facts.POOL_JSON`)
-        capacity = plain(pool.get("capacity"))  # `infra.facts.capacity_json`; None from a component before it
+        capacity = plain(pool.get("capacity"))  # `infra.facts.capacity_json`; None: registered before pools had it
         sizes.append(
             PoolSize.of(
                 str(pool.get("name")),
