@@ -50,6 +50,9 @@ def test_a_machine_with_a_published_spot_price_carries_it_with_its_source_and_da
     # The highest zone counts: two us-east-1 zones ask the on-demand price for p5.48xlarge on spot.
     p5 = machine("EKS", "p5.48xlarge")
     assert p5 is not None and p5.spot_usd_hour == p5.price_usd_hour == Decimal("55.04")
+    # Azure prices spot per region: SkyPilot's Azure catalog, eastus.
+    a100 = machine("AKS", "Standard_NC24ads_A100_v4")
+    assert a100 is not None and (a100.spot_usd_hour, a100.price_usd_hour) == (Decimal("0.444433"), Decimal("3.673"))
     h100 = machine("Nebius", "gpu-h100-sxm/8gpu-128vcpu-1600gb")
     assert h100 is not None and (h100.spot_usd_hour, h100.price_usd_hour) == (Decimal("10.00"), Decimal("23.60"))
     # A spot price moves from day to day: its pool states its read day, and the catalog's date
@@ -59,7 +62,11 @@ def test_a_machine_with_a_published_spot_price_carries_it_with_its_source_and_da
 
 def test_a_machine_without_a_published_spot_price_has_none() -> None:
     # Nebius's catalog has an empty SpotPrice for its L40S presets; GKE's spot column is not read here.
-    for source, name in (("Nebius", "gpu-l40s-a/1gpu-8vcpu-32gb"), ("GKE", "g2-standard-8")):
+    for source, name in (
+        ("Nebius", "gpu-l40s-a/1gpu-8vcpu-32gb"),
+        ("GKE", "g2-standard-8"),
+        ("AKS", "Standard_D4s_v5"),
+    ):
         row = machine(source, name)
         assert row is not None and row.price_usd_hour is not None  # priced on demand, not on spot
         assert (row.spot_usd_hour, row.spot_source, row.spot_read_on) == (None, None, None)
@@ -108,8 +115,8 @@ def test_a_spot_ceiling_is_what_the_maximum_counts() -> None:
     # A fixed pool too: the plan shows both ends, since its maximum counts the ceiling.
     fixed = pool_cost_json(pool_cost("EKS", size("m7i.2xlarge", capped, nodes=2)))
     assert (fixed["hourly"], fixed["hourlyAtMin"], fixed["hourlyAtMax"]) == (0.3638, 0.3638, 0.6)
-    # No spot price read (AKS): the ceiling is the most a node costs, so the pool is priced at it.
-    cost = pool_cost("AKS", size("Standard_D8s_v5", capped))
+    # No spot price read (AKS Standard_D4s_v5): the ceiling is the most a node costs, so the pool is priced at it.
+    cost = pool_cost("AKS", size("Standard_D4s_v5", capped))
     assert (cost.unit_usd_hour, cost.hourly_at_max, cost.price_from) == (
         Decimal("0.3"),
         Decimal("0.6"),
