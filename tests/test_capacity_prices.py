@@ -50,6 +50,9 @@ def test_a_machine_with_a_published_spot_price_carries_it_with_its_source_and_da
     # The highest zone counts: two us-east-1 zones ask the on-demand price for p5.48xlarge on spot.
     p5 = machine("EKS", "p5.48xlarge")
     assert p5 is not None and p5.spot_usd_hour == p5.price_usd_hour == Decimal("55.04")
+    # GCP: the same in each us-central1 zone.
+    c3 = machine("GKE", "c3-standard-8")
+    assert c3 is not None and (c3.spot_usd_hour, c3.price_usd_hour) == (Decimal("0.06302"), Decimal("0.40322"))
     # Azure prices spot per region: SkyPilot's Azure catalog, eastus.
     a100 = machine("AKS", "Standard_NC24ads_A100_v4")
     assert a100 is not None and (a100.spot_usd_hour, a100.price_usd_hour) == (Decimal("0.444433"), Decimal("3.673"))
