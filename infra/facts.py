@@ -26,6 +26,7 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
+from infra.config.clusters import PoolCapacity
 from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied, cluster_region
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.machines import MachineType
@@ -93,6 +94,9 @@ class PoolFacts:
     # cloud profile's `scaling.gpu_from_zero`; None where nothing here judges it (CPU and system
     # pools, and every pool of a cluster the program does not build).
     scale_from_zero: bool | None = None
+    # How the pool's nodes are bought (`nodePools[].capacity`); None for the system pool, which the
+    # program always buys on demand.
+    capacity: PoolCapacity | None = None
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -125,6 +129,16 @@ class PoolFacts:
         return {key: given[key] if key in given else POOL_JSON[key](self) for key in keys}
 
 
+def capacity_json(capacity: PoolCapacity | None) -> dict[str, Any]:
+    """A pool's capacity as the plan and the registered inputs spell it: `{"type": "OnDemand"}` for
+    the default, and the keys the stack file set (prices as text)."""
+    return (capacity or PoolCapacity()).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+# What the plan says of a pool whose cloud may take its nodes back (`PoolCapacity.reclaimable`).
+RECLAIMABLE_TEXT = "reclaimable at short notice: the cloud may take a node back when it needs the capacity"
+
+
 # One JSON spelling per fact of a pool (camelCase; taint effects in Kubernetes spelling).
 POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "name": lambda p: p.name,
@@ -146,7 +160,12 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "derived": lambda p: supplied_json(p),
     # Text, so the exact figure reaches the pack (a JSON number would be a float)
     "hourlyPrice": lambda p: str(p.hourly_price) if p.hourly_price is not None else None,
+    # `type`, and the reservation and prices where set (prices as text, as `hourlyPrice`)
+    "capacity": lambda p: capacity_json(p.capacity),
+    "reclaimRisk": lambda p: RECLAIMABLE_TEXT if p.capacity is not None and p.capacity.reclaimable else None,
 }
+
+
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
 PLAN_POOL_KEYS = (
     "name",
@@ -164,6 +183,8 @@ PLAN_POOL_KEYS = (
     "machine",
     "zones",
     "derived",
+    "capacity",
+    "reclaimRisk",
 )
 REGISTERED_POOL_KEYS = (
     "name",
@@ -179,6 +200,7 @@ REGISTERED_POOL_KEYS = (
     "nodeCount",
     "maxNodeCount",
     "hourlyPrice",
+    "capacity",
 )
 SCHEDULABLE_POOL_KEYS = ("name", "nodes", "role", "devices")
 
@@ -383,6 +405,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 machine_block=own,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
                 supplied=cls.supplied,
+                capacity=pool.capacity,
                 scale_from_zero=(
                     cloud.scaling.gpu_from_zero.can
                     if role == "GPU" and cloud.scaling.gpu_from_zero is not None

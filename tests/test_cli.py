@@ -59,7 +59,13 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "machineType",
                 "zones",
                 "derived",
+                "capacity",
+                "priceBasis",
+                "reclaimRisk",
             }
+            assert isinstance(p["capacity"]["type"], str)
+            assert p["priceBasis"] is None or isinstance(p["priceBasis"], str)
+            assert p["reclaimRisk"] is None or isinstance(p["reclaimRisk"], str)
             assert p["machineType"] is None or isinstance(p["machineType"], str)
             assert all(isinstance(z, str) for z in p["zones"])
             assert p["role"] in ("GPU", "CPU", "System")

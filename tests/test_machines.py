@@ -431,6 +431,8 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
         "monthlyAtMax": 2920.0,
         "priceFrom": "catalog",
         "unpricedReason": None,
+        "capacity": "OnDemand",
+        "priceBasis": "on-demand list price read on 2026-12-03",
     }
     assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMin"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None, None)
     assert (pools["system"]["monthlyAtMin"], pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (

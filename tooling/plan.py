@@ -293,8 +293,12 @@ def cost_hook(ctx: PlanContext) -> None:
     for facts, cluster in zip(ctx.facts, ctx.doc["clusters"], strict=True):
         cost = facts_cost(facts)
         # Pools keep the shape the plan document gives them; their costs sit under the cluster's
-        # `cost.pools`, by name.
+        # `cost.pools`, by name, and each pool says what its price is (`priceBasis`; None on
+        # Existing, whose hardware the owner pays for).
         cluster["cost"] = cluster_cost_json(cost) if cost is not None else None
+        basis = {p.size.name: p.price_basis for p in cost.pools} if cost is not None else {}
+        for pool in cluster["pools"]:
+            pool["priceBasis"] = basis.get(pool["name"])
         if cost is not None:
             costs.append(cost)
     total = total_json(costs)

@@ -15,7 +15,7 @@ from clouds.gke.config import KEYS, GkeCluster, GkeMachine
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, priced
+from infra.machines import ControlPlaneFee, priced, spot_priced
 from infra.profiles import (
     CloudProfile,
     Fabric,
@@ -142,7 +142,7 @@ CLOUD = Cloud(
     key="gke",
     cluster_block=GkeCluster,
     machine_block=GkeMachine,
-    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
+    machines=spot_priced(priced(machines.rows(), machines.PRICES, machines.UNPRICED), machines.SPOT_PRICES),
     price_region="us-central1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,
