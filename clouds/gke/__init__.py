@@ -174,7 +174,12 @@ CLOUD = Cloud(
         "gcp:serviceaccount/account:Account": _service_account_outputs,
     },
     keys=KEYS,
-    examples={"project": "my-project", "region": "us-central1", "kubernetesVersion": '"1.35"'},
+    examples={
+        "project": "my-project",
+        "region": "us-central1",
+        "kubernetesVersion": '"1.35"',
+        "adopt": "{id: projects/my-project/locations/us-central1/clusters/inference-1}",
+    },
     # The first import form each resource documents (pulumi-gcp 10.2.0, the "## Import" sections of
     # pulumi_gcp/container/cluster.py and node_pool.py): the cluster by project, location and name,
     # the pool by project, location, cluster and pool name.
