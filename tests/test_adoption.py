@@ -16,6 +16,7 @@ from clouds import gke
 from components.adoption import differing_inputs, refusal
 from infra.config.issues import ConfigError, ConfigIssue
 from tests.conftest import CLUSTER_BLOCKS, CPU_BLOCKS, cpu_class, fleet_of, gke_fleet, of_type, run_fleet
+from tooling.changes import change_lines, compare, summary
 from tooling.plan import plan_stack
 
 CLUSTER_ID = "projects/my-project/locations/us-central1/clusters/inference-1"
@@ -167,6 +168,20 @@ def test_the_plan_shows_an_import_for_the_cluster_and_each_adopted_pool(tmp_path
         "prod-gpu": "my-project/us-central1/inference-1/gpu",
         "prod-cpu": "my-project/us-central1/inference-1/cpu",
     }
+
+
+def test_a_plan_against_an_earlier_one_reports_each_adopted_resource_as_an_import(tmp_path: Any) -> None:
+    import yaml
+
+    path = tmp_path / "Pulumi.adopted.yaml"
+    path.write_text(yaml.safe_dump({"config": {f"modelplane:{k}": v for k, v in adopted_gke().items()}}))
+    doc = plan_stack(path)
+    changes = compare({"resources": []}, doc)
+    imported = sorted(c["name"] for c in changes if c["op"] == "import")
+    assert imported == ["prod-cluster", "prod-cpu", "prod-gpu"]
+    assert not [c for c in changes if c["op"] == "create" and c["type"].startswith("gcp:container")]
+    assert summary(changes).split(", ")[1] == "3 to import"
+    assert "= import prod-cluster (gcp:container/cluster:Cluster)" in change_lines(changes)
 
 
 def test_the_hook_refuses_naming_the_inputs_that_differ_and_the_way_out() -> None:
