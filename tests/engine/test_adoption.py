@@ -5,7 +5,8 @@ The running cluster and pools are planted in the GKE test provider (`running.jso
 its owner set that the stack file does not say (its network, its nodes' service account). Then: a
 preview shows an import for each, `up` imports them and creates no cloud resource, a second `up`
 changes nothing; and a running pool that differs from the stack file is refused by the adopted
-resource's `before_update` hook (components/adoption.py) with nothing changed.
+resource's `before_update` hook (components/adoption.py) with nothing changed, as is a later edit
+of an adopted pool.
 
 The cluster's Kubernetes objects (its serving stack) are created as on any cluster: adoption is
 about the cloud resources.
@@ -118,3 +119,13 @@ def test_a_running_gke_cluster_is_adopted_without_a_create_once_the_stack_file_m
     again = stack.up()
     assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
     assert engine.ops().changes() == []
+
+    # A later edit of an adopted pool is held to what runs too, by an `up` that runs no preview
+    # (the Automation API's, `--skip-preview`): the hook stops it before the provider's update.
+    config = engine.config("adopted")
+    config["modelplane:clusters"][0]["nodePools"][1]["nodeCount"] = 2
+    engine.write_config("adopted", config)
+    with pytest.raises(auto.CommandError) as err:
+        stack.up()
+    assert "differs from the stack file in nodeCount" in str(err.value)
+    assert cloud_urns({e["urn"] for e in engine.ops().changes()}) == set()
