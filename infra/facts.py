@@ -97,6 +97,8 @@ class PoolFacts:
     # How the pool's nodes are bought (`nodePools[].capacity`); None for the system pool, which the
     # program always buys on demand.
     capacity: PoolCapacity | None = None
+    # The import ID of the running pool this one adopts (`nodePools[].adopt.id`); None: created.
+    adopt_id: str | None = None
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -276,6 +278,11 @@ class ClusterFacts:
         return profile(self.source)
 
     @property
+    def adopt_id(self) -> str | None:
+        """The import ID of the running cluster this one adopts (`<cloud>.adopt.id`); None: created."""
+        return self.spec.adopt.id if self.spec.adopt is not None else None
+
+    @property
     def user_pools(self) -> tuple[PoolFacts, ...]:
         return tuple(p for p in self.pools if p.role != "System")
 
@@ -349,7 +356,8 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
     source = str(cluster.source)
     cloud = profile(source)
     pools: list[PoolFacts] = []
-    if cluster.provisioned:
+    # An adopted cluster keeps the pools it runs for its own workloads: no system pool is added to it.
+    if cluster.provisioned and cluster.adopt is None:
         pools.append(system_pool(cloud))
     # The cluster's taints go on every pool it declares: a provisioned cloud puts them on the pool's
     # nodes (each cloud's spelling of `PoolFacts.taints`); on Existing they say what the owner's pool
@@ -411,6 +419,7 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                     if role == "GPU" and cloud.scaling.gpu_from_zero is not None
                     else None
                 ),
+                adopt_id=pool.adopt.id if pool.adopt is not None else None,
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

@@ -48,6 +48,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
             f"[bold cyan]{esc(cluster['name'])}[/] ({esc(cluster['source'])}{esc(', ' + where) if where else ''}) "
             f"draDrivers: {listed(cluster['draDrivers'])}; supported: {listed(cluster['supportedDrivers'])}"
         )
+        if cluster.get("import"):
+            node.add(f"[yellow]import[/] {esc(cluster['import'])} (adopted: read, not created)")
         pools = node.add("pools")
         for p in cluster["pools"]:
             accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
@@ -65,6 +67,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}"
                 f"{esc(pool_cost_text(cluster, p['name']))}"
             )
+            if p.get("import"):
+                pool.add(f"[yellow]import[/] {esc(p['import'])}")
             if p.get("derived"):
                 pool.add(esc(derived_text(p["derived"])))
             if capacity := capacity_text(p):

@@ -13,7 +13,7 @@ from typing import Any
 from clouds.gke import machines, zones
 from clouds.gke.config import KEYS, GkeCluster, GkeMachine
 from clouds.mock import FAKE_CA
-from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, ImportIds, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, priced, spot_priced
 from infra.profiles import (
@@ -174,5 +174,20 @@ CLOUD = Cloud(
         "gcp:serviceaccount/account:Account": _service_account_outputs,
     },
     keys=KEYS,
-    examples={"project": "my-project", "region": "us-central1", "kubernetesVersion": '"1.35"'},
+    examples={
+        "project": "my-project",
+        "region": "us-central1",
+        "kubernetesVersion": '"1.35"',
+        "adopt": "{id: projects/my-project/locations/us-central1/clusters/inference-1}",
+    },
+    # The first import form each resource documents (pulumi-gcp 10.2.0, the "## Import" sections of
+    # pulumi_gcp/container/cluster.py and node_pool.py): the cluster by project, location and name,
+    # the pool by project, location, cluster and pool name.
+    adoption=ImportIds(
+        cluster=re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<place>[^/]+)/clusters/(?P<cluster>[^/]+)$"),
+        cluster_shape="projects/<project>/locations/<region>/clusters/<cluster name>",
+        pool=re.compile(r"^(?P<project>[^/]+)/(?P<place>[^/]+)/(?P<cluster>[^/]+)/(?P<pool>[^/]+)$"),
+        pool_shape="<project>/<region>/<cluster name>/<pool name>",
+        listed_by="gcloud container clusters list and gcloud container node-pools list --cluster <cluster name>",
+    ),
 )

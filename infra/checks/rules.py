@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from infra.checks.adoption import check_adoption
 from infra.checks.parallelism import check_multinode
 from infra.checks.services import check_autoscaling, check_serving
 from infra.config.issues import ConfigIssue
@@ -30,6 +31,7 @@ def check_rules(fleet: Fleet) -> list[ConfigIssue]:
         + check_plain_credentials(fleet)
         + check_autoscaling(fleet)
         + check_multinode(fleet)
+        + check_adoption(fleet)
     )
 
 
