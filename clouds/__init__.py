@@ -89,7 +89,10 @@ def control_plane_fee(source: str) -> ControlPlaneFee | None:
 
 
 def catalog_date() -> str:
-    """The newest read date of any row, price or fee: how fresh the catalog's facts are."""
+    """The newest read date of any row, on-demand price or fee: how fresh the catalog's facts are.
+
+    Spot prices are not counted: one moves from day to day, so each spot-priced pool states its
+    own read day (`infra.cost.spot_cost`), and a plan without one keeps its date."""
     fees = [c.control_plane_fee.read_on for c in CLOUDS if c.control_plane_fee is not None]
     prices = [m.price_read_on or (m.unpriced.read_on if m.unpriced else m.read_on) for m in MACHINES]
     return max([m.read_on for m in MACHINES] + prices + fees)

@@ -13,6 +13,7 @@ import path and loaded only when a stack has such a cluster (each cloud SDK take
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,25 @@ class ResourceTypes:
 
 
 @dataclass(frozen=True)
+class ImportIds:
+    """The import IDs of a cloud's cluster and pool resources, for adopting a running cluster.
+
+    Each pattern matches one ID whole. Its named groups say what the ID must agree with: `cluster`
+    is the running cluster's name (the pool's `cluster` must be the cluster ID's), `pool` the
+    pool's `name` in the stack file, `place` the block's region or location, and any other group
+    the block's field of that name (GKE `project`). `cluster_shape` and `pool_shape` are the
+    patterns as a user writes them, for messages and the docs.
+    """
+
+    cluster: re.Pattern[str]
+    cluster_shape: str
+    pool: re.Pattern[str]
+    pool_shape: str
+    # Where a user reads the IDs of a running cluster (a command of the cloud's CLI).
+    listed_by: str
+
+
+@dataclass(frozen=True)
 class Cloud:
     """One cloud (a cluster `source`): its profile, and how the program loads and wires its package."""
 
@@ -96,6 +116,8 @@ class Cloud:
     keys: Mapping[tuple[str, str], KeyDoc] = field(default_factory=dict)
     # An example value of each key of the cluster block, as YAML (the reference's examples).
     examples: Mapping[str, str] = field(default_factory=dict)
+    # The import IDs of its cluster and pools; None: a running cluster cannot be adopted.
+    adoption: ImportIds | None = None
 
     @property
     def source(self) -> str:

@@ -1,4 +1,4 @@
-"""What a fleet costs: on-demand price x nodes per pool, plus each cluster's control plane fee.
+"""What a fleet costs: each pool's price at its capacity x nodes, plus each cluster's control plane fee.
 
 The prices are the machine catalog's (each cloud's rows, `clouds.machine`), for the one region
 the catalog prices each cloud in; a cluster elsewhere is priced at those rates and says which region it was
@@ -7,6 +7,13 @@ unknown with the catalog's reason (`infra.machines.Unpriced`), the totals are th
 known, and `complete` is false. A class may state the price its owner pays
 (`provisioning.<cloud>.hourlyPrice`): its pools are priced at that figure, whatever the catalog says,
 and the plan marks the figure as the class's own (`priceFrom: class`).
+
+A pool is priced at what its capacity (`nodePools[].capacity`) is bought at: OnDemand at the above;
+Spot at the catalog row's spot price, read on a given day (spot prices move, so the plan quotes the
+price read on that day), or unpriced where no public list read publishes one; with a spot ceiling
+(`capacity.maxPrice`, AKS) the maximum counts the ceiling, the most a node can cost; Reservation and
+CapacityBlock at the price the owner states (`capacity.hourlyPrice`), which no public list knows, or
+unpriced without it. Each pool's `priceBasis` says which.
 
 Per pool the cost is the machine's hourly price x `nodeCount`, and, when the pool autoscales,
 x `minNodeCount` (what it can shrink to) and x `maxNodeCount` (what it can grow to). Per cluster it
@@ -23,11 +30,12 @@ both compute cost with `cluster_cost`; the budget rule is stated once, in `over_
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from clouds import catalog_date, cloud, machine, profile
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.machines import CURRENCY, HOURS_PER_MONTH, MachineType, Unpriced
 from infra.profiles import pool_nodes, zone_count
 
@@ -53,6 +61,8 @@ class PoolSize:
     autoscaled: bool = False
     hourly_price: Decimal | None = None  # the class's own price per node-hour (`hourlyPrice`)
     min_nodes: int | None = None  # `minNodeCount` when autoscaled
+    # How the nodes are bought (`nodePools[].capacity`); on demand unless the pool says otherwise
+    capacity: PoolCapacity = field(default_factory=PoolCapacity)
 
     @property
     def least_nodes(self) -> int:
@@ -70,16 +80,40 @@ class PoolSize:
         zones: Sequence[str],
         hourly_price: Decimal | None = None,
         min_node_count: int | None = None,
+        capacity: PoolCapacity | None = None,
     ) -> PoolSize:
         """The size of a pool as written (`nodeCount`, `minNodeCount` and `maxNodeCount` when
-        autoscaled, `zones`) on `source`."""
+        autoscaled, `zones`, `capacity`) on `source`."""
         created, most = pool_nodes(node_count, max_node_count, zone_count(profile(source), zones))
-        return cls(name, machine, created, most, max_node_count is not None, hourly_price, min_node_count)
+        return cls(
+            name,
+            machine,
+            created,
+            most,
+            max_node_count is not None,
+            hourly_price,
+            min_node_count,
+            capacity or PoolCapacity(),
+        )
 
 
 # Where a pool's price came from, and why a pool has none beyond the catalog's own reasons
 PRICE_FROM_CATALOG = "catalog"
 PRICE_FROM_CLASS = "class"  # the class's `hourlyPrice`: the owner's figure, not a public price
+PRICE_FROM_SPOT = "spot"  # the catalog row's spot price, as read on its day
+PRICE_FROM_SPOT_CEILING = "maxPrice"  # no spot price read: the owner's spot ceiling, the most a node costs
+PRICE_FROM_CAPACITY = "capacity"  # `capacity.hourlyPrice`: what the owner pays for a reservation or block
+NO_SPOT_PRICE = "no-spot-price"
+NO_SPOT_PRICE_TEXT = (
+    "a Spot pool is priced at its machine's spot price, and no public price list read for the catalog publishes "
+    "one for this machine in the price region; set capacity.maxPrice where the cloud takes one (AKS), or accept "
+    "the pool as unpriced"
+)
+NO_CAPACITY_PRICE = "no-capacity-price"
+NO_CAPACITY_PRICE_TEXT = (
+    "a {type} pool is priced at what its owner pays, which no public list knows; state it as "
+    "capacity.hourlyPrice (USD per node-hour)"
+)
 UNCATALOGUED = "uncatalogued"
 UNCATALOGUED_TEXT = (
     "the machine has no row in the machine catalog (the class takes it `uncatalogued`); set the class's "
@@ -96,6 +130,10 @@ class PoolCost:
     # Set exactly when `unit_usd_hour` is None: the reason key and its text
     unpriced_reason: str | None = None
     unpriced_text: str | None = None
+    # What the price is, for a reader: "on-demand list price read on ...", "spot price read on ...".
+    price_basis: str | None = None
+    # The most a node can cost when that is above `unit_usd_hour` (a spot ceiling); the maximum counts it.
+    unit_at_max_usd_hour: Decimal | None = None
 
     @property
     def hourly(self) -> Decimal | None:
@@ -105,7 +143,9 @@ class PoolCost:
     @property
     def hourly_at_max(self) -> Decimal | None:
         """With the most nodes the pool can have (`maxNodeCount` when autoscaled)."""
-        return None if self.unit_usd_hour is None else self.unit_usd_hour * self.size.max_nodes
+        if self.unit_usd_hour is None:
+            return None
+        return (self.unit_at_max_usd_hour or self.unit_usd_hour) * self.size.max_nodes
 
     @property
     def hourly_at_min(self) -> Decimal | None:
@@ -150,7 +190,7 @@ class ClusterCost:
     @property
     def unpriced_reasons(self) -> dict[str, str]:
         """Each item `unpriced` names, with why it has no price."""
-        out = {p.size.machine or p.size.name: p.unpriced_text or "" for p in self.pools if p.unit_usd_hour is None}
+        out = {unpriced_name(p.size): p.unpriced_text or "" for p in self.pools if p.unit_usd_hour is None}
         out = dict(sorted(out.items()))
         if self.control_plane_usd_hour is None:
             out[f"{self.source} control plane"] = self.control_plane_note
@@ -181,6 +221,13 @@ class ClusterCost:
     @property
     def _storage_hourly(self) -> list[Decimal | None]:
         return [c.hourly for c in self.storage]
+
+
+def unpriced_name(size: PoolSize) -> str:
+    """How `unpriced` names a pool's machine: by itself on demand, with its capacity otherwise
+    (`m7i.xlarge (Spot)`), since the same machine can be priced on demand and not as spot."""
+    name = size.machine or size.name
+    return name if size.capacity.type is CapacityType.ON_DEMAND else f"{name} ({size.capacity.type.value})"
 
 
 def _sum(values: Iterable[Decimal | None]) -> Decimal:
@@ -224,23 +271,71 @@ def cluster_cost(
 
 
 def pool_cost(source: str, pool: PoolSize, lookup: MachineLookup = machine) -> PoolCost:
-    """One pool's price: the class's own, else its catalog row's, else unknown with the reason."""
+    """One pool's price at its capacity (`capacity_cost`), else unknown with the reason."""
     row = lookup(source, pool.machine) if pool.machine else None
+    capacity = pool.capacity
+    if capacity.type in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK):
+        return capacity_cost(pool)
+    if capacity.type is CapacityType.SPOT:
+        return spot_cost(pool, row)
     if pool.hourly_price is not None:
-        return PoolCost(pool, pool.hourly_price, PRICE_FROM_CLASS)
+        return PoolCost(pool, pool.hourly_price, PRICE_FROM_CLASS, price_basis="the class's own price (hourlyPrice)")
     if row is None:
         return PoolCost(pool, None, unpriced_reason=UNCATALOGUED, unpriced_text=UNCATALOGUED_TEXT)
     if row.price_usd_hour is not None:
-        return PoolCost(pool, row.price_usd_hour, PRICE_FROM_CATALOG)
+        basis = f"on-demand list price read on {row.price_read_on}"
+        return PoolCost(pool, row.price_usd_hour, PRICE_FROM_CATALOG, price_basis=basis)
     reason = row.unpriced
     assert reason is not None, "a catalog row has a price or a reason for having none (infra.machines.priced)"
     return PoolCost(pool, None, unpriced=reason, unpriced_reason=reason.reason, unpriced_text=reason.text)
 
 
+def spot_cost(pool: PoolSize, row: MachineType | None) -> PoolCost:
+    """A Spot pool: at its row's spot price as read on its day; with a ceiling (`maxPrice`) the
+    maximum counts the ceiling, the most the owner lets a node cost. Neither: unknown, never guessed
+    (the on-demand price is not what a spot node costs, and a spot price moves)."""
+    spot = row.spot_usd_hour if row is not None else None
+    read = f"at the spot price read on {row.spot_read_on}" if row is not None and spot is not None else None
+    ceiling = pool.capacity.max_price
+    if spot is None and ceiling is None:
+        basis = "spot price unknown: no public price list read publishes one for the machine"
+        return PoolCost(pool, None, unpriced_reason=NO_SPOT_PRICE, unpriced_text=NO_SPOT_PRICE_TEXT, price_basis=basis)
+    if ceiling is None:
+        return PoolCost(pool, spot, PRICE_FROM_SPOT, price_basis=f"{read} (spot prices move)")
+    if spot is None:
+        basis = f"the owner's spot ceiling (maxPrice {ceiling}); no spot price was read for the machine"
+        return PoolCost(pool, ceiling, PRICE_FROM_SPOT_CEILING, price_basis=basis)
+    basis = (
+        f"{read} (spot prices move); at most the owner's spot ceiling (maxPrice {ceiling}), which the maximum counts"
+    )
+    return PoolCost(pool, min(spot, ceiling), PRICE_FROM_SPOT, price_basis=basis, unit_at_max_usd_hour=ceiling)
+
+
+def capacity_cost(pool: PoolSize) -> PoolCost:
+    """A Reservation or CapacityBlock pool: at the price its owner states (`capacity.hourlyPrice`)."""
+    capacity = pool.capacity
+    if capacity.hourly_price is None:
+        text = NO_CAPACITY_PRICE_TEXT.format(type=capacity.type.value)
+        basis = "the owner's price, not stated (capacity.hourlyPrice)"
+        return PoolCost(pool, None, unpriced_reason=NO_CAPACITY_PRICE, unpriced_text=text, price_basis=basis)
+    what = "reserved" if capacity.type is CapacityType.RESERVATION else "capacity block"
+    basis = f"the owner's {what} price (capacity.hourlyPrice)"
+    return PoolCost(pool, capacity.hourly_price, PRICE_FROM_CAPACITY, price_basis=basis)
+
+
 def facts_cost(facts: ClusterFacts, lookup: MachineLookup = machine) -> ClusterCost | None:
     """The cost of a cluster from its derived facts (the system pool included)."""
     sizes = [
-        PoolSize(p.name, p.machine, p.created_nodes, p.nodes, p.autoscaled, p.hourly_price, p.min_node_count)
+        PoolSize(
+            p.name,
+            p.machine,
+            p.created_nodes,
+            p.nodes,
+            p.autoscaled,
+            p.hourly_price,
+            p.min_node_count,
+            p.capacity or PoolCapacity(),
+        )
         for p in facts.pools
     ]
     caches = [(f"{c.namespace}/{c.claim}", c.size_gib) for c in facts.shared_caches]
@@ -275,7 +370,8 @@ def over_budget(monthly_at_max: Decimal, budget: Decimal, unpriced: Sequence[str
 
 
 def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
-    autoscaled = cost.size.autoscaled
+    # Both ends where they can differ: an autoscaled pool, or one whose maximum counts a spot ceiling.
+    autoscaled = cost.size.autoscaled or cost.unit_at_max_usd_hour is not None
     return {
         "machine": cost.size.machine,
         "unitHourly": money(cost.unit_usd_hour, "0.0001"),
@@ -285,11 +381,15 @@ def pool_cost_json(cost: PoolCost) -> dict[str, Any]:
         "monthlyAtMin": money(monthly(cost.hourly_at_min)) if autoscaled and cost.hourly_at_min is not None else None,
         "hourlyAtMax": money(cost.hourly_at_max, "0.0001") if autoscaled else None,
         "monthlyAtMax": money(monthly(cost.hourly_at_max)) if autoscaled and cost.hourly_at_max is not None else None,
-        # "catalog" (the machine catalog's public price) or "class" (the class's own hourlyPrice)
+        # "catalog" (the machine catalog's public on-demand price), "class" (the class's own
+        # hourlyPrice), "spot" (the catalog's spot price), "maxPrice" (the owner's spot ceiling) or
+        # "capacity" (the owner's reservation or block price)
         "priceFrom": cost.price_from,
         "unpricedReason": {"reason": cost.unpriced_reason, "text": cost.unpriced_text}
         if cost.unpriced_reason is not None
         else None,
+        "capacity": cost.size.capacity.type.value,
+        "priceBasis": cost.price_basis,
     }
 
 

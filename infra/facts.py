@@ -94,8 +94,11 @@ class PoolFacts:
     # cloud profile's `scaling.gpu_from_zero`; None where nothing here judges it (CPU and system
     # pools, and every pool of a cluster the program does not build).
     scale_from_zero: bool | None = None
-    # What the pool's nodes are bought as (`nodePools[].capacity`); each cloud's component spells it.
-    capacity: PoolCapacity = field(default_factory=PoolCapacity)
+    # How the pool's nodes are bought (`nodePools[].capacity`); None for the system pool, which the
+    # program always buys on demand.
+    capacity: PoolCapacity | None = None
+    # The import ID of the running pool this one adopts (`nodePools[].adopt.id`); None: created.
+    adopt_id: str | None = None
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -128,6 +131,16 @@ class PoolFacts:
         return {key: given[key] if key in given else POOL_JSON[key](self) for key in keys}
 
 
+def capacity_json(capacity: PoolCapacity | None) -> dict[str, Any]:
+    """A pool's capacity as the plan and the registered inputs spell it: `{"type": "OnDemand"}` for
+    the default, and the keys the stack file set (prices as text)."""
+    return (capacity or PoolCapacity()).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+# What the plan says of a pool whose cloud may take its nodes back (`PoolCapacity.reclaimable`).
+RECLAIMABLE_TEXT = "reclaimable at short notice: the cloud may take a node back when it needs the capacity"
+
+
 # One JSON spelling per fact of a pool (camelCase; taint effects in Kubernetes spelling).
 POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "name": lambda p: p.name,
@@ -149,7 +162,12 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "derived": lambda p: supplied_json(p),
     # Text, so the exact figure reaches the pack (a JSON number would be a float)
     "hourlyPrice": lambda p: str(p.hourly_price) if p.hourly_price is not None else None,
+    # `type`, and the reservation and prices where set (prices as text, as `hourlyPrice`)
+    "capacity": lambda p: capacity_json(p.capacity),
+    "reclaimRisk": lambda p: RECLAIMABLE_TEXT if p.capacity is not None and p.capacity.reclaimable else None,
 }
+
+
 # What each reader takes, in its order (the plan's and the registered inputs' are contracts).
 PLAN_POOL_KEYS = (
     "name",
@@ -167,6 +185,8 @@ PLAN_POOL_KEYS = (
     "machine",
     "zones",
     "derived",
+    "capacity",
+    "reclaimRisk",
 )
 REGISTERED_POOL_KEYS = (
     "name",
@@ -182,6 +202,7 @@ REGISTERED_POOL_KEYS = (
     "nodeCount",
     "maxNodeCount",
     "hourlyPrice",
+    "capacity",
 )
 SCHEDULABLE_POOL_KEYS = ("name", "nodes", "role", "devices")
 
@@ -257,6 +278,11 @@ class ClusterFacts:
         return profile(self.source)
 
     @property
+    def adopt_id(self) -> str | None:
+        """The import ID of the running cluster this one adopts (`<cloud>.adopt.id`); None: created."""
+        return self.spec.adopt.id if self.spec.adopt is not None else None
+
+    @property
     def user_pools(self) -> tuple[PoolFacts, ...]:
         return tuple(p for p in self.pools if p.role != "System")
 
@@ -330,7 +356,8 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
     source = str(cluster.source)
     cloud = profile(source)
     pools: list[PoolFacts] = []
-    if cluster.provisioned:
+    # An adopted cluster keeps the pools it runs for its own workloads: no system pool is added to it.
+    if cluster.provisioned and cluster.adopt is None:
         pools.append(system_pool(cloud))
     # The cluster's taints go on every pool it declares: a provisioned cloud puts them on the pool's
     # nodes (each cloud's spelling of `PoolFacts.taints`); on Existing they say what the owner's pool
@@ -386,12 +413,13 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                 machine_block=own,
                 zone_count=zone_count(cloud, tuple(pool.zones)),
                 supplied=cls.supplied,
+                capacity=pool.capacity,
                 scale_from_zero=(
                     cloud.scaling.gpu_from_zero.can
                     if role == "GPU" and cloud.scaling.gpu_from_zero is not None
                     else None
                 ),
-                capacity=pool.capacity,
+                adopt_id=pool.adopt.id if pool.adopt is not None else None,
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

@@ -97,6 +97,12 @@ class MachineType:
     # catalog does not record them (the machine is then not checked against its cluster's region).
     regions: tuple[str, ...] = ()
     regions_source: str | None = None
+    # The spot (preemptible) price in USD per hour in the same price region, where a public list
+    # publishes one, with that list and the day it was read; None: no spot price was read, and a
+    # Spot pool of the machine is unpriced (`infra.cost`), never priced at a guess.
+    spot_usd_hour: Decimal | None = None
+    spot_source: str | None = None
+    spot_read_on: str | None = None
 
 
 def gpu(vendor: str, model: str, count: int, memory_gib: int) -> Gpu:
@@ -157,6 +163,27 @@ def priced(
         price = prices[r.name]
         read_on = price[2] if len(price) == 3 else PRICES_READ_ON
         out.append(replace(r, price_usd_hour=price[0], price_source=price[1], price_read_on=read_on))
+    return tuple(out)
+
+
+# The day the spot prices were read. Spot prices move with demand, so a plan quotes them "at the
+# price read on" this day, never as a fixed rate.
+SPOT_READ_ON = "2026-12-05"
+
+
+def spot_priced(rows: Iterable[MachineType], spot: Mapping[str, Price]) -> tuple[MachineType, ...]:
+    """The rows with the spot price (USD per hour, Linux, in the cloud's price region) of those `spot`
+    names, with its source and read day (`SPOT_READ_ON` unless given); the others keep none."""
+    rows = tuple(rows)
+    assert set(spot) <= {r.name for r in rows}, "a spot price for a machine with no row"
+    out = []
+    for r in rows:
+        price = spot.get(r.name)
+        if price is None:
+            out.append(r)
+            continue
+        read_on = price[2] if len(price) == 3 else SPOT_READ_ON
+        out.append(replace(r, spot_usd_hour=price[0], spot_source=price[1], spot_read_on=read_on))
     return tuple(out)
 
 

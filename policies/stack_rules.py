@@ -28,6 +28,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from clouds import PROFILES
 from infra import tokens
+from infra.config.clusters import PoolCapacity
 from infra.config.model import InferenceClass
 from infra.config.roles import claimed_drivers
 from infra.cost import (
@@ -286,6 +287,7 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
         most = plain(pool.get("maxNodeCount"))
         machine = pool.get("machine")
         price = plain(pool.get("hourlyPrice"))  # the class's own price, as text (`infra.facts.POOL_JSON`)
+        capacity = plain(pool.get("capacity"))  # `infra.facts.capacity_json`; None: registered before pools had it
         sizes.append(
             PoolSize.of(
                 str(pool.get("name")),
@@ -295,6 +297,7 @@ def registered_cluster_cost(cluster: PolicyResource) -> ClusterCost | None:
                 int(most) if most is not None else None,
                 [str(z) for z in plain(pool.get("zones")) or []],
                 Decimal(str(price)) if price is not None else None,
+                capacity=PoolCapacity.model_validate(capacity) if capacity else None,
             )
         )
     caches = [

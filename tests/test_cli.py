@@ -59,7 +59,13 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "machineType",
                 "zones",
                 "derived",
+                "capacity",
+                "priceBasis",
+                "reclaimRisk",
             }
+            assert isinstance(p["capacity"]["type"], str)
+            assert p["priceBasis"] is None or isinstance(p["priceBasis"], str)
+            assert p["reclaimRisk"] is None or isinstance(p["reclaimRisk"], str)
             assert p["machineType"] is None or isinstance(p["machineType"], str)
             assert all(isinstance(z, str) for z in p["zones"])
             assert p["role"] in ("GPU", "CPU", "System")
@@ -117,14 +123,15 @@ def test_plan_all_wraps_every_stack() -> None:
     # nebius-671b: 2 x gpu-h100-sxm/8gpu-128vcpu-1600gb 23.60 + system cpu-d3/4vcpu-16gb 0.0992
     #   = 47.2992 /h, 34528.42; oci-us-chicago-1: fee 0.10 + BM.GPU.MI300X.8 48 + VM.Standard.E5.Flex
     #   4 OCPUs 32 GB 0.184 + system 2 OCPUs 16 GB 0.092 = 48.376 /h, 35314.48.
-    # Those stacks' spot, reserved and capacity block pools, at their machines' catalog prices:
-    # aks-prod + 3.673 = 7.922 /h, 5783.06; eks-prod + 0.8048 + 2 x 55.04 = 167.828 /h, 122514.44;
-    # gke-prod + 3 x 0.85362 (spot: one per zone of 3) + 0.85362 (reserved, one zone) = 8.0431 /h,
-    # 5871.46; nebius-prod + 2 x 2.95 =
-    # 29.7976 /h, 21752.25; oci-us-chicago-1 + 0.184 + 48 = 96.56 /h, 70488.80.
+    # Those stacks' spot pools at the spot price read, and their reserved and block pools at the
+    # owner's `capacity.hourlyPrice`, x 730: aks-prod + Standard_NC24ads_A100_v4 spot 0.444433 =
+    # 324.44; eks-prod + m7i.2xlarge spot 0.1819 + 2 x 31.46 (block) = 46064.39; gke-prod + 3 zones
+    # x c3-standard-8 spot 0.06302 + 0.60 (reserved) = 576.01; nebius-prod + 1.25 (spot) + 2.00
+    # (reserved) = 2372.50; oci-us-chicago-1 + 40 (reserved) = 29200.00, its VM.Standard.E5.Flex
+    # spot pool unpriced (no spot price read).
     # Civo sizes, the Vultr L40S plan and the Civo, Vultr, Nebius and DigitalOcean fees have no
     # price: incomplete.
-    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (343677.33, False)
+    assert (doc["cost"]["monthly"], doc["cost"]["complete"]) == (296613.59, False)
 
 
 def test_malformed_stack_exits_1_with_paths_and_no_traceback(tmp_path: Path) -> None:

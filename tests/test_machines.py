@@ -431,6 +431,8 @@ def test_cost_of_a_fleet_matches_the_sum_worked_out_by_hand() -> None:
         "monthlyAtMax": 2920.0,
         "priceFrom": "catalog",
         "unpricedReason": None,
+        "capacity": "OnDemand",
+        "priceBasis": "on-demand list price read on 2026-12-03",
     }
     assert (pools["cpu"]["monthly"], pools["cpu"]["monthlyAtMin"], pools["cpu"]["monthlyAtMax"]) == (2190.0, None, None)
     assert (pools["system"]["monthlyAtMin"], pools["system"]["monthly"], pools["system"]["monthlyAtMax"]) == (
@@ -488,11 +490,12 @@ def test_existing_cluster_shows_no_price_and_provisioned_ones_do() -> None:
     cost = gke["clusters"][0]["cost"]
     # us-central1: fee 0.10 + system 1 per zone x 3 zones x e2-standard-4 0.13402 + l4 nodeCount 1
     # starting 1 per zone x 2 zones x g2-standard-8 0.85362 + cpu 2 per zone x 3 zones x c3-standard-8
-    # 0.40322 = 4.62862 /h; the spot pool (nodeCount 1, one node in each of 3 zones) and the reserved
-    # one (one zone) at the catalog's g2-standard-8, 4 x 0.85362: 8.0431 /h, x 730 h = 5871.463 a month.
-    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 5871.46, "us-central1")
+    # 0.40322 = 4.62862 /h, 3378.8926 a month; the spot pool at c3-standard-8's spot price (nodeCount 1,
+    # one node in each of 3 zones: 3 x 0.06302 x 730 = 138.0138) and the reserved one at its
+    # `capacity.hourlyPrice` (0.60 x 730 = 438.00): 3954.9064 a month.
+    assert (cost["controlPlane"]["hourly"], cost["monthly"], cost["regionPriced"]) == (0.1, 3954.91, "us-central1")
     assert (cost["complete"], cost["unpriced"]) == (True, [])
-    assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu", "l4-spot", "l4-reserved"]
+    assert [p["name"] for p in cost["pools"]] == ["system", "l4", "cpu", "cpu-spot", "l4-reserved"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -838,10 +841,10 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     # g2-standard-8 at 0.85362 /h: 0 at minNodeCount 0, 2492.57 a month at 4, and nodeCount 1 starts
     # one node in each of the pool's 2 zones, 1246.29; the system pool is 1..2 in each of 3 zones
     # (3 x 0.13402 x 730 = 293.5038 .. 587.0076), the cpu pool fixed (2 per zone x 3 zones x 0.40322 x
-    # 730 = 1,766.1036), the fee 73.00; the spot pool 1..4 (623.1426 .. 2,492.5704, and 1,869.4278 at
-    # nodeCount 1, one node in each of 3 zones), the reserved pool one node (623.1426). The cluster at
-    # its minimum: 293.5038 + 0 + 1,766.1036 + 73 + 623.1426 + 623.1426 = 3,378.8926; at nodeCount
-    # 5,871.46; at its maximum 8,034.39.
+    # 730 = 1,766.1036), the fee 73.00; the spot pool 1..4 at c3-standard-8's spot price 0.06302
+    # (46.0046 .. 184.0184, and 138.0138 at nodeCount 1, one node in each of 3 zones), the reserved
+    # pool one node at its hourlyPrice 0.60 (438.00). The cluster at its minimum: 293.5038 + 0 +
+    # 1,766.1036 + 73 + 46.0046 + 438 = 2,616.612; at nodeCount 3,954.91; at its maximum 5,540.70.
     assert (
         "l4 GPU 1x nvidia-l4 on g2-standard-8 — 2 node(s) (nodeCount 1 rounded up per zone), 0..4, scales up from "
         "zero — $0.85/h, $0.00..$2,492.57/month ($1,246.29 at nodeCount)"
@@ -849,10 +852,10 @@ def test_plan_tree_prints_the_cost_of_each_pool_cluster_and_stack() -> None:
     assert "system System on e2-standard-4 — 3 node(s), 3..6 — $0.13/h, $293.50..$587.01/month\n" in out.stdout
     assert "cpu CPU on c3-standard-8 — 6 node(s): 2 in each of 3 zones — $0.40/h, $1,766.10/month" in out.stdout
     assert (
-        "cost: $3,378.89..$8,034.39 USD/month ($5,871.46 at nodeCount) at us-central1 prices (catalog 2026-12-03)"
+        "cost: $2,616.61..$5,540.70 USD/month ($3,954.91 at nodeCount) at us-central1 prices (catalog 2026-12-03)"
         in out.stdout
     )
-    assert "stack cost: $3,378.89..$8,034.39 USD/month ($5,871.46 at nodeCount) (catalog 2026-12-03)\n" in out.stdout
+    assert "stack cost: $2,616.61..$5,540.70 USD/month ($3,954.91 at nodeCount) (catalog 2026-12-03)\n" in out.stdout
 
 
 def test_plan_tree_names_a_machine_with_no_price_and_never_counts_it() -> None:

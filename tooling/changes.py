@@ -37,7 +37,9 @@ from tooling.replacements import NEW_POOL_OR_REVERT, Forcing, forcing
 # `protect`, and the document its `format` and `mode` (format 1 had none of these).
 PLAN_FORMAT = 2
 
-OPS = ("create", "update", "replace", "delete", "same")
+# `import`: a resource new to the stack that `up` reads by its `import` ID instead of creating
+# (an adopted cluster or pool, docs/adopting.md).
+OPS = ("create", "import", "update", "replace", "delete", "same")
 
 # The README's route for removing or replacing what `modelplane:protect` guards.
 UNPROTECT = (
@@ -267,7 +269,7 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, An
     for urn, row in news.items():
         before = olds.get(urn)
         if before is None:
-            changes.append(_change("create", row, [], bool(row.get("protect"))))
+            changes.append(_change("import" if row.get("import") else "create", row, [], bool(row.get("protect"))))
             continue
         leaves = changed_leaves(before["inputs"], row["inputs"])
         protected = bool(before.get("protect")) and bool(row.get("protect"))
@@ -298,8 +300,10 @@ REJECTED_SUMMARY = (
 def summary(changes: Sequence[Mapping[str, Any]]) -> str:
     """`2 to create, 1 to update, 1 to replace, 0 to delete` (and how many stay the same)."""
     count = {op: sum(1 for c in changes if c["op"] == op) for op in OPS}
+    # Imports are named only where there are some, so every other plan's line keeps its words.
+    imports = f"{count['import']} to import, " if count["import"] else ""
     return (
-        f"{count['create']} to create, {count['update']} to update, {count['replace']} to replace, "
+        f"{count['create']} to create, {imports}{count['update']} to update, {count['replace']} to replace, "
         f"{count['delete']} to delete ({count['same']} unchanged)"
     )
 
@@ -335,7 +339,7 @@ def change_errors(changes: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def change_lines(changes: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per change that is not `same`: `~ update <name> (<type>): paths`."""
-    marks = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+    marks = {"create": "+", "import": "=", "update": "~", "replace": "+-", "delete": "-"}
     lines = []
     for c in changes:
         if c["op"] == "same":

@@ -4,6 +4,8 @@
                     [--against OLD.json]
     modelplane catalog [--json]
     modelplane schema    print the JSON Schema of stack files
+    modelplane from-modelplane FILE... [-o Pulumi.<stack>.yaml] [--gke-project ID] [--nebius-project-id ID]
+                    [--nebius-region REGION] [--keep-paths]
     modelplane --version
 
 Maintainer commands, left out of `--help`: `modelplane docs` regenerates the docs generated from
@@ -209,6 +211,30 @@ def cmd_schema(args: argparse.Namespace, console: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def cmd_from_modelplane(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from tooling.from_modelplane import ConvertError, Options, convert, read_files, stack_text, summary
+    from tooling.from_modelplane.platform import CLUSTER_FLAGS
+
+    given = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in CLUSTER_FLAGS.items()}
+    options = Options(cluster_values={k: v for k, v in given.items() if v}, keep_paths=args.keep_paths)
+    try:
+        conv = convert(read_files(Path(f) for f in args.files), options)
+    except ConvertError as problem:
+        for line in problem.problems:
+            err.print(escape(line), soft_wrap=True)
+        return EXIT_FAIL
+    text = stack_text(conv, [Path(f).name for f in args.files])
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        err.print(escape(f"wrote {args.out}: {summary(conv)}"), soft_wrap=True)
+    else:
+        sys.stdout.write(text)
+        err.print(escape(summary(conv)), soft_wrap=True)
+    for note in conv.notes:
+        err.print(escape(note.line()[2:]), soft_wrap=True)
+    return EXIT_OK
+
+
 def package_version() -> str:
     try:
         return version("modelplane-infra")
@@ -219,7 +245,7 @@ def package_version() -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="modelplane", description="Offline tools for modelplane-infra stacks.")
     p.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{plan,catalog,schema}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{plan,catalog,schema,from-modelplane}")
     plan = sub.add_parser("plan", help="run the program offline under Pulumi's mock runtime and report")
     which = plan.add_mutually_exclusive_group(required=True)
     which.add_argument("--stack", help="plan stacks/Pulumi.<NAME>.yaml")
@@ -249,6 +275,27 @@ def parser() -> argparse.ArgumentParser:
     catalog.add_argument("--json", action="store_true", help="print the catalog as one JSON document")
     catalog.set_defaults(func=cmd_catalog)
     sub.add_parser("schema", help="print the JSON Schema of stack files").set_defaults(func=cmd_schema)
+    convert = sub.add_parser(
+        "from-modelplane",
+        help="write a stack file from modelplane XRs, noting each field it could not map",
+        description="Read modelplane XRs (InferenceClass, InferenceCluster, ModelDeployment, ModelCache, "
+        "ModelService, ModelEndpoint) and write a stack file, with a comment line for every field not mapped.",
+    )
+    convert.add_argument("files", nargs="+", metavar="FILE", help="YAML manifests, several documents each")
+    convert.add_argument(
+        "-o", "--out", metavar="Pulumi.<stack>.yaml", help="write the stack file here (default: stdout)"
+    )
+    convert.add_argument(
+        "--gke-project", metavar="ID", help="the GCP project of GKE clusters (modelplane's ProviderConfig holds it)"
+    )
+    convert.add_argument("--nebius-project-id", metavar="ID", help="the Nebius project of Nebius clusters")
+    convert.add_argument("--nebius-region", metavar="REGION", help="the region of that Nebius project")
+    convert.add_argument(
+        "--keep-paths",
+        action="store_true",
+        help="route each service at modelplane's /<namespace>/<service> path instead of ours, /<service>",
+    )
+    convert.set_defaults(func=cmd_from_modelplane)
     # No `help=`: argparse then lists neither command under the usage's subcommands.
     sub.add_parser("docs").set_defaults(func=cmd_docs)
     sub.add_parser("golden").set_defaults(func=cmd_golden)

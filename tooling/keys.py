@@ -23,7 +23,9 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
     for c in CLOUDS:
         block = c.cluster_block.__name__
         fields = fields_of(c.cluster_block)
-        example = ", ".join(f"{f}: {c.examples.get(f, '...')}" for f in fields if f != "uncataloguedRegion")
+        example = ", ".join(
+            f"{f}: {c.examples.get(f, '...')}" for f in fields if f not in ("uncataloguedRegion", "adopt")
+        )
         keys[("InferenceCluster", c.key)] = Key(
             f"{c.source} cluster settings; set when `source` is `{c.source}`."
             if c.provisioned
@@ -41,6 +43,23 @@ def cloud_keys() -> dict[tuple[str, str], Key]:
                 "yet; it is then taken as written.",
                 "`check_region` (`infra/checks/clusters.py`)",
                 "uncataloguedRegion: true",
+            )
+        if "adopt" in fields:
+            ids = c.adoption
+            keys[(block, "adopt")] = (
+                Key(
+                    "A running cluster to take into the stack with the engine's import instead of creating it: `id` "
+                    f"is its import ID, {ids.cluster_shape}. No network or system pool is created for it; a pool "
+                    "whose running state differs from the stack file is refused (docs/adopting.md).",
+                    f"the import option of the cluster in `clouds/{c.key}/component.py`; `infra/checks/adoption.py`",
+                    f"adopt: {c.examples.get('adopt', '...')}",
+                )
+                if ids is not None
+                else Key(
+                    f"Refused on {c.source}: the program knows no import IDs for its clusters yet (docs/adopting.md).",
+                    "`infra/checks/adoption.py`",
+                    "",
+                )
             )
         if "kubernetesVersion" in fields:
             keys[(block, "kubernetesVersion")] = Key(
@@ -317,6 +336,13 @@ KEYS: dict[tuple[str, str], Key] = {
         'and cloud take them (docs/machines.md, "Capacity").',
         "the cloud's node pool purchase option; the budget's price",
         "capacity: {type: Spot}",
+    ),
+    ("NodePool", "adopt"): Key(
+        "A running pool of an adopted cluster, taken in with the engine's import: `id` is its import ID, in the "
+        "shape its cloud's cluster `adopt` names (GKE: <project>/<region>/<cluster name>/<pool name>); the pool "
+        "keeps its running name, so `name` must be the ID's (docs/adopting.md).",
+        "the import option of the cloud's node pool; `infra/checks/adoption.py`",
+        "adopt: {id: my-project/us-central1/inference-1/gpu}",
     ),
     ("ChartMirror", "url"): Key(
         "The mirror every component's chart comes from unless its own entry names another.",

@@ -85,13 +85,21 @@ def _capacity_section() -> list[str]:
         "",
         "A `Spot` pool is reclaimable: the cloud may take its nodes back at any time.",
         "",
-        "### Capacity prices",
-        "",
-        "A `Reservation` or `CapacityBlock` pool's `hourlyPrice` is what its owner pays for one node an",
-        "hour, in USD: no public catalog knows it.",
+        'What each capacity costs, and the spot prices read: "Capacity prices" below.',
         "",
     ]
     return lines
+
+
+def _spot_rows() -> list[str]:
+    """One table row per machine with a spot price: the price, the on-demand one, source and day."""
+    return [
+        f"| {m.cloud} | `{m.name}` | {_price(m.spot_usd_hour)} | {_price(m.price_usd_hour)} | {m.spot_source} "
+        f"| {m.spot_read_on} |"
+        for c in CLOUDS
+        for m in c.machines
+        if m.spot_usd_hour is not None
+    ]
 
 
 def render_machines_doc() -> str:
@@ -170,6 +178,41 @@ def render_machines_doc() -> str:
         "machine. A value that is not a number above 0 is an error at its path (docs/configuration.md).",
         "",
         *_capacity_section(),
+        "## Capacity prices",
+        "",
+        "A pool's `capacity` (docs/configuration.md) says how its nodes are bought, and the cost counts",
+        "each pool at that capacity's price (`infra/cost.py`); the plan gives each pool its `capacity`,",
+        "its `priceBasis` and its `reclaimRisk` (JSON) and a `capacity:` line (tree):",
+        "",
+        "- `OnDemand` (the default): the row's on-demand price above, or the class's `hourlyPrice`.",
+        "- `Spot`: the row's spot price, in the same price region, from a public price list that",
+        "  publishes one (below, with the day it was read). Spot prices move with demand, so the plan",
+        '  says "at the spot price read on <day>", not a fixed rate. Where a cloud prices spot per zone',
+        "  (AWS), the figure is the highest of the region's zones, so a pool is never counted cheaper",
+        "  than the zone it lands in. A machine with no spot price here leaves a Spot pool unpriced",
+        "  (`no-spot-price`), never priced at its on-demand rate or a guess. With a spot ceiling",
+        "  (`capacity.maxPrice`, AKS) the pool costs at most the ceiling: the maximum (and the budget)",
+        "  counts the ceiling, and a pool whose machine has no spot price here is priced at it.",
+        "- `Reservation` and `CapacityBlock`: the price the owner pays, stated as `capacity.hourlyPrice`",
+        "  (USD per node-hour); no public list knows it. Without it the pool is unpriced",
+        "  (`no-capacity-price`).",
+        "",
+        "Spot nodes can be taken back by the cloud at short notice: the plan marks such pools",
+        '"reclaimable at short notice". `cost-over-budget` counts every pool at its capacity\'s price, so a',
+        "stack over its budget on demand can be within it on spot, and an unpriced Spot or reserved pool",
+        "means the budget cannot be checked, as for any unpriced pool.",
+        "",
+        "Spot prices read (USD per hour; every row not listed has none here):",
+        "",
+        "| cloud | machine type | spot USD/hour | on-demand USD/hour | source | read |",
+        "|---|---|---|---|---|---|",
+        *_spot_rows(),
+        "",
+        "No spot price has been read for the other rows: SkyPilot's GCP and Azure catalogs carry a",
+        "`SpotPrice` column not yet read for the other GKE rows and Dsv5 sizes; its OCI",
+        "catalog gives the bare-metal GPU shapes none (its flexible VM shapes have one, not read here);",
+        "no public spot price list was found for Civo, Vultr or DigitalOcean.",
+        "",
         "## Control plane fees",
         "",
         "| cloud | USD per cluster-hour | note | source | read |",

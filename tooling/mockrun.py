@@ -72,6 +72,12 @@ class PlanMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[Any, Any]]:
         state = dict(args.inputs)
         computed = computed_outputs(args.typ, args.name, args.inputs)
+        if args.resource_id:
+            # An import reads the running resource, in a preview too, so what it computed is known
+            # (pulumi/pulumi v3.274.1 pkg/resource/deploy/step.go, `ImportStep.Apply` calls the
+            # provider's Read whatever the run).
+            state.update(computed)
+            return args.resource_id, state
         if self.preview:
             # A resource to be created has no id yet (the SDK reads an empty id as unknown) and
             # its provider computes nothing until `up`. Inputs it was given stay as given.
@@ -98,6 +104,8 @@ class Registration:
     protect: bool = False
     provider: str = ""  # the explicit provider reference (`<provider urn>::<id>`), "" when ambient
     parent_urn: str = ""  # the parent's URN as the engine records it (the stack's for top-level resources)
+    # The `import_` option: the running resource's ID, read instead of created; "" when created.
+    import_id: str = ""
     # What `AnalyzeStack` receives: a custom resource's state, a component's `register_outputs`
     # (filled in when the component registers them, after its children).
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -181,6 +189,7 @@ class _RecordingMonitor(MockMonitor):
             provider=request.provider,
             parent_urn=parent,
             outputs=outputs,
+            import_id=request.importId,
         )
         self._record(record)
         return response

@@ -97,11 +97,17 @@ def cluster_json(facts: ClusterFacts, registered: Sequence[Registration]) -> dic
         # Where the cluster runs (AKS calls its region a location); None on Existing.
         "region": facts.region,
         "kubernetesVersion": block.kubernetes_version if isinstance(block, ProvisionedClusterBlock) else None,
+        # Only on an adopted cluster: the running cluster's import ID (`<cloud>.adopt.id`).
+        **({"import": facts.adopt_id} if facts.adopt_id else {}),
         "draDrivers": list(facts.dra_drivers),
         "supportedDrivers": list(facts.supported_drivers),
         # The plan document names a pool's machine `machineType`, as the stack file does.
         "pools": [
-            {("machineType" if k == "machine" else k): v for k, v in p.as_json(PLAN_POOL_KEYS).items()}
+            {
+                **{("machineType" if k == "machine" else k): v for k, v in p.as_json(PLAN_POOL_KEYS).items()},
+                # Only on an adopted pool (`nodePools[].adopt.id`), so other plans keep their shape.
+                **({"import": p.adopt_id} if p.adopt_id else {}),
+            }
             for p in facts.pools
         ],
         "releases": releases_of(facts, registered),
@@ -280,6 +286,8 @@ def resources_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
             "parent": r.parent,
             "urn": r.urn,
             "protect": r.protect,
+            # What `up` imports instead of creating (the `import_` option), only where set.
+            **({"import": r.import_id} if r.import_id else {}),
             "inputs": engine_view(dict(r.inputs)),
         }
         for r in registered
@@ -293,8 +301,12 @@ def cost_hook(ctx: PlanContext) -> None:
     for facts, cluster in zip(ctx.facts, ctx.doc["clusters"], strict=True):
         cost = facts_cost(facts)
         # Pools keep the shape the plan document gives them; their costs sit under the cluster's
-        # `cost.pools`, by name.
+        # `cost.pools`, by name, and each pool says what its price is (`priceBasis`; None on
+        # Existing, whose hardware the owner pays for).
         cluster["cost"] = cluster_cost_json(cost) if cost is not None else None
+        basis = {p.size.name: p.price_basis for p in cost.pools} if cost is not None else {}
+        for pool in cluster["pools"]:
+            pool["priceBasis"] = basis.get(pool["name"])
         if cost is not None:
             costs.append(cost)
     total = total_json(costs)

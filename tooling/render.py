@@ -48,6 +48,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
             f"[bold cyan]{esc(cluster['name'])}[/] ({esc(cluster['source'])}{esc(', ' + where) if where else ''}) "
             f"draDrivers: {listed(cluster['draDrivers'])}; supported: {listed(cluster['supportedDrivers'])}"
         )
+        if cluster.get("import"):
+            node.add(f"[yellow]import[/] {esc(cluster['import'])} (adopted: read, not created)")
         pools = node.add("pools")
         for p in cluster["pools"]:
             accel = f" {p['accelerator']['count']}x {esc(p['accelerator']['type'])}" if p["accelerator"] else ""
@@ -65,8 +67,12 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 f"[bold]{esc(p['name'])}[/] [magenta]{p['role']}[/]{accel}{machine} — {size}"
                 f"{esc(pool_cost_text(cluster, p['name']))}"
             )
+            if p.get("import"):
+                pool.add(f"[yellow]import[/] {esc(p['import'])}")
             if p.get("derived"):
                 pool.add(esc(derived_text(p["derived"])))
+            if capacity := capacity_text(p):
+                pool.add(esc(capacity))
             if p.get("zones"):
                 pool.add("zones: " + listed(p["zones"]))
             pool.add(esc("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items())))
@@ -229,6 +235,21 @@ def verdict_lines(doc: dict[str, Any], file: str) -> list[str]:
 
 def usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.2f}"
+
+
+def capacity_text(pool: dict[str, Any]) -> str | None:
+    """`capacity: <type> [<reservation>]; <price basis>; <reclaim risk>` for a pool with a price basis
+    or bought otherwise than on demand; None for an on-demand pool with no price (Existing)."""
+    capacity = pool.get("capacity") or {}
+    kind = capacity.get("type", "OnDemand")
+    if kind == "OnDemand" and not pool.get("priceBasis"):
+        return None
+    reservation = f" {capacity['reservation']}" if capacity.get("reservation") else ""
+    parts = [f"capacity: {kind}{reservation}"]
+    parts.append(pool.get("priceBasis") or "price unknown (see the cost)")
+    if pool.get("reclaimRisk"):
+        parts.append(pool["reclaimRisk"])
+    return "; ".join(parts)
 
 
 def pool_cost_text(cluster: dict[str, Any], pool: str) -> str:

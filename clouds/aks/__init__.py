@@ -17,7 +17,7 @@ from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, MachineType, priced
+from infra.machines import ControlPlaneFee, MachineType, priced, spot_priced
 from infra.profiles import (
     Capacities,
     CapacityTerms,
@@ -173,7 +173,7 @@ CLOUD = Cloud(
     key="aks",
     cluster_block=AksCluster,
     machine_block=AksMachine,
-    machines=priced(machines.rows(), machines.PRICES),
+    machines=spot_priced(priced(machines.rows(), machines.PRICES), machines.SPOT_PRICES),
     price_region="eastus",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

@@ -27,7 +27,7 @@ from clouds import aks
 from clouds.aks import agent_pool_name
 from clouds.aks.config import AksCluster as AksClusterBlock
 from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
-from infra.config.clusters import CapacityType
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.facts import SYSTEM_POOL, PoolFacts
 
 # AKS's own defaults for a cluster VNet; the overlay pod and service ranges below lie outside it.
@@ -88,7 +88,8 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
     taint and label itself (https://learn.microsoft.com/azure/aks/spot-node-pool). A pool's priority is
     set when AKS creates it: a change is refused (`tooling.replacements`).
     """
-    capacity = pool.capacity
+    # The system pool has no capacity of its own (None): on demand.
+    capacity = pool.capacity or PoolCapacity()
     if capacity.type is not CapacityType.SPOT:
         return {}
     return {

@@ -77,3 +77,18 @@ PRICES: Mapping[str, Price] = {
     "Standard_D16s_v5": (Decimal("0.768"), SKYPILOT_AZURE),
     "Standard_D32s_v5": (Decimal("1.536"), SKYPILOT_AZURE),
 }
+
+# Spot USD per hour in eastus, the catalog's `SpotPrice` column [SKYPILOT_AZURE], read 2026-12-05
+# (`infra.machines.SPOT_READ_ON`); Azure prices spot per region, so there is one figure. For the
+# H100 v5 sizes the column equals the on-demand price in every region it lists: taken as written,
+# which never counts such a pool cheaper than on demand. Dsv5 sizes other than D8s_v5 were not read.
+SPOT_PRICES: Mapping[str, Price] = {
+    "Standard_NC24ads_A100_v4": (Decimal("0.444433"), SKYPILOT_AZURE),
+    "Standard_NC48ads_A100_v4": (Decimal("0.888866"), SKYPILOT_AZURE),
+    "Standard_NC96ads_A100_v4": (Decimal("1.777732"), SKYPILOT_AZURE),
+    "Standard_NC40ads_H100_v5": (Decimal("6.98"), SKYPILOT_AZURE),
+    "Standard_NC80adis_H100_v5": (Decimal("13.96"), SKYPILOT_AZURE),
+    "Standard_ND96asr_v4": (Decimal("2.99167"), SKYPILOT_AZURE),
+    "Standard_ND96amsr_A100_v4": (Decimal("3.6047"), SKYPILOT_AZURE),
+    "Standard_D8s_v5": (Decimal("0.04224"), SKYPILOT_AZURE),
+}

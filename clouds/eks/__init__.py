@@ -17,7 +17,7 @@ from clouds.eks.settings import DEFAULT_ZONES
 from clouds.mock import FAKE_CA
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, MachineType, priced
+from infra.machines import ControlPlaneFee, MachineType, priced, spot_priced
 from infra.profiles import (
     Capacities,
     CapacityTerms,
@@ -227,7 +227,7 @@ CLOUD = Cloud(
     key="eks",
     cluster_block=EksCluster,
     machine_block=EksMachine,
-    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
+    machines=spot_priced(priced(machines.rows(), machines.PRICES, machines.UNPRICED), machines.SPOT_PRICES),
     price_region="us-east-1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

@@ -79,7 +79,7 @@ from components.base import (
     own_block,
     stack_credentials,
 )
-from infra.config.clusters import CapacityType
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
@@ -167,9 +167,10 @@ def capacity_type(pool: PoolFacts) -> str | None:
     EKS defaults it to ON_DEMAND; leaving it unset keeps the inputs of existing on-demand groups as
     they were, so `up` changes nothing on them (the provider then reads it back, `Computed`).
     """
-    if pool.capacity.type is CapacityType.ON_DEMAND:
+    kind = pool.capacity.type if pool.capacity is not None else CapacityType.ON_DEMAND
+    if kind is CapacityType.ON_DEMAND:
         return None
-    return CAPACITY_TYPES[pool.capacity.type]
+    return CAPACITY_TYPES[kind]
 
 
 def capacity_template(pool: PoolFacts) -> dict[str, Any]:
@@ -182,7 +183,8 @@ def capacity_template(pool: PoolFacts) -> dict[str, Any]:
     (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html). The pool's subnets
     are those of the block's zone: `infra.checks.capacity` holds its zones to it.
     """
-    capacity = pool.capacity
+    # The system pool has no capacity of its own (None): on demand.
+    capacity = pool.capacity or PoolCapacity()
     if capacity.type not in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK):
         return {}
     fields: dict[str, Any] = {
@@ -433,7 +435,8 @@ class EksCluster(ClusterComponent):
         if efa and self.network.efa_security_group is not None:
             groups = [self.network.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
             interfaces = efa_network_interfaces(efa, groups)
-        if interfaces is not None and pool.capacity.type is not CapacityType.CAPACITY_BLOCK:
+        block = pool.capacity is not None and pool.capacity.type is CapacityType.CAPACITY_BLOCK
+        if interfaces is not None and not block:
             # EFA needs the nodes close together: a cluster placement group, which lives in one zone.
             # A capacity block's instances are already placed close together, inside an EC2
             # UltraCluster (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html),

@@ -9,7 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import A10G, A100_40, H100_80, H200, L4, L40S, SKYPILOT_CATALOG, MachineType, Unpriced, cpu, gpu
+from infra.machines import (
+    A10G,
+    A100_40,
+    H100_80,
+    H200,
+    L4,
+    L40S,
+    SKYPILOT_CATALOG,
+    MachineType,
+    Price,
+    Unpriced,
+    cpu,
+    gpu,
+)
 
 AWS_ACCELERATED = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
 AWS_CAPACITY_BLOCKS = "https://aws.amazon.com/ec2/capacityblocks/pricing/"
@@ -88,3 +101,19 @@ UNPRICED: Mapping[str, Unpriced] = {
         AWS_CAPACITY_BLOCKS,
     ),
 }
+
+# Spot USD per hour, Linux, us-east-1: the catalog's `SpotPrice` column [SKYPILOT_AWS_V8], read
+# 2026-12-05 (`infra.machines.SPOT_READ_ON`). AWS prices spot per zone; the figure is the highest of
+# the region's zones in the catalog (use1-az1 to -az6), so a pool is never counted
+# cheaper than the zone it lands in. Only the rows below were read; every other EKS machine has no
+# spot price here and a Spot pool of it is unpriced.
+SPOT_PRICES: Mapping[str, Price] = {
+    "c7i.2xlarge": (Decimal("0.1531"), SKYPILOT_AWS_V8),
+    "c7i.4xlarge": (Decimal("0.3179"), SKYPILOT_AWS_V8),
+    "m7i.2xlarge": (Decimal("0.1819"), SKYPILOT_AWS_V8),
+    "m7i.4xlarge": (Decimal("0.5341"), SKYPILOT_AWS_V8),
+    "g6.12xlarge": (Decimal("2.0357"), SKYPILOT_AWS_V8),
+    # The zones differ widely: 14.246 (use1-az5) to 55.04 in use1-az1 and -az4, the on-demand price.
+    "p5.48xlarge": (Decimal("55.04"), SKYPILOT_AWS_V8),
+}
+# p5e.48xlarge has no us-east-1 row in the catalog (spot only in other regions): none here.

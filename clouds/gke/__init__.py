@@ -13,9 +13,9 @@ from typing import Any
 from clouds.gke import machines, zones
 from clouds.gke.config import KEYS, GkeCluster, GkeMachine
 from clouds.mock import FAKE_CA
-from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, ImportIds, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, priced
+from infra.machines import ControlPlaneFee, priced, spot_priced
 from infra.profiles import (
     Capacities,
     CapacityTerms,
@@ -87,7 +87,7 @@ CAPACITY = Capacities(
     },
     lacks="GKE offers Spot VMs and specific reservations; a capacity block is consumed as a specific reservation "
     "(https://cloud.google.com/kubernetes-engine/docs/how-to/consuming-reservations)",
-    example="{name: l4-spot, className: l4, nodeCount: 1, minNodeCount: 1, maxNodeCount: 4, capacity: {type: Spot}}",
+    example="{name: cpu-spot, className: cpu, nodeCount: 1, minNodeCount: 1, maxNodeCount: 4, capacity: {type: Spot}}",
 )
 
 
@@ -173,7 +173,7 @@ CLOUD = Cloud(
     key="gke",
     cluster_block=GkeCluster,
     machine_block=GkeMachine,
-    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
+    machines=spot_priced(priced(machines.rows(), machines.PRICES, machines.UNPRICED), machines.SPOT_PRICES),
     price_region="us-central1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,
@@ -205,5 +205,20 @@ CLOUD = Cloud(
         "gcp:serviceaccount/account:Account": _service_account_outputs,
     },
     keys=KEYS,
-    examples={"project": "my-project", "region": "us-central1", "kubernetesVersion": '"1.35"'},
+    examples={
+        "project": "my-project",
+        "region": "us-central1",
+        "kubernetesVersion": '"1.35"',
+        "adopt": "{id: projects/my-project/locations/us-central1/clusters/inference-1}",
+    },
+    # The first import form each resource documents (pulumi-gcp 10.2.0, the "## Import" sections of
+    # pulumi_gcp/container/cluster.py and node_pool.py): the cluster by project, location and name,
+    # the pool by project, location, cluster and pool name.
+    adoption=ImportIds(
+        cluster=re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<place>[^/]+)/clusters/(?P<cluster>[^/]+)$"),
+        cluster_shape="projects/<project>/locations/<region>/clusters/<cluster name>",
+        pool=re.compile(r"^(?P<project>[^/]+)/(?P<place>[^/]+)/(?P<cluster>[^/]+)/(?P<pool>[^/]+)$"),
+        pool_shape="<project>/<region>/<cluster name>/<pool name>",
+        listed_by="gcloud container clusters list and gcloud container node-pools list --cluster <cluster name>",
+    ),
 )

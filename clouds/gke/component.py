@@ -44,6 +44,7 @@ import pulumi_gcp as gcp
 
 from clouds import gke
 from clouds.gke.config import GkeCluster as GkeClusterBlock
+from components.adoption import adopted
 from components.base import (
     ClusterArgs,
     ClusterComponent,
@@ -51,7 +52,7 @@ from components.base import (
     own_block,
     stack_credentials,
 )
-from infra.config.clusters import CapacityType
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.facts import ClusterFacts, PoolFacts
 from infra.profiles import nodes_per_zone_at_start
 from infra.vocabulary import UPPER_EFFECT
@@ -86,6 +87,24 @@ GPU_DRIVER_VERSION = "INSTALLATION_DISABLED"
 # GKE resource names: at most 40 characters for clusters, 63 for compute resources.
 CLUSTER_NAME_MAX = 40
 COMPUTE_NAME_MAX = 63
+
+# What an adopted cluster keeps as it runs (`components.adoption.adopted`, `ignore`): the network
+# and subnetwork it was created in, which the program neither creates nor knows for it; and the
+# fields the provider documents as Terraform's own, absent from GKE's API, which "will show diffs if
+# set in config" after an import (pulumi-gcp 10.2.0, pulumi_gcp/container/cluster.py, "## Import":
+# `min_master_version`, `remove_default_node_pool`; `initial_node_count` and `deletion_protection`
+# are the same kind, set only by the provider).
+ADOPTED_CLUSTER_KEEPS = (
+    "network",
+    "subnetwork",
+    "minMasterVersion",
+    "removeDefaultNodePool",
+    "initialNodeCount",
+    "deletionProtection",
+)
+# What an adopted pool keeps: its nodes' service account, set by whoever created it, and the
+# node count it was created with, which only creation reads (google_container_node_pool).
+ADOPTED_POOL_KEEPS = ("nodeConfig.serviceAccount", "initialNodeCount")
 
 GKE_AUTH_HINT = (
     "Install gke-gcloud-auth-plugin for use with kubectl by following "
@@ -177,7 +196,8 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
     to grow when it is used up, rather than falling back to on-demand nodes. Both force a new
     pool when changed (`tooling.replacements`).
     """
-    capacity = pool.capacity
+    # The system pool has no capacity of its own (None): on demand.
+    capacity = pool.capacity or PoolCapacity()
     if capacity.type is CapacityType.SPOT:
         return {"spot": True}
     if capacity.type is CapacityType.RESERVATION:
@@ -218,8 +238,11 @@ class GkeCluster(ClusterComponent):
                 shared, project=self.project, region=self.region, **stack_credentials(gke.CLOUD)
             ),
         )
-        self._network()
-        self._identity()
+        if args.facts.adopt_id is None:
+            self._network()
+        if args.facts.adopt_id is None or any(p.adopt_id is None for p in args.facts.pools):
+            # A pool the program creates (in an adopted cluster too) runs as the nodes' own identity.
+            self._identity()
         self._cluster(block.kubernetes_version)
         self._pools()
         self.connect(self._kubeconfig())
@@ -297,17 +320,23 @@ class GkeCluster(ClusterComponent):
         ]
 
     def _cluster(self, kubernetes_version: str) -> None:
-        """The regional cluster, without its default pool (pools are separate resources)."""
-        name, project = self._name, self.project
+        """The regional cluster, without its default pool (pools are separate resources).
+
+        An adopted cluster (`adopt.id`) is imported under its running name, in the network it runs
+        in: the program creates no network, NAT or node identity for it (`ADOPTED_CLUSTER_KEEPS`).
+        """
+        name, project, adopt_id = self._name, self.project, self.facts.adopt_id
+        running = gke.CLOUD.adoption.cluster.fullmatch(adopt_id) if adopt_id and gke.CLOUD.adoption else None
+        created = running is None
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            name=gcp_name(name, CLUSTER_NAME_MAX),
+            name=running["cluster"] if running else gcp_name(name, CLUSTER_NAME_MAX),
             project=project,
             location=self.region,
             min_master_version=kubernetes_version,
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
-            network=self.network.id,
-            subnetwork=self.subnetwork.id,
+            network=self.network.id if created else None,
+            subnetwork=self.subnetwork.id if created else None,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
                 cluster_secondary_range_name=PODS_RANGE,
@@ -328,7 +357,11 @@ class GkeCluster(ClusterComponent):
             resource_labels=gcp_labels(dict(self.facts.spec.labels)),
             addons_config=filestore_addon(self.facts),
             deletion_protection=self.protect,
-            opts=self.child(depends_on=[self.nat], provider=self.gcp_provider),
+            opts=self.child(
+                depends_on=[self.nat] if created else [],
+                provider=self.gcp_provider,
+                **adopted(f"{name}-cluster", f"cluster '{name}'", adopt_id, ADOPTED_CLUSTER_KEEPS),
+            ),
         )
 
     def _pools(self) -> None:
@@ -377,7 +410,7 @@ class GkeCluster(ClusterComponent):
                 labels=dict(pool.labels),
                 taints=node_taints(pool),
                 guest_accelerators=guest_accelerators(pool),
-                service_account=self.node_account.email,
+                service_account=None if pool.adopt_id else self.node_account.email,
                 oauth_scopes=[CLOUD_PLATFORM_SCOPE],
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
@@ -389,11 +422,20 @@ class GkeCluster(ClusterComponent):
             ),
             opts=self.child(
                 provider=self.gcp_provider,
-                depends_on=self.node_roles,
+                depends_on=[] if pool.adopt_id else self.node_roles,
                 # The name is fixed, so a replacement must delete the old pool before creating the new.
                 delete_before_replace=True,
-                # `initial_node_count` matters only at creation and changing it replaces the pool
-                # (google_container_node_pool), so a pool created before it was set keeps its nodes.
-                ignore_changes=["initialNodeCount"] if pool.autoscaled else None,
+                **{
+                    # `initial_node_count` matters only at creation and changing it replaces the pool
+                    # (google_container_node_pool), so a pool created before it was set keeps its nodes.
+                    "ignore_changes": ["initialNodeCount"] if pool.autoscaled else None,
+                    # An adopted pool's options (its own `ignore_changes` among them) take precedence.
+                    **adopted(
+                        f"{name}-{pool.name}",
+                        f"pool '{pool.name}' of cluster '{name}'",
+                        pool.adopt_id,
+                        ADOPTED_POOL_KEEPS,
+                    ),
+                },
             ),
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from infra.machines import SKYPILOT_CATALOG, MachineType, Unpriced, cpu, gpu
+from infra.machines import SKYPILOT_CATALOG, MachineType, Price, Unpriced, cpu, gpu
 
 GCP_ACCELERATOR_MACHINES = "https://cloud.google.com/compute/docs/accelerator-optimized-machines"
 GCP_GPUS = "https://cloud.google.com/compute/docs/gpus"
@@ -149,4 +149,13 @@ UNPRICED: Mapping[str, Unpriced] = {
         "under half the same region's 8x H100-MEGA row, 82.75421, for the same machine part (9.46006)",
         SKYPILOT_GCP,
     ),
+}
+
+# Spot USD per hour in us-central1, the catalog's `SpotPrice` column [SKYPILOT_GCP], read 2026-12-05
+# (`infra.machines.SPOT_READ_ON`); the same in each of the region's zones. Only these rows were
+# read; the GPU machines need their GPU row's spot price too, which was not read.
+SPOT_PRICES: Mapping[str, Price] = {
+    "c3-standard-4": (Decimal("0.03151"), SKYPILOT_GCP),
+    "c3-standard-8": (Decimal("0.06302"), SKYPILOT_GCP),
+    "c3-standard-44": (Decimal("0.34663"), SKYPILOT_GCP),
 }

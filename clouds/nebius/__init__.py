@@ -24,7 +24,7 @@ from clouds.nebius import machines
 from clouds.nebius.config import KEYS, NebiusCluster, NebiusMachine, machine_name
 from clouds.spec import Cloud, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
-from infra.machines import ControlPlaneFee, priced
+from infra.machines import ControlPlaneFee, priced, spot_priced
 from infra.profiles import Capacities, CapacityTerms, CloudProfile, Fabric, ScaleFromZero, Scaling, VersionForm
 
 SOURCE = "Nebius"
@@ -138,7 +138,7 @@ CLOUD = Cloud(
     key="nebius",
     cluster_block=NebiusCluster,
     machine_block=NebiusMachine,
-    machines=priced(machines.rows(), machines.PRICES, machines.UNPRICED),
+    machines=spot_priced(priced(machines.rows(), machines.PRICES, machines.UNPRICED), machines.SPOT_PRICES),
     price_region="eu-north1",
     control_plane_fee=ControlPlaneFee(
         SOURCE,

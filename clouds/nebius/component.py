@@ -37,7 +37,7 @@ from clouds.nebius import CLOUD as NEBIUS
 from clouds.nebius.config import NebiusCluster as NebiusClusterBlock
 from clouds.nebius.config import NebiusMachine, machine_parts
 from components.base import ClusterArgs, ClusterComponent, ComponentError, exec_kubeconfig, own_block, stack_credentials
-from infra.config.clusters import CapacityType
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.facts import PoolFacts
 from infra.vocabulary import UPPER_EFFECT
 
@@ -105,7 +105,8 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
     in that group or fail, never on pay-as-you-go capacity (the SDK's `ReservationPolicy` values;
     https://docs.nebius.com/compute/virtual-machines/reservations).
     """
-    capacity = pool.capacity
+    # The system pool has no capacity of its own (None): on demand.
+    capacity = pool.capacity or PoolCapacity()
     if capacity.type is CapacityType.SPOT:
         # The SDK generates the empty args class without annotations.
         return {"preemptible": nebius.Mk8sV1NodeGroupTemplatePreemptibleArgs()}  # type: ignore[no-untyped-call]

@@ -101,3 +101,13 @@ UNPRICED: Mapping[str, Unpriced] = {
         "not-offered-in-price-region", "the catalog offers B200 in us-central1 only, not in eu-north1", SKYPILOT_NEBIUS
     ),
 }
+
+# Preemptible USD per hour in eu-north1, the catalog's `SpotPrice` column [SKYPILOT_NEBIUS], read
+# 2026-12-05 (`infra.machines.SPOT_READ_ON`). The catalog publishes one only for these four; its
+# L40S, B200 and CPU rows have none, so a Spot pool of those is unpriced.
+SPOT_PRICES: Mapping[str, Price] = {
+    machine_name("gpu-h100-sxm", "1gpu-16vcpu-200gb"): (Decimal("1.25"), SKYPILOT_NEBIUS),
+    machine_name("gpu-h100-sxm", "8gpu-128vcpu-1600gb"): (Decimal("10.00"), SKYPILOT_NEBIUS),
+    machine_name("gpu-h200-sxm", "1gpu-16vcpu-200gb"): (Decimal("1.45"), SKYPILOT_NEBIUS),
+    machine_name("gpu-h200-sxm", "8gpu-128vcpu-1600gb"): (Decimal("11.60"), SKYPILOT_NEBIUS),
+}

@@ -41,7 +41,7 @@ from clouds.oci.config import FLEX_SUFFIX, OciMachine, machine_parts
 from clouds.oci.config import OciCluster as OciClusterBlock
 from clouds.oci.taints import USER_DATA, user_data
 from components.base import ClusterArgs, ClusterComponent, ComponentError, own_block, stack_credentials
-from infra.config.clusters import CapacityType
+from infra.config.clusters import CapacityType, PoolCapacity
 from infra.facts import PoolFacts
 from infra.vocabulary import NVIDIA
 
@@ -166,7 +166,8 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
     reservation: `capacity_reservation_id`. Both are "(Updatable)" in pulumi-oci 5.5.0's
     `NodePoolNodeConfigDetailsPlacementConfig`: a change updates the pool in place.
     """
-    capacity = pool.capacity
+    # The system pool has no capacity of its own (None): on demand.
+    capacity = pool.capacity or PoolCapacity()
     if capacity.type is CapacityType.SPOT:
         return {
             "preemptible_node_config": oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(

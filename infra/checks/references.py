@@ -143,8 +143,10 @@ def _check_cluster_block(fleet: Fleet, ki: int, cluster: InferenceCluster) -> li
                 f"`pulumi config set --secret {NAMESPACE}:kubeconfig < path/to/kubeconfig`"
             )
         else:
-            # The keys the block needs (an opt-in such as `uncataloguedRegion` is not one).
-            needed = [f for f in fields_of(cluster.cloud.cluster_block) if not f.startswith("uncatalogued")]
+            # The keys the block needs (an opt-in such as `uncataloguedRegion` or `adopt` is not one).
+            needed = [
+                f for f in fields_of(cluster.cloud.cluster_block) if not f.startswith("uncatalogued") and f != "adopt"
+            ]
             hint = f"add a '{wanted}' block ({', '.join(needed)})"
         issues.append(
             ConfigIssue(f"{base}.{wanted}", f"source is {cluster.source} but the '{wanted}' block is missing", hint)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from infra.checks.adoption import check_adoption
 from infra.checks.capacity import check_capacity
 from infra.checks.parallelism import check_multinode
 from infra.checks.services import check_autoscaling, check_serving
@@ -32,6 +33,7 @@ def check_rules(fleet: Fleet) -> list[ConfigIssue]:
         + check_autoscaling(fleet)
         + check_multinode(fleet)
         + check_capacity(fleet)
+        + check_adoption(fleet)
     )
 
 

@@ -225,6 +225,17 @@ class OwnerClusterBlock(Model):
     prometheus: OwnerPrometheus | None = None
 
 
+class Adoption(Model):
+    """`clusters[].<cloud>.adopt`, `nodePools[].adopt`: a running cluster or pool taken into the
+    stack with the engine's import instead of being created (docs/adopting.md).
+
+    `id` is the provider's import ID; its shape per cloud is the cloud's `Cloud.adoption`, and
+    infra/checks/adoption.py judges it (a missing ID is reported there, with its path and shape).
+    """
+
+    id: str | None = None
+
+
 class ProvisionedClusterBlock(Model):
     """The block of a cluster the program provisions: where it runs and its Kubernetes version.
 
@@ -233,6 +244,9 @@ class ProvisionedClusterBlock(Model):
     """
 
     PLACE_FIELD: ClassVar[str] = "region"
+    # A running cluster adopted instead of created (`Adoption`); refused on a cloud whose record
+    # declares no import IDs (infra/checks/adoption.py).
+    adopt: Adoption | None = None
     if TYPE_CHECKING:
         kubernetes_version: str
 

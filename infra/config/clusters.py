@@ -15,7 +15,14 @@ from pydantic import (
 
 from clouds import CLOUDS, cloud
 from clouds.spec import Cloud
-from infra.config.base import MAX_HOURLY_PRICE, Model, OwnerClusterBlock, ProvisionedClusterBlock, parse_hourly_price
+from infra.config.base import (
+    MAX_HOURLY_PRICE,
+    Adoption,
+    Model,
+    OwnerClusterBlock,
+    ProvisionedClusterBlock,
+    parse_hourly_price,
+)
 from infra.config.classes import Source
 from infra.config.names import (
     MAX_POOL_NODES,
@@ -113,6 +120,8 @@ class NodePool(Model):
     # (`zone-outside-region` stops a run otherwise: infra/checks/machines.py).
     uncatalogued_zones: bool = False
     capacity: PoolCapacity = Field(default_factory=PoolCapacity)
+    # A running pool of an adopted cluster, taken in with the engine's import (`Adoption`).
+    adopt: Adoption | None = None
 
     @field_validator("zones")
     @classmethod
@@ -145,6 +154,12 @@ class InferenceClusterBase(Model):
     @property
     def provisioned(self) -> bool:
         return self.cloud.provisioned
+
+    @property
+    def adopt(self) -> Adoption | None:
+        """The running cluster this one adopts (`<cloud>.adopt`), or None when the program creates it."""
+        block = self.block
+        return block.adopt if isinstance(block, ProvisionedClusterBlock) else None
 
     @property
     def owner_block(self) -> OwnerClusterBlock | None:

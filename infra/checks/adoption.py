@@ -1,0 +1,146 @@
+"""Rules on adopting a running cluster (`clusters[].<cloud>.adopt`, `nodePools[].adopt`).
+
+An adopted cluster or pool is taken into the stack with the engine's import (docs/adopting.md): its
+import ID must be written, in the shape its cloud's provider imports (`Cloud.adoption`), and must
+name the cluster and pool the stack file describes. A wrong ID fails only when `pulumi up` reads
+the resource (`resource '...' does not exist`) or, worse, reads another one; so it is judged here,
+before anything registers. Not here: whether the running resource matches the stack file, which
+only the provider's read can tell (`components.adoption`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from clouds import cloud
+from clouds.spec import ImportIds
+from infra.config.base import Adoption, ProvisionedClusterBlock
+from infra.config.issues import ConfigIssue
+from infra.config.model import Fleet, InferenceCluster
+
+# The groups of an `ImportIds` pattern that are not a field of the cluster's block.
+_NAME_GROUPS = ("cluster", "pool")
+
+
+def check_adoption(fleet: Fleet) -> list[ConfigIssue]:
+    """Each `adopt` block: on a cloud that imports, with an ID of the cloud's shape naming its own cluster and pool."""
+    issues: list[ConfigIssue] = []
+    for ki, cluster in enumerate(fleet.clusters):
+        issues += _cluster_issues(ki, cluster)
+    return issues
+
+
+def _cluster_issues(ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+    owner = cloud(cluster.source)
+    block = getattr(cluster, owner.key, None)
+    base = f"clusters[{ki}]"
+    adopted_pools = [(pi, p.adopt) for pi, p in enumerate(cluster.node_pools) if p.adopt is not None]
+    if not isinstance(block, ProvisionedClusterBlock) or block.adopt is None:
+        return [
+            ConfigIssue(
+                f"{base}.nodePools[{pi}].adopt",
+                f"pool '{cluster.node_pools[pi].name}' is adopted, but its cluster '{cluster.name}' is not: the "
+                "program would create the cluster, and a new cluster has no running pool to adopt",
+                f"adopt the cluster too (`{owner.key}.adopt.id`), or remove the pool's `adopt`",
+            )
+            for pi, _ in adopted_pools
+        ]
+    ids = owner.adoption
+    if ids is None:
+        return [
+            ConfigIssue(
+                f"{base}.{owner.key}.adopt",
+                f"a running {cluster.source} cluster cannot be adopted yet: the program knows no import IDs for "
+                f"{cluster.source}'s cluster and pools",
+                "remove `adopt` and let the program create the cluster, or run the cluster as an Existing one "
+                "(docs/existing-clusters.md)",
+            )
+        ]
+    issues, running_name = _cluster_id_issues(f"{base}.{owner.key}.adopt.id", block.adopt, ids, block)
+    for pi, pool_adopt in adopted_pools:
+        pool = cluster.node_pools[pi]
+        issues += _pool_id_issues(f"{base}.nodePools[{pi}].adopt.id", pool_adopt, ids, block, running_name, pool.name)
+    return issues
+
+
+def _cluster_id_issues(
+    path: str, adopt: Adoption, ids: ImportIds, block: ProvisionedClusterBlock
+) -> tuple[list[ConfigIssue], str | None]:
+    """The cluster ID's problems, and the running cluster's name it gives (None when it gives none)."""
+    if not adopt.id:
+        return [
+            ConfigIssue(
+                path,
+                "an adopted cluster needs the import ID of the running cluster",
+                f"write it as {ids.cluster_shape} (listed by {ids.listed_by})",
+            )
+        ], None
+    match = ids.cluster.fullmatch(adopt.id)
+    if match is None:
+        return [
+            ConfigIssue(
+                path,
+                f"'{adopt.id}' is not a cluster import ID",
+                f"write it as {ids.cluster_shape} (listed by {ids.listed_by})",
+            )
+        ], None
+    return _disagreements(path, match, block, ids.cluster_shape), match["cluster"]
+
+
+def _pool_id_issues(
+    path: str,
+    adopt: Adoption,
+    ids: ImportIds,
+    block: ProvisionedClusterBlock,
+    cluster_name: str | None,
+    pool_name: str,
+) -> list[ConfigIssue]:
+    if not adopt.id:
+        return [
+            ConfigIssue(
+                path,
+                f"adopted pool '{pool_name}' needs the import ID of the running pool",
+                f"write it as {ids.pool_shape} (listed by {ids.listed_by}), or remove `adopt` to create the pool",
+            )
+        ]
+    match = ids.pool.fullmatch(adopt.id)
+    if match is None:
+        return [ConfigIssue(path, f"'{adopt.id}' is not a pool import ID", f"write it as {ids.pool_shape}")]
+    issues = _disagreements(path, match, block, ids.pool_shape)
+    if cluster_name is not None and match["cluster"] != cluster_name:
+        issues.append(
+            ConfigIssue(
+                path,
+                f"the ID names cluster '{match['cluster']}', and the adopted cluster is '{cluster_name}'",
+                "write the ID of a pool of the adopted cluster",
+            )
+        )
+    if match["pool"] != pool_name:
+        issues.append(
+            ConfigIssue(
+                path,
+                f"the ID names pool '{match['pool']}', and the stack file names this pool '{pool_name}': the pool "
+                "keeps its running name",
+                f"rename the pool to '{match['pool']}' in the stack file",
+            )
+        )
+    return issues
+
+
+def _disagreements(path: str, match: re.Match[str], block: ProvisionedClusterBlock, shape: str) -> list[ConfigIssue]:
+    """Where the ID's parts differ from the block's fields of the same meaning (place, project)."""
+    issues = []
+    for group, value in match.groupdict().items():
+        if group in _NAME_GROUPS:
+            continue
+        field = block.PLACE_FIELD if group == "place" else group
+        written = getattr(block, field)
+        if value != written:
+            issues.append(
+                ConfigIssue(
+                    path,
+                    f"the ID's {field} is '{value}', and the cluster's block says '{written}'",
+                    f"write the ID of the running resource ({shape}) and the block's `{field}` alike",
+                )
+            )
+    return issues
