@@ -37,8 +37,17 @@ CERT_MANAGER_API = "cert-manager.io/v1"
 # of its own (an external endpoint wants its key on every HTTP path; another cluster's gateway routes
 # by the service's header). Envoy Gateway's defaults for the timings
 # (api/v1alpha1/healthcheck_types.go `ActiveHealthCheck` at v1.8.3: timeout 1s, interval 3s,
-# unhealthyThreshold 3, healthyThreshold 1).
-ACTIVE_HEALTH_CHECK = {"type": "TCP", "timeout": "1s", "interval": "3s", "unhealthyThreshold": 3, "healthyThreshold": 1}
+# unhealthyThreshold 3, healthyThreshold 1). `tcp` with neither `send` nor `receive` is a connect
+# only; the CRD wants the field whenever the type is TCP ("If Health Checker type is TCP, tcp field
+# needs to be set").
+ACTIVE_HEALTH_CHECK = {
+    "type": "TCP",
+    "tcp": {},
+    "timeout": "1s",
+    "interval": "3s",
+    "unhealthyThreshold": 3,
+    "healthyThreshold": 1,
+}
 # Outlier detection: a backend answering 5xx (a remote gateway with no ready replica answers 503)
 # or failing to connect is ejected. `maxEjectionPercent` defaults to 10 (healthcheck_types.go
 # `PassiveHealthCheck`), which would keep a failing tier of few backends in service and so never

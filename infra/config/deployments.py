@@ -306,7 +306,7 @@ class ExternalEndpoint(Model):
                 f"{shown(v)} has the path {shown(parts.path)}: every backend of a service gets the client's "
                 "/v1/... path; use an endpoint that serves the OpenAI API at https://<host>/v1"
             )
-        if not FQDN.match(parts.hostname):
+        if not FQDN.match(parts.hostname) or parts.hostname.replace(".", "").isdigit():
             raise ValueError(
                 f"{shown(v)} names no DNS host; write the endpoint's host name (an IP address has no "
                 "certificate name to check)"

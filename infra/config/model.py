@@ -31,7 +31,15 @@ from infra.config.classes import (
     Source,
     Supplied,
 )
-from infra.config.clusters import InferenceCluster, InferenceClusterBase, NodePool, Taint, TaintEffect, cluster_region
+from infra.config.clusters import (
+    FleetGateway,
+    InferenceCluster,
+    InferenceClusterBase,
+    NodePool,
+    Taint,
+    TaintEffect,
+    cluster_region,
+)
 from infra.config.deployments import (
     UNION_TAGS,
     Autoscaling,
@@ -73,6 +81,7 @@ __all__ = [
     "EnvValue",
     "ExternalEndpoint",
     "Fleet",
+    "FleetGateway",
     "Hostname",
     "InferenceClass",
     "InferenceCluster",

@@ -71,6 +71,7 @@ def test_make_engine_builds_every_tool_the_script_builds() -> None:
         "keda",
         "keda-adapter",
         "epp",
+        "egctl",
     ],
 )
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
@@ -89,6 +90,7 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
         "keda": "v2.20.2",
         "keda-adapter": "v2.20.2",
         "epp": "v1.5.0",
+        "egctl": "v1.8.3",
     }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)
