@@ -42,7 +42,7 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     assert done.returncode == 2
     assert (
         "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
-        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter or epp)"
+        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter, epp or egctl)"
         in done.stderr
     )
 
