@@ -225,7 +225,8 @@ def deploy(checked: Checked) -> None:
             "releases": stack.release_names,
         }
     pulumi.export("clusters", exported)
-    # Each service's endpoint: its Gateway, scheme, host, path and OpenAI base URL.
+    # Each service's endpoint: its Gateway, scheme, host, path and OpenAI base URL; a fleet
+    # service's also its backends, weights and failover order.
     pulumi.export("endpoints", endpoints)
 
 

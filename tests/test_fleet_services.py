@@ -253,3 +253,10 @@ def test_endpoints_output_and_plan_show_one_url_with_backends_weights_and_failov
     assert svc["callerKeys"] == 1
     assert run.stack is not None
     assert run.stack.outputs["endpoints"]["qwen"]["url"] == "http://{address}/qwen/v1"
+
+
+def test_callers_keys_on_a_service_of_one_deployment_are_rejected_with_both_ways_out() -> None:
+    raw = fleet_raw()
+    raw["services"][0] = {"name": "qwen", "cluster": "east", "deployment": "qwen", "apiKeys": [{"secure": "k"}]}
+    found = issues(raw)["services[0].deployment"]
+    assert "remove apiKeys and failover" in found and "two or more backends" in found

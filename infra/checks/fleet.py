@@ -46,8 +46,10 @@ def check_fleet_service(fleet: Fleet, si: int) -> list[ConfigIssue]:
         return [
             ConfigIssue(
                 f"{spath}.deployment",
-                f"service '{svc.name}' has callers' keys or a failover order but one deployment",
-                "write its backends: [{deployment: <name>, cluster: <name>, weight: <n>}, ...]",
+                f"service '{svc.name}' has callers' keys or a failover order, which a fleet service over "
+                "backends has, and publishes one deployment",
+                "remove apiKeys and failover, or list two or more backends: [{deployment: <name>, cluster: "
+                "<name>, weight: <n>}, ...]",
             )
         ]
     issues: list[ConfigIssue] = []

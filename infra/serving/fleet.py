@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec, ServiceBackend
-from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, served
+from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, served, service_routes
 
 # The namespace of a fleet service's route, Backends and policies on its serving cluster: one that
 # every cluster has, since a fleet service may serve no deployment of its own cluster.
@@ -201,3 +201,9 @@ def fleet_exports(fleet: Fleet, cluster: str) -> list[tuple[FleetRoute, FleetBac
         for b in route.remote
         if b.cluster == cluster
     ]
+
+
+def has_gateway(fleet: Fleet, cluster: str) -> bool:
+    """The program creates the cluster's Gateway: it publishes a service, serves a fleet service, or
+    other clusters' fleet services reach a deployment of it."""
+    return bool(service_routes(fleet, cluster) or fleet_routes(fleet, cluster) or fleet_exports(fleet, cluster))
