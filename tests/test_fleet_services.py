@@ -187,8 +187,10 @@ def run() -> MockRun:
 
 def test_every_backend_is_a_backend_of_a_dns_name_and_the_last_tier_is_the_fallback(run: MockRun) -> None:
     specs = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in of_type(run, BACKEND)}
-    assert specs["qwen-0"] == {"endpoints": [{"fqdn": {"hostname": "qwen.ml-team.svc.cluster.local", "port": 8000}}]}
-    assert specs["qwen-1"]["endpoints"] == [{"fqdn": {"hostname": "west.gw.example.com", "port": 443}}]
+    local = "qwen.ml-team.svc.cluster.local"
+    assert specs["qwen-0"] == {"endpoints": [{"hostname": local, "fqdn": {"hostname": local, "port": 8000}}]}
+    remote = "west.gw.example.com"
+    assert specs["qwen-1"]["endpoints"] == [{"hostname": remote, "fqdn": {"hostname": remote, "port": 443}}]
     assert specs["qwen-1"]["tls"] == {
         "caCertificateRefs": [{"group": "", "kind": "Secret", "name": "qwen-fleet-ca"}],
         "sni": "west.gw.example.com",

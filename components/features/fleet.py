@@ -79,7 +79,11 @@ def backend_spec(backend: FleetBackend) -> dict[str, Any]:
     external endpoint against the system's CAs; the SNI is the backend's own name either way
     (`BackendTLSSettings.sni`; unset, Envoy Gateway would send the client's Host).
     """
-    spec: dict[str, Any] = {"endpoints": [{"fqdn": {"hostname": backend.host, "port": backend.port}}]}
+    # The endpoint's `hostname` too: Envoy's auto host rewrite (`upstream_filter_spec`) takes the
+    # Host from the chosen endpoint's hostname (Envoy RouteAction.auto_host_rewrite).
+    spec: dict[str, Any] = {
+        "endpoints": [{"hostname": backend.host, "fqdn": {"hostname": backend.host, "port": backend.port}}]
+    }
     if backend.tier > 0:
         spec["fallback"] = True
     if backend.kind is BackendKind.REMOTE:
