@@ -6,7 +6,8 @@ the gateway's own balancing over the deployment's Service (`routing: Service`). 
 and how the gateway reaches it: `components.features.picker` and `components.features.routing`.
 
 After these rules `infra.serving.routes.service_routes` resolves each service to its deployments
-without asking again.
+without asking again. A fleet service (other clusters' deployments, external endpoints) has its own
+rules, `infra.checks.fleet`; here it only takes its route on its serving cluster.
 """
 
 from __future__ import annotations

@@ -355,7 +355,8 @@ class ServiceBackend(Model):
 class ModelServiceSpec(Model):
     """`modelplane:services[]`: publish one deployment, or a weighted split over several, through
     their cluster's Envoy Gateway. Exactly one of `deployment` and `backends`; rules across the
-    deployments a split names: `infra.checks.services`."""
+    deployments a split names: `infra.checks.routing`. A service whose backends reach other clusters
+    or external endpoints is a fleet service (`fleet`; rules: `infra.checks.fleet`)."""
 
     name: DnsLabel
     deployment: str | None = None
