@@ -11,6 +11,7 @@ import pytest
 
 from infra.config.issues import ConfigError
 from infra.config.stackfile import parse_fleet
+from program.main import secure_keys
 from tests.conftest import cpu_cluster_fleet, of_type, run_fleet
 from tooling.mockrun import MockRun, Registration
 from tooling.plan import fleet_services_json, resources_json
@@ -262,3 +263,18 @@ def test_callers_keys_on_a_service_of_one_deployment_are_rejected_with_both_ways
     raw["services"][0] = {"name": "qwen", "cluster": "east", "deployment": "qwen", "apiKeys": [{"secure": "k"}]}
     found = issues(raw)["services[0].deployment"]
     assert "remove apiKeys and failover" in found and "two or more backends" in found
+
+
+def test_keys_the_engine_hands_over_decrypted_are_read_as_secure_again() -> None:
+    # A `secure:` value anywhere under modelplane:services makes the engine hand the whole key over as
+    # a secret with its leaves decrypted (pulumi/pulumi#3342); the keys are secure again, nothing else.
+    decrypted = {
+        "name": "qwen",
+        "apiKeys": ["caller-key"],
+        "backends": [{"deployment": "qwen"}, {"external": {**EXTERNAL, "apiKey": "endpoint-key"}}],
+    }
+    service = secure_keys(decrypted)
+    assert service["apiKeys"] == [{"secure": "caller-key"}]
+    assert service["backends"][0] == {"deployment": "qwen"}
+    assert service["backends"][1]["external"]["apiKey"] == {"secure": "endpoint-key"}
+    assert service["backends"][1]["external"]["url"] == EXTERNAL["url"]
