@@ -454,7 +454,7 @@ def test_a_fleet_error_names_the_displayed_file(tmp_path: Path) -> None:
 FLEET: dict[str, Any] = gke_fleet()
 POOL = ("clusters", 0, "nodePools", 1)
 DEVICE = ("classes", 0, "devices", 0)
-POOL_KEYS = "name, className, nodeCount, minNodeCount, maxNodeCount, zones, uncataloguedZones"
+POOL_KEYS = "name, className, nodeCount, minNodeCount, maxNodeCount, zones, uncataloguedZones, capacity, adopt"
 
 
 def fleet_issues(*edits: tuple[tuple[str | int, ...], Any]) -> list[str]:
