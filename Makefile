@@ -55,7 +55,7 @@ pytest: sync
 # (tests/engine/test_endpoint_picker.py). Built from the Go module proxy into a cache outside the
 # repository, once per version per machine (engine/build.sh says where; docs/benchmarks.md how long
 # the first time on two cores; nothing once built).
-ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus keda keda-adapter epp
+ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus keda keda-adapter epp egctl
 
 # One build at a time: two at once (Go's build and module caches are safe for concurrent go
 # commands, `go help cache`) took 11 to 14 % longer on two cores (docs/benchmarks.md, "Building

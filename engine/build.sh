@@ -24,9 +24,11 @@
 #                   KEDA's operator (ScaledObjects into HPAs) and its metrics API server
 #   epp             the Gateway API Inference Extension's endpoint picker, which a gateway asks over
 #                   Envoy's external-processing API which model server replica gets a request
+#   egctl           Envoy Gateway's command line, whose `egctl x translate` turns Gateway API and Envoy
+#                   Gateway objects into the Envoy configuration the gateway's controller would send
 #
 # Each is built from a module of ours under engine/ (cli/, kube/, etcd/, otelcol/, kwok/, lws/,
-# kubernetes/, prometheus-operator/, prometheus/, keda/, epp/) whose go.mod and go.sum pin the release,
+# kubernetes/, prometheus-operator/, prometheus/, keda/, epp/, egctl/) whose go.mod and go.sum pin the release,
 # into a cache outside the repository: $MODELPLANE_TOOLS_CACHE, by default
 # ${XDG_CACHE_HOME:-~/.cache}/modelplane-infra, as <tool>-v<version>/bin/<tool>.
 #
@@ -69,6 +71,9 @@ KEDA_COMMIT=68a5b5028f35b22d50597c69819ab32c4e92f21a
 # engine/epp/go.mod: sigs.k8s.io/gateway-api-inference-extension, the last release whose module
 # holds the full endpoint picker (cmd/epp with its prefix-cache and queue scorers).
 EPP_VERSION=1.5.0
+# engine/egctl/go.mod: the Envoy Gateway release whose chart the serving stack installs
+# (infra/serving/rows.py: chart v1.8.4 of source tag v1.8.3).
+EGCTL_VERSION=1.8.3
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELPLANE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelplane-infra}
@@ -155,8 +160,14 @@ case "$tool" in
     # version package, which the picker logs at start and exports as a metric.
     ldflags="-X sigs.k8s.io/gateway-api-inference-extension/version.BuildRef=v$EPP_VERSION"
     ;;
+  egctl)
+    version=$EGCTL_VERSION module=egctl package=github.com/envoyproxy/gateway/cmd/egctl minutes=4 cgo=0
+    # Its Makefile's build (tools/make/golang.mk): CGO_ENABLED=0, the release stamped into the
+    # version package (GO_LDFLAGS, VERSION_PACKAGE).
+    ldflags="-X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=v$EGCTL_VERSION"
+    ;;
   *)
-    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter or epp)" >&2
+    echo "engine/build.sh: unknown tool '$tool' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter, epp or egctl)" >&2
     exit 2
     ;;
 esac
@@ -198,6 +209,7 @@ built() {
     keda | keda-adapter) [ "$(cat "$bin.version" 2>/dev/null)" = "v$KEDA_VERSION" ] ;;
     # The picker has no version flag either; the same build information check.
     epp) [ "$(cat "$bin.version" 2>/dev/null)" = "v$EPP_VERSION" ] ;;
+    egctl) [ "$(cat "$bin.version" 2>/dev/null)" = "v$EGCTL_VERSION" ] ;;
   esac
 }
 
@@ -245,6 +257,7 @@ else
   case "$module" in
     keda) main_module=github.com/kedacore/keda/v2 ;;
     epp) main_module=sigs.k8s.io/gateway-api-inference-extension ;;
+    egctl) main_module=github.com/envoyproxy/gateway ;;
     *) main_module= ;;
   esac
   if [ -n "$main_module" ]; then

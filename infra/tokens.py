@@ -14,6 +14,8 @@ MODEL_DEPLOYMENT = "modelplane:deploy:ModelDeployment"
 SHARED_CACHE = "modelplane:deploy:SharedCache"
 GATEWAY = "modelplane:serve:Gateway"
 MODEL_SERVICE = "modelplane:serve:ModelService"
+FLEET_SERVICE = "modelplane:serve:FleetService"
+FLEET_EXPORT = "modelplane:serve:FleetExport"
 BUDGET = "modelplane:cost:Budget"
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -22,6 +22,7 @@ from clouds import cloud
 from components.base import CloudProviders, ClusterArgs, ClusterComponent
 from components.budget import BudgetComponent
 from components.features.cache import CACHE_LABELS, SharedCacheArgs, SharedWeightCache
+from components.features.fleet import FleetExport, FleetExportArgs, FleetService, FleetServiceArgs
 from components.features.routing import ClusterGateway, ClusterGatewayArgs, ModelService, ModelServiceArgs
 from components.model_deployment import (
     ModelDeployment,
@@ -36,6 +37,7 @@ from infra.config.model import Fleet, ModelDeploymentSpec
 from infra.config.names import FLEET_KEYS, NAMESPACE, SECRET_FLEET_KEYS
 from infra.config.stackfile import check_existing_secrets, kubeconfig_keys, namespace_key_issues, parse_checked
 from infra.facts import ClusterFacts
+from infra.serving.fleet import BackendKind, fleet_exports, fleet_routes
 from infra.serving.pods import pod_placement
 from infra.serving.routes import gateway_namespace, picker_deployments, service_routes
 
@@ -66,8 +68,8 @@ def read_checked(file: str) -> Checked:
     Each key is read as the CLI hands it over: a structured value as JSON text, a scalar as its
     text. A fleet key stored as a secret is refused without reading it: `Config.get_object` would
     put the decrypted text into its `ConfigTypeError` when it is not JSON. The exception is
-    `SECRET_FLEET_KEYS` (`deployments`, secret as a whole once one env value is `secure:`): it is
-    read as raw text and never echoed. Other `modelplane:` keys are checked by the same rule as
+    `SECRET_FLEET_KEYS` (`deployments` and `services`, secret as a whole once one env value or API
+    key is `secure:`): it is read as raw text and never echoed. Other `modelplane:` keys are checked by the same rule as
     the plan's.
     """
     cfg = pulumi.Config(NAMESPACE)
@@ -106,6 +108,8 @@ def read_checked(file: str) -> Checked:
             continue
         if secret and key == "deployments" and isinstance(value, list):
             value = [secure_env(d) for d in value]
+        if secret and key == "services" and isinstance(value, list):
+            value = [secure_keys(s) for s in value]
         if value is not None:  # `key:` with no value is the key left out, as in the plan
             raw[key] = value
     if issues:
@@ -128,6 +132,33 @@ def secure_env(deployment: Any) -> Any:
         return deployment
     env = {k: v if isinstance(v, dict) else {"secure": v} for k, v in deployment["env"].items()}
     return {**deployment, "env": env}
+
+
+def secure_keys(service: Any) -> Any:
+    """A service's API keys (callers' `apiKeys`, an external endpoint's `apiKey`) as secure values
+    again: the engine hands `modelplane:services` over decrypted as a whole once one is `secure:`
+    (pulumi/pulumi#3342), and these keys take only secure values."""
+    if not isinstance(service, dict):
+        return service
+    out = dict(service)
+    if isinstance(out.get("apiKeys"), list):
+        out["apiKeys"] = [_secure(k) for k in out["apiKeys"]]
+    if isinstance(out.get("backends"), list):
+        out["backends"] = [_secure_external(b) for b in out["backends"]]
+    return out
+
+
+def _secure(value: Any) -> Any:
+    return {"secure": value} if isinstance(value, str) else value
+
+
+def _secure_external(backend: Any) -> Any:
+    if not isinstance(backend, dict) or not isinstance(backend.get("external"), dict):
+        return backend
+    external = backend["external"]
+    if "apiKey" not in external:
+        return backend
+    return {**backend, "external": {**external, "apiKey": _secure(external["apiKey"])}}
 
 
 def read_kubeconfigs(fleet: Fleet, file: str) -> dict[str, pulumi.Output[str]]:
@@ -194,7 +225,8 @@ def deploy(checked: Checked) -> None:
             "releases": stack.release_names,
         }
     pulumi.export("clusters", exported)
-    # Each service's endpoint: its Gateway, scheme, host, path and OpenAI base URL.
+    # Each service's endpoint: its Gateway, scheme, host, path and OpenAI base URL; a fleet
+    # service's also its backends, weights and failover order.
     pulumi.export("endpoints", endpoints)
 
 
@@ -267,18 +299,28 @@ def publish_services(
     stack: ServingStack,
     models: dict[str, ModelDeployment],
 ) -> dict[str, Any]:
-    """The cluster's Gateway (only when a service is published on it) and one route per service.
+    """The cluster's Gateway (only when a service is published on it, or other clusters' fleet
+    services reach a deployment of it), one route per service, each fleet service this cluster
+    serves (`components.features.fleet`) and the routes of its deployments other clusters reach.
 
     The Gateway waits for the serving stack (Envoy Gateway's CRDs and cert-manager's); a route
-    waits for the Gateway and for the deployment whose Service it targets.
+    waits for the Gateway and for the deployments of this cluster it targets.
     """
     routes = service_routes(fleet, facts.name)
-    if not routes:
+    served = fleet_routes(fleet, facts.name)
+    exports = fleet_exports(fleet, facts.name)
+    if not (routes or served or exports):
         return {}
+    own_gateway = fleet.cluster_named(facts.name).gateway
     provider = pulumi.ResourceOptions(parent=cluster, providers={"kubernetes": cluster.provider})
     gateway = ClusterGateway(
         f"{facts.name}-gateway",
-        ClusterGatewayArgs(facts=facts, routes=routes),
+        ClusterGatewayArgs(
+            facts=facts,
+            routes=[*routes, *served],
+            fleet=own_gateway,
+            export_namespaces=sorted({b.deployment.namespace for _, b in exports if b.deployment is not None}),
+        ),
         opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=[stack])),
     )
     namespace = gateway_namespace(facts)
@@ -292,4 +334,27 @@ def publish_services(
             ),
         )
         endpoints[route.name] = service.endpoint
+    for fleet_route in served:
+        local = [
+            models[b.deployment.name] for b in fleet_route.backends if b.kind is BackendKind.LOCAL and b.deployment
+        ]
+        fleet_service = FleetService(
+            f"{facts.name}-fleetservice-{fleet_route.name}",
+            FleetServiceArgs(
+                route=fleet_route,
+                gateway_namespace=namespace,
+                trust_issuer=own_gateway.issuer_ref if own_gateway is not None else None,
+            ),
+            opts=pulumi.ResourceOptions.merge(provider, pulumi.ResourceOptions(depends_on=[gateway, *local])),
+        )
+        endpoints[fleet_route.name] = fleet_service.endpoint
+    for fleet_route, backend in exports:
+        assert backend.deployment is not None
+        FleetExport(
+            f"{facts.name}-fleetexport-{fleet_route.name}",
+            FleetExportArgs(route=fleet_route, backend=backend, gateway_namespace=namespace),
+            opts=pulumi.ResourceOptions.merge(
+                provider, pulumi.ResourceOptions(depends_on=[gateway, models[backend.deployment.name]])
+            ),
+        )
     return endpoints

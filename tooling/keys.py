@@ -276,6 +276,19 @@ KEYS: dict[tuple[str, str], Key] = {
         "the cluster component (`clouds/<cloud>/component.py`), supported drivers",
         "source: GKE",
     ),
+    ("InferenceCluster", "gateway"): Key(
+        "How other clusters' fleet services reach this cluster's gateway: `host`, the DNS name they use (point it "
+        "at the Gateway's address), and `issuerRef`, the cert-manager CA issuer of its certificate, of the CA "
+        "every cluster's gateway chains to (docs/serving.md, Fleet services).",
+        "the Gateway's `fleet` listener and its Certificate; `infra.checks.fleet`",
+        "gateway: {host: west.gw.example.com, issuerRef: {name: fleet-ca}}",
+    ),
+    ("FleetGateway", "host"): Key(
+        "The gateway's DNS name.", "the listener and its Certificate", "host: west.gw.example.com"
+    ),
+    ("FleetGateway", "issuerRef"): Key(
+        "The cert-manager CA issuer of its certificate.", "the Certificate", "issuerRef: {name: fleet-ca}"
+    ),
     ("InferenceCluster", "nodePools"): Key(
         "Node pools, besides the `system` pool every provisioned cluster gets.",
         "one node pool per entry; `schedulablePools`",
@@ -387,6 +400,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("InferenceCluster", "modelplane:clusters[]"),
     *cloud_sections("cluster"),
     ("OwnerPrometheus", "modelplane:clusters[].existing.prometheus"),
+    ("FleetGateway", "modelplane:clusters[].gateway"),
     ("NodePool", "modelplane:clusters[].nodePools[]"),
     ("Taint", "modelplane:clusters[].taints[]"),
     ("ModelDeploymentSpec", "modelplane:deployments[]"),
@@ -394,6 +408,8 @@ SECTIONS: list[tuple[str, str]] = [
     ("ModelCache", "modelplane:deployments[].cache"),
     ("Autoscaling", "modelplane:deployments[].autoscaling"),
     ("ModelServiceSpec", "modelplane:services[]"),
+    ("ServiceBackend", "modelplane:services[].backends[]"),
+    ("ExternalEndpoint", "modelplane:services[].backends[].external"),
     ("ServiceTls", "modelplane:services[].tls"),
     ("IssuerRef", "modelplane:services[].tls.issuerRef"),
     ("Budget", "modelplane:budget"),

@@ -190,6 +190,13 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
 
 
+def fleet_services_json(registered: Sequence[Registration]) -> list[dict[str, Any]]:
+    """Each fleet service as its FleetService registered it: serving cluster, URL, backends with their
+    weights and tiers, the failover order, and the callers' keys as a count (never a key)."""
+    out = [plain(dict(r.inputs)) for r in registered if r.type == tokens.FLEET_SERVICE]
+    return sorted(out, key=lambda s: s.get("service") or "")
+
+
 def picker_json(pool: Mapping[str, Any] | None, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The deployment's InferencePool and what its picker scores by, as registered; None without one."""
     if pool is None:
@@ -391,6 +398,9 @@ def plan_stack(
     doc["clusters"] = [cluster_json(f, result.resources) for f in facts]
     doc["resources"] = resources_json(result.resources)
     doc["deployments"] = deployments_json(result.resources)
+    fleet_services = fleet_services_json(result.resources)
+    if fleet_services:
+        doc["fleetServices"] = fleet_services
     ctx = PlanContext(stack=stack, facts=facts, run=result, doc=doc)
     if result.error is None:
         for hook in HOOKS:

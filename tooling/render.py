@@ -112,6 +112,17 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
                 )
             if d.get("picker"):
                 dep_node.add(esc(picker_text(d["picker"])))
+    if doc.get("fleetServices"):
+        fleet_node = root.add("fleet services")
+        for svc in doc["fleetServices"]:
+            keys = f", callers' keys required ({svc['callerKeys']})" if svc.get("callerKeys") else ""
+            node = fleet_node.add(esc(f"{svc['service']} served by {svc['cluster']}: {svc['url']}{keys}"))
+            for tier, names in enumerate(svc.get("failover") or []):
+                when = "by weight" if tier == 0 else "only while the tiers before it are unhealthy"
+                tier_node = node.add(esc(f"tier {tier} ({when})"))
+                for b in svc["backends"]:
+                    if b["backend"] in names and b["tier"] == tier:
+                        tier_node.add(esc(fleet_backend_text(b)))
     if doc.get("cost"):
         root.add(cost_text(doc["cost"], "stack cost"))
     console.print(root)
@@ -133,6 +144,17 @@ def routing_text(endpoint: dict[str, Any]) -> str:
     if len(backends) > 1:
         return f"{routing}, split " + ", ".join(f"{b['deployment']} {b['weight']:g}" for b in backends)
     return routing
+
+
+def fleet_backend_text(backend: dict[str, Any]) -> str:
+    """One backend of a fleet service: what it is, its weight and the address the gateway reaches."""
+    if backend["kind"] == "External":
+        key = ", key set" if backend.get("apiKey") else ""
+        what = f"external {backend['url']} (model {backend['model']}{key})"
+    else:
+        what = f"deployment {backend['cluster']}/{backend['deployment']}"
+    via = " over TLS" if backend["kind"] != "Local" else ""
+    return f"{what}, weight {backend['weight']:g}, at {backend['address']}{via}"
 
 
 def picker_text(picker: dict[str, Any]) -> str:

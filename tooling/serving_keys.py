@@ -155,8 +155,9 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
     ),
     ("ModelServiceSpec", "backends"): KeyDoc(
         "A weighted split over two or more deployments of one model on one cluster and namespace (a canary); "
-        "exclusive with `deployment`.",
-        "the HTTPRoute's weighted backendRefs; `infra.checks.routing`",
+        "exclusive with `deployment`. A backend of another cluster (`cluster`) or an `external` endpoint makes "
+        "it a fleet service (docs/serving.md, Fleet services).",
+        "the HTTPRoute's weighted backendRefs; `infra.checks.routing`, `infra.checks.fleet`",
         "backends: [{deployment: qwen, weight: 90}, {deployment: qwen-next, weight: 10}]",
     ),
     ("ModelServiceSpec", "routing"): KeyDoc(
@@ -167,13 +168,55 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "routing: Service",
     ),
     ("ServiceBackend", "deployment"): KeyDoc(
-        "A deployment of the split (`deployments[].name`).", "the HTTPRoute", "deployment: qwen-next"
+        "A deployment of the split (`deployments[].name`); or `external`.", "the HTTPRoute", "deployment: qwen-next"
+    ),
+    ("ServiceBackend", "cluster"): KeyDoc(
+        "The deployment's cluster, when it is not the service's: reached through that cluster's gateway "
+        "(`clusters[].gateway`) over TLS.",
+        "an Envoy Gateway Backend; the other cluster's fleet route; `infra.checks.fleet`",
+        "cluster: west",
+    ),
+    ("ServiceBackend", "external"): KeyDoc(
+        "An OpenAI-compatible endpoint outside the fleet; exclusive with `deployment`.",
+        "an Envoy Gateway Backend; `infra.checks.fleet`",
+        "external: {url: https://llm.example.com/v1, model: qwen, apiKey: {secure: v1:...}}",
+    ),
+    ("ExternalEndpoint", "url"): KeyDoc(
+        "Its OpenAI base URL: `https://<host>[:port]/v1` (https only; the gateway sends it the client's `/v1/...`).",
+        "the Backend's DNS name, port and TLS name",
+        "url: https://llm.example.com/v1",
+    ),
+    ("ExternalEndpoint", "model"): KeyDoc(
+        "The model name it answers to; the same as the service's deployments' (the body is forwarded as it is).",
+        "`infra.checks.fleet`",
+        "model: qwen",
+    ),
+    ("ExternalEndpoint", "apiKey"): KeyDoc(
+        "Its API key, a `secure:` value, sent as `Authorization: Bearer`; never shown.",
+        "a Secret and Envoy Gateway's credentialInjection filter",
+        "apiKey: {secure: v1:...}",
+    ),
+    ("ModelServiceSpec", "failover"): KeyDoc(
+        "The order of failover: tiers of indices into `backends`, each backend in one tier; the first served by "
+        "weight, the second only while the first is unhealthy. At most two tiers (Envoy Gateway's one fallback "
+        "level). Default: one tier.",
+        "the Backends' `fallback`; `infra.checks.fleet`",
+        "failover: [[0, 1], [2]]",
+    ),
+    ("ModelServiceSpec", "apiKeys"): KeyDoc(
+        "Keys callers must send in `x-api-key`, each a `secure:` value; never shown (the plan counts them).",
+        "a Secret and Envoy Gateway's SecurityPolicy `apiKeyAuth`",
+        "apiKeys: [{secure: v1:...}]",
+    ),
+    ("SecureValue", "secure"): KeyDoc(
+        "The ciphertext `pulumi config set --secret --path` writes.", "the Secret", "secure: v1:..."
     ),
     ("ServiceBackend", "weight"): KeyDoc(
         "Its share, relative to the others' (0 to 1,000,000, default 1); not all 0.", "the HTTPRoute", "weight: 10"
     ),
     ("ModelServiceSpec", "cluster"): KeyDoc(
-        "The deployment's cluster; needed only when deployments of that name run on several clusters.",
+        "The deployment's cluster; needed only when deployments of that name run on several clusters. A fleet "
+        "service's serving cluster, whose gateway serves it (required).",
         "`infra.checks.services.check_serving`",
         "cluster: civo-cpu",
     ),

@@ -14,7 +14,7 @@ from typing import Any
 
 from infra.checks.guard import Checked
 from infra.config.issues import ConfigIssue
-from infra.config.model import SecureValue
+from infra.config.model import ModelServiceSpec, SecureValue
 from infra.config.names import NAMESPACE
 from infra.config.stackfile import StackConfig
 from tooling.mockrun import OPAQUE_SECRET
@@ -72,7 +72,41 @@ def config_of(stack: StackConfig) -> tuple[dict[str, str], list[str]]:
                     dep["env"][name] = {"secure": OPAQUE_SECRET}
         config[f"{NAMESPACE}:deployments"] = json.dumps(fleet["deployments"])
         secret_keys.append(f"{NAMESPACE}:deployments")
+    if any(_api_keys(s) for s in stack.fleet.services):
+        # The same for a service's API keys (`program.main.secure_keys`).
+        for svc in fleet["services"]:
+            if isinstance(svc.get("apiKeys"), list):
+                svc["apiKeys"] = [{"secure": OPAQUE_SECRET} for _ in svc["apiKeys"]]
+            for backend in svc.get("backends") or []:
+                external = backend.get("external") if isinstance(backend, dict) else None
+                if isinstance(external, dict) and "apiKey" in external:
+                    external["apiKey"] = {"secure": OPAQUE_SECRET}
+        config[f"{NAMESPACE}:services"] = json.dumps(fleet["services"])
+        secret_keys.append(f"{NAMESPACE}:services")
     return config, secret_keys
+
+
+def _api_keys(svc: ModelServiceSpec) -> list[SecureValue]:
+    """A service's secure values: its callers' keys and its external endpoints' keys."""
+    keys = list(svc.api_keys)
+    keys += [
+        b.external.api_key for b in svc.backends or [] if b.external is not None and b.external.api_key is not None
+    ]
+    return keys
+
+
+def _opaque_keys(svc: ModelServiceSpec) -> ModelServiceSpec:
+    """A service as the program reads it offline: its API keys opaque."""
+    opaque = SecureValue(secure=OPAQUE_SECRET)
+    backends = None
+    if svc.backends is not None:
+        backends = [
+            b.model_copy(update={"external": b.external.model_copy(update={"api_key": opaque})})
+            if b.external is not None and b.external.api_key is not None
+            else b
+            for b in svc.backends
+        ]
+    return svc.model_copy(update={"api_keys": [opaque for _ in svc.api_keys], "backends": backends})
 
 
 def _go_json(value: Any) -> str:
@@ -119,6 +153,9 @@ def program_view(stack: StackConfig) -> Checked:
     """
     checked = stack.checked
     fleet = checked.fleet
+    if any(_api_keys(s) for s in fleet.services):
+        fleet = fleet.model_copy(update={"services": [_opaque_keys(s) for s in fleet.services]})
+        checked = replace(checked, fleet=fleet)
     if not any(isinstance(v, SecureValue) for d in fleet.deployments for v in d.env.values()):
         return checked
     deployments = [

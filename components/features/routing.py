@@ -24,8 +24,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra import tokens
-from infra.config.model import Routing
+from infra.config.clusters import FleetGateway
+from infra.config.model import IssuerRef, Routing
 from infra.facts import ClusterFacts
+from infra.serving.fleet import FLEET_CERT_SECRET, FLEET_LISTENER, FleetRoute
 from infra.serving.picker import DESTINATION_HEADER, EXT_PROC_PORT, picker_name, queue_seconds
 from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, RouteBackend, ServiceRoute, gateway_namespace
 
@@ -57,14 +59,23 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 @dataclass(frozen=True)
 class ClusterGatewayArgs:
     facts: ClusterFacts
-    routes: Sequence[ServiceRoute]
+    routes: Sequence[ServiceRoute | FleetRoute]
+    # The cluster's fleet listener, when other clusters' fleet services reach its deployments
+    # (`clusters[].gateway`), and the namespaces of those deployments.
+    fleet: FleetGateway | None = None
+    export_namespaces: Sequence[str] = ()
 
 
-def listeners(routes: Sequence[ServiceRoute]) -> list[dict[str, Any]]:
-    """Plain HTTP on 80 for services without TLS; one HTTPS listener per TLS host on 443.
+def listeners(
+    routes: Sequence[ServiceRoute | FleetRoute],
+    fleet: FleetGateway | None = None,
+    export_namespaces: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """Plain HTTP on 80 for services without TLS; one HTTPS listener per TLS host on 443; and the
+    fleet listener on 443 for the cluster's gateway host, which other clusters reach.
 
-    Routes attach only from the namespaces of the deployments they publish, so no other
-    namespace can put a route on this Gateway.
+    Routes attach only from the namespaces of the deployments they publish (and of fleet services,
+    `infra.serving.fleet.FLEET_NAMESPACE`), so no other namespace can put a route on this Gateway.
     """
     allowed = {
         "namespaces": {
@@ -74,7 +85,7 @@ def listeners(routes: Sequence[ServiceRoute]) -> list[dict[str, Any]]:
                     {
                         "key": NAMESPACE_NAME_LABEL,
                         "operator": "In",
-                        "values": sorted({r.namespace for r in routes}),
+                        "values": sorted({r.namespace for r in routes} | set(export_namespaces)),
                     }
                 ]
             },
@@ -95,6 +106,17 @@ def listeners(routes: Sequence[ServiceRoute]) -> list[dict[str, Any]]:
                     "allowedRoutes": allowed,
                 }
             )
+    if fleet is not None and export_namespaces:
+        out.append(
+            {
+                "name": FLEET_LISTENER,
+                "protocol": "HTTPS",
+                "port": HTTPS_PORT,
+                "hostname": fleet.host,
+                "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": FLEET_CERT_SECRET}]},
+                "allowedRoutes": allowed,
+            }
+        )
     return out
 
 
@@ -120,36 +142,49 @@ class ClusterGateway(pulumi.ComponentResource):
             spec={"controllerName": ENVOY_GATEWAY_CONTROLLER},
             opts=child,
         )
-        certificates = [self._certificate(name, namespace, r) for r in args.routes if r.spec.tls is not None]
+        certificates = [
+            self._certificate(name, namespace, r.name, r.tls_secret, r.spec.host, r.spec.tls.issuer_ref)
+            for r in args.routes
+            if r.spec.tls is not None and r.spec.host is not None
+        ]
+        if args.fleet is not None and args.export_namespaces:
+            certificates.append(
+                self._certificate(
+                    name, namespace, FLEET_LISTENER, FLEET_CERT_SECRET, args.fleet.host, args.fleet.issuer_ref
+                )
+            )
         self.gateway = k8s.apiextensions.CustomResource(
             f"{name}-gateway",
             api_version=GATEWAY_API,
             kind="Gateway",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=GATEWAY_NAME, namespace=namespace),
-            spec={"gatewayClassName": GATEWAY_CLASS_NAME, "listeners": listeners(args.routes)},
+            spec={
+                "gatewayClassName": GATEWAY_CLASS_NAME,
+                "listeners": listeners(args.routes, args.fleet, args.export_namespaces),
+            },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway_class, *certificates]),
         )
         self.gateway_name = pulumi.Output.from_input(GATEWAY_NAME)
         self.register_outputs({"gatewayName": self.gateway_name})
 
-    def _certificate(self, name: str, namespace: str, route: ServiceRoute) -> k8s.apiextensions.CustomResource:
+    def _certificate(
+        self, name: str, namespace: str, listener: str, secret: str, host: str, issuer: IssuerRef
+    ) -> k8s.apiextensions.CustomResource:
         """The certificate of a TLS host, in the Gateway's namespace where its listener reads it.
 
         An explicit Certificate rather than cert-manager's Gateway annotation: the annotation
         needs cert-manager's `config.enableGatewayAPI`, which the serving stack does not set
         (https://cert-manager.io/docs/usage/gateway/).
         """
-        tls = route.spec.tls
-        assert tls is not None and route.spec.host is not None, "TLS has a host (validated)"
         return k8s.apiextensions.CustomResource(
-            f"{name}-{route.name}-certificate",
+            f"{name}-{listener}-certificate",
             api_version=CERT_MANAGER_API,
             kind="Certificate",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=route.tls_secret, namespace=namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=secret, namespace=namespace),
             spec={
-                "secretName": route.tls_secret,
-                "dnsNames": [route.spec.host],
-                "issuerRef": {"group": "cert-manager.io", "kind": tls.issuer_ref.kind, "name": tls.issuer_ref.name},
+                "secretName": secret,
+                "dnsNames": [host],
+                "issuerRef": {"group": "cert-manager.io", "kind": issuer.kind, "name": issuer.name},
             },
             opts=pulumi.ResourceOptions(parent=self),
         )

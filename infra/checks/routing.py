@@ -6,11 +6,13 @@ the gateway's own balancing over the deployment's Service (`routing: Service`). 
 and how the gateway reaches it: `components.features.picker` and `components.features.routing`.
 
 After these rules `infra.serving.routes.service_routes` resolves each service to its deployments
-without asking again.
+without asking again. A fleet service (other clusters' deployments, external endpoints) has its own
+rules, `infra.checks.fleet`; here it only takes its route on its serving cluster.
 """
 
 from __future__ import annotations
 
+from infra.checks.fleet import check_fleet_service
 from infra.config.issues import ConfigIssue, unique_names
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec, Routing
 from infra.serving.routes import picker_routed
@@ -22,6 +24,17 @@ def check_services(fleet: Fleet) -> list[ConfigIssue]:
     routes: dict[tuple[str, str, str], int] = {}
     for si, svc in enumerate(fleet.services):
         spath = f"services[{si}]"
+        if svc.fleet:
+            found = check_fleet_service(fleet, si)
+            issues += found
+            if found:
+                continue
+            key = (str(svc.cluster), svc.host or "", svc.route_path)
+            if key in routes:
+                issues.append(_same_route(spath, svc, routes[key], key[0]))
+            else:
+                routes[key] = si
+            continue
         resolved, unresolved = _resolve(fleet, spath, svc)
         if unresolved or len(resolved) != len(svc.targets):
             issues += unresolved
@@ -37,17 +50,18 @@ def check_services(fleet: Fleet) -> list[ConfigIssue]:
             )
         key = (resolved[0].cluster, svc.host or "", svc.route_path)
         if key in routes:
-            issues.append(
-                ConfigIssue(
-                    f"{spath}.path",
-                    f"services[{routes[key]}] already routes {svc.host or '(any host)'}{svc.route_path} "
-                    f"on cluster '{key[0]}'",
-                    "give each service on a cluster its own host or path",
-                )
-            )
+            issues.append(_same_route(spath, svc, routes[key], key[0]))
         else:
             routes[key] = si
     return issues
+
+
+def _same_route(spath: str, svc: ModelServiceSpec, other: int, cluster: str) -> ConfigIssue:
+    return ConfigIssue(
+        f"{spath}.path",
+        f"services[{other}] already routes {svc.host or '(any host)'}{svc.route_path} on cluster '{cluster}'",
+        "give each service on a cluster its own host or path",
+    )
 
 
 def _target_path(spath: str, svc: ModelServiceSpec, i: int) -> str:
@@ -60,7 +74,11 @@ def _resolve(fleet: Fleet, spath: str, svc: ModelServiceSpec) -> tuple[list[Mode
     issues: list[ConfigIssue] = []
     for i, target in enumerate(svc.targets):
         path = _target_path(spath, svc, i)
-        matches = [d for d in fleet.deployments if d.name == target.deployment and svc.cluster in (None, d.cluster)]
+        matches = [
+            d
+            for d in fleet.deployments
+            if d.name == target.deployment and (target.cluster or svc.cluster) in (None, d.cluster)
+        ]
         if not matches:
             names = sorted({d.name for d in fleet.deployments})
             issues.append(

@@ -24,6 +24,7 @@ from infra.config.base import (
     parse_hourly_price,
 )
 from infra.config.classes import Source
+from infra.config.deployments import Hostname, IssuerRef
 from infra.config.names import (
     MAX_POOL_NODES,
     DnsLabel,
@@ -133,6 +134,19 @@ class NodePool(Model):
         return v
 
 
+class FleetGateway(Model):
+    """`clusters[].gateway`: how the fleet services of other clusters reach this cluster's Gateway.
+
+    `host` is the DNS name they reach it by (point it at the Gateway's address) and the name in its
+    certificate; `issuerRef` is the cert-manager issuer of that certificate, a CA issuer of the CA
+    every cluster's gateway chains to, whose `ca.crt` the serving side checks it with
+    (`components.features.fleet`).
+    """
+
+    host: Hostname
+    issuer_ref: IssuerRef
+
+
 class InferenceClusterBase(Model):
     """`clusters[]`: a name, labels and the source, then the source's block (one optional block per
     cloud), the pools and the taints."""
@@ -140,6 +154,7 @@ class InferenceClusterBase(Model):
     name: DnsLabel
     labels: dict[str, str] = Field(default_factory=dict)
     source: Source
+    gateway: FleetGateway | None = None
 
     @property
     def cloud(self) -> Cloud:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import (
     Discriminator,
@@ -236,6 +237,8 @@ class ModelDeploymentSpec(Model):
 # Path prefixes a route matches: `/`, `/qwen`, `/team/qwen` (no trailing slash, no query).
 _ROUTE_PATH = r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$"
 RoutePath = Annotated[str, StringConstraints(pattern=_ROUTE_PATH, max_length=200)]
+# A DNS name of at least two labels (a certificate's name; Envoy Gateway's FQDN endpoint pattern).
+FQDN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 # A listener/route hostname as Gateway API accepts it, without wildcards (a certificate names it).
 Hostname = Annotated[
     str,
@@ -275,17 +278,85 @@ class Routing(StrEnum):
 MAX_BACKEND_WEIGHT = 1_000_000
 
 
-class ServiceBackend(Model):
-    """`services[].backends[]`: one deployment of a weighted split and its share of the requests."""
+class ExternalEndpoint(Model):
+    """`services[].backends[].external`: an OpenAI-compatible endpoint outside the fleet.
 
-    deployment: str
+    `url` is its base URL as OpenAI clients write it (`https://api.example.com/v1`); `model` is the
+    model it answers by; `apiKey` (a `secure:` value) is sent to it in `Authorization: Bearer`.
+    Rules across keys: `infra.checks.fleet`.
+    """
+
+    url: str
+    model: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    api_key: SecureValue | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _https_base(cls, v: str) -> str:
+        parts = urlsplit(v)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(
+                f"{shown(v)} is not an https URL; an external endpoint is reached over TLS across the "
+                "internet and gets the API key: write its base URL as https://<host>/v1"
+            )
+        if parts.path.rstrip("/") not in ("", "/v1") or parts.query or parts.fragment:
+            # The gateway sends every backend of a service the same path (the client's, without the
+            # service's prefix): `/v1/...`.
+            raise ValueError(
+                f"{shown(v)} has the path {shown(parts.path)}: every backend of a service gets the client's "
+                "/v1/... path; use an endpoint that serves the OpenAI API at https://<host>/v1"
+            )
+        if not FQDN.match(parts.hostname) or parts.hostname.replace(".", "").isdigit():
+            raise ValueError(
+                f"{shown(v)} names no DNS host; write the endpoint's host name (an IP address has no "
+                "certificate name to check)"
+            )
+        return v
+
+    @property
+    def host(self) -> str:
+        host = urlsplit(self.url).hostname
+        assert host is not None, "an https URL with a host (validated)"
+        return host
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.url).port or 443
+
+
+class ServiceBackend(Model):
+    """`services[].backends[]`: a deployment (of the service's cluster, or of another with `cluster`)
+    or an `external` endpoint, and its share of the requests."""
+
+    deployment: str | None = None
+    cluster: DnsLabel | None = None
+    external: ExternalEndpoint | None = None
     weight: Annotated[StrictInt, Field(ge=0, le=MAX_BACKEND_WEIGHT)] = 1
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ServiceBackend:
+        if (self.deployment is None) == (self.external is None):
+            raise ValueError(
+                "a backend is a deployment or an external endpoint; set deployment: <name> (and cluster: "
+                "<name> for another cluster's), or external: {url, model, apiKey}, not both and not neither"
+            )
+        if self.external is not None and self.cluster is not None:
+            raise ValueError("an external endpoint belongs to no cluster; remove cluster from this backend")
+        return self
+
+    @property
+    def shown_name(self) -> str:
+        """How the plan and the errors name the backend."""
+        if self.external is not None:
+            return f"{self.external.host}/{self.external.model}"
+        return f"{self.cluster}/{self.deployment}" if self.cluster else str(self.deployment)
 
 
 class ModelServiceSpec(Model):
     """`modelplane:services[]`: publish one deployment, or a weighted split over several, through
     their cluster's Envoy Gateway. Exactly one of `deployment` and `backends`; rules across the
-    deployments a split names: `infra.checks.services`."""
+    deployments a split names: `infra.checks.routing`. A service whose backends reach other clusters
+    or external endpoints is a fleet service (`fleet`; rules: `infra.checks.fleet`)."""
 
     name: DnsLabel
     deployment: str | None = None
@@ -298,6 +369,11 @@ class ModelServiceSpec(Model):
     # Default: `/<name>` without a host, `/` with one.
     path: RoutePath | None = None
     tls: ServiceTls | None = None
+    # A fleet service's order of failover: tiers of indices into `backends`, the first tier served by
+    # weight, the next only while the ones before it are unhealthy (`infra.checks.fleet`).
+    failover: list[list[StrictInt]] | None = None
+    # Keys callers must send (`x-api-key`); each a `secure:` value, never shown.
+    api_keys: list[SecureValue] = Field(default_factory=list)
 
     @field_validator("path", mode="before")
     @classmethod
@@ -329,6 +405,14 @@ class ModelServiceSpec(Model):
             return list(self.backends)
         assert self.deployment is not None, "one of deployment and backends (validated)"
         return [ServiceBackend(deployment=self.deployment)]
+
+    @property
+    def fleet(self) -> bool:
+        """A fleet service: some backend is another cluster's deployment or an external endpoint,
+        or the service asks for a failover order or callers' keys (`infra.serving.fleet`)."""
+        return bool(self.failover is not None or self.api_keys) or any(
+            t.external is not None or (t.cluster is not None and t.cluster != self.cluster) for t in self.targets
+        )
 
     @property
     def resolved_routing(self) -> Routing:

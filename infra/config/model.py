@@ -31,13 +31,22 @@ from infra.config.classes import (
     Source,
     Supplied,
 )
-from infra.config.clusters import InferenceCluster, InferenceClusterBase, NodePool, Taint, TaintEffect, cluster_region
+from infra.config.clusters import (
+    FleetGateway,
+    InferenceCluster,
+    InferenceClusterBase,
+    NodePool,
+    Taint,
+    TaintEffect,
+    cluster_region,
+)
 from infra.config.deployments import (
     UNION_TAGS,
     Autoscaling,
     CacheVolume,
     DeploymentDevice,
     EnvValue,
+    ExternalEndpoint,
     Hostname,
     IssuerKind,
     IssuerRef,
@@ -70,7 +79,9 @@ __all__ = [
     "DeploymentDevice",
     "Device",
     "EnvValue",
+    "ExternalEndpoint",
     "Fleet",
+    "FleetGateway",
     "Hostname",
     "InferenceClass",
     "InferenceCluster",

@@ -98,7 +98,7 @@ FLEET_KEYS = ("classes", "clusters", "deployments", "services", "protect", "budg
 
 # A `secure:` env value makes the engine mark the whole `modelplane:deployments` key secret and hand
 # the program its decrypted text (pulumi/pulumi#3342); no other fleet key may be a secret.
-SECRET_FLEET_KEYS = ("deployments",)
+SECRET_FLEET_KEYS = ("deployments", "services")
 
 
 class WrittenFloat(float):

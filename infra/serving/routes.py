@@ -98,7 +98,9 @@ def service_routes(fleet: Fleet, cluster: str) -> list[ServiceRoute]:
     """The services published on one cluster, each with its deployments (resolved by check_serving)."""
     out = []
     for svc in fleet.services:
-        backends = tuple(RouteBackend(served(fleet, t.deployment, svc.cluster), t.weight) for t in svc.targets)
+        if svc.fleet:
+            continue  # served through Backends (`infra.serving.fleet`)
+        backends = tuple(RouteBackend(served(fleet, str(t.deployment), svc.cluster), t.weight) for t in svc.targets)
         if backends[0].deployment.cluster == cluster:
             out.append(ServiceRoute(svc, backends))
     return out
@@ -116,6 +118,7 @@ def picker_routed(fleet: Fleet, dep: ModelDeploymentSpec) -> bool:
     a service names exactly one deployment."""
     return any(
         svc.resolved_routing is Routing.PICKER
+        and not svc.fleet
         and any(t.deployment == dep.name for t in svc.targets)
         and svc.cluster in (None, dep.cluster)
         for svc in fleet.services

@@ -456,11 +456,18 @@ def module_crds(module: str, path: str) -> list[dict[str, Any]]:
 
 @functools.cache
 def envoy_gateway_crds() -> list[dict[str, Any]]:
-    """Envoy Gateway's own policy CRDs as its chart at the release engine/crds pins carries them
-    (charts/gateway-helm/charts/crds/crds/generated): the route policies a picker-routed service creates."""
+    """Envoy Gateway's own CRDs as its chart at the release engine/crds pins carries them
+    (charts/gateway-helm/charts/crds/crds/generated): the route policies a picker-routed service
+    creates, and the Backends, route filter and security policy of a fleet service."""
     return [
         crd
-        for kind in ("envoyextensionpolicies", "backendtrafficpolicies")
+        for kind in (
+            "envoyextensionpolicies",
+            "backendtrafficpolicies",
+            "backends",
+            "httproutefilters",
+            "securitypolicies",
+        )
         for crd in module_crds(
             "github.com/envoyproxy/gateway",
             f"charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_{kind}.yaml",

@@ -42,7 +42,7 @@ def test_an_unknown_tool_is_refused_with_the_ones_it_builds(tmp_path: Path) -> N
     assert done.returncode == 2
     assert (
         "unknown tool 'kubectl' (pulumi, kube-apiserver, etcd, otelcol, kube-controller-manager, kube-scheduler, "
-        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter or epp)"
+        "kwok, lws, pulumi-resource-kubernetes, prometheus-operator, prometheus, keda, keda-adapter, epp or egctl)"
         in done.stderr
     )
 
@@ -71,6 +71,7 @@ def test_make_engine_builds_every_tool_the_script_builds() -> None:
         "keda",
         "keda-adapter",
         "epp",
+        "egctl",
     ],
 )
 def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name: str) -> None:
@@ -89,6 +90,7 @@ def test_a_tool_of_another_version_in_the_cache_is_not_used(tmp_path: Path, name
         "keda": "v2.20.2",
         "keda-adapter": "v2.20.2",
         "epp": "v1.5.0",
+        "egctl": "v1.8.3",
     }
     folder = tmp_path / "cache" / f"{name}-{versions[name]}" / "bin"
     folder.mkdir(parents=True)

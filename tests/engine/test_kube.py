@@ -22,7 +22,15 @@ from infra.serving import telemetry
 from infra.serving.picker import PICKER_LABEL
 from program.main import run
 from tests.engine.harness import Engine
-from tests.engine.kube import ApiError, ApiServer, Etcd, ServerPool, envoy_gateway_crds, inference_crds
+from tests.engine.kube import (
+    ApiError,
+    ApiServer,
+    Etcd,
+    ServerPool,
+    envoy_gateway_crds,
+    gateway_api_crds,
+    inference_crds,
+)
 from tests.test_analyzer import BYO
 from tests.test_k8s_schema import ROOT, manifest
 from tooling.mockrun import run_under_mocks
@@ -273,3 +281,54 @@ def test_the_real_server_accepts_every_autoscaled_deployments_scaled_object_and_
         with pytest.raises(ApiError) as refused:
             server.apply(obj, dry_run=True)
         assert field in str(refused.value), refused.value
+
+
+# The kinds of a fleet service (components/features/fleet.py) and the other cluster's part of it.
+FLEET_KINDS = (
+    ":Backend",
+    ":HTTPRouteFilter",
+    ":BackendTrafficPolicy",
+    ":SecurityPolicy",
+    ":HTTPRoute",
+    ":Gateway",
+    ":GatewayClass",
+)
+
+
+def test_the_real_server_accepts_a_fleet_service_over_two_clusters_and_an_external_endpoint(
+    server: ApiServer,
+) -> None:
+    """The real kube-apiserver, serving Envoy Gateway's CRDs of its pinned chart and the Gateway API
+    CRDs that chart carries, stores the Backends (one a fallback, two over TLS), the route filter, the
+    traffic and security policies, the weighted route, the other cluster's fleet route and both
+    Gateways of the example fleet stack as written: their CEL rules run on what the program writes."""
+    server.install_crds(gateway_api_crds() + envoy_gateway_crds())
+    loaded = load_stack_file(ROOT / "stacks" / "Pulumi.byo-fleet.yaml")
+    config, secret_keys = config_of(loaded)
+    result = run_under_mocks(run, loaded.stack, config, secret_keys)
+    assert result.error is None, result.error
+    objects = [manifest(r) for r in result.resources if r.custom and r.type.endswith(FLEET_KINDS)]
+    assert {o["kind"] for o in objects} == {k.lstrip(":") for k in FLEET_KINDS}
+    backends = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Backend"}
+    assert [n for n, spec in backends.items() if spec.get("fallback")] == ["qwen-2"]
+    # Two clusters' objects in one server: the GatewayClass and the Gateway of each are alike by name.
+    seen: set[tuple[str, str, str]] = set()
+    for obj in objects:
+        meta = obj["metadata"]
+        if "namespace" in meta:
+            server.apply({**NAMESPACE, "metadata": {"name": meta["namespace"]}})
+        stored = server.apply(obj)
+        assert kept(obj["spec"], stored["spec"]), f"the server changed {obj['kind']} {meta['name']}"
+        seen.add((obj["kind"], meta.get("namespace", ""), meta["name"]))
+    assert ("SecurityPolicy", "default", "qwen") in seen and ("HTTPRoute", "ml-team", "qwen-fleet") in seen
+    refused = copy.deepcopy(backends["qwen-2"])
+    refused["tls"]["caCertificateRefs"] = [{"group": "", "kind": "Secret", "name": "some-ca"}]
+    with pytest.raises(ApiError, match="must not contain both CACertificateRefs and WellKnownCACertificates"):
+        server.apply(
+            {
+                "apiVersion": "gateway.envoyproxy.io/v1alpha1",
+                "kind": "Backend",
+                "metadata": {"name": "both-cas", "namespace": "default"},
+                "spec": refused,
+            }
+        )
