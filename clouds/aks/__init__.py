@@ -15,7 +15,7 @@ from typing import Any
 from clouds.aks import machines
 from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
-from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, ImportIds, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced, spot_priced
 from infra.profiles import (
@@ -190,5 +190,33 @@ CLOUD = Cloud(
     },
     mock_invokes={"azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials},
     keys=KEYS,
-    examples={"location": "eastus", "kubernetesVersion": '"1.35"'},
+    examples={
+        "location": "eastus",
+        "kubernetesVersion": '"1.35"',
+        "adopt": "{id: /subscriptions/<subscription id>/resourceGroups/ml/providers/Microsoft.ContainerService/"
+        "managedClusters/inference-1}",
+    },
+    # azure-native imports a resource by its ARM resource ID (the "Import" section of the registry's
+    # azure-native ManagedCluster and AgentPool pages, v3), which is the path of the AKS REST API's
+    # Get (https://learn.microsoft.com/rest/api/aks/managed-clusters/get and agent-pools/get): a
+    # cluster `.../managedClusters/{resourceName}`, a pool `.../agentPools/{agentPoolName}` below it.
+    # A cluster name is letters, digits, '-' and '_' (the same page's `resourceName` pattern).
+    adoption=ImportIds(
+        cluster=re.compile(
+            r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resourceGroup>[^/]+)"
+            r"/providers/Microsoft\.ContainerService/managedClusters/(?P<cluster>[A-Za-z0-9_-]+)$"
+        ),
+        cluster_shape=(
+            "/subscriptions/<subscription id>/resourceGroups/<resource group>/providers/"
+            "Microsoft.ContainerService/managedClusters/<cluster name>"
+        ),
+        pool=re.compile(
+            r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resourceGroup>[^/]+)"
+            r"/providers/Microsoft\.ContainerService/managedClusters/(?P<cluster>[A-Za-z0-9_-]+)"
+            r"/agentPools/(?P<pool>[a-z0-9]+)$"
+        ),
+        pool_shape="<the cluster's ID>/agentPools/<pool name>",
+        listed_by="az aks list --query '[].id' and az aks nodepool list --cluster-name <cluster name> "
+        "--resource-group <resource group> --query '[].id'",
+    ),
 )

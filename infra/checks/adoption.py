@@ -18,8 +18,11 @@ from infra.config.base import Adoption, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue
 from infra.config.model import Fleet, InferenceCluster
 
-# The groups of an `ImportIds` pattern that are not a field of the cluster's block.
+# The groups of an `ImportIds` pattern named by their meaning in messages; any other group that is
+# not a field of the cluster's block (AKS `subscription`, `resourceGroup`) must only be the same in
+# the cluster's ID and its pools'.
 _NAME_GROUPS = ("cluster", "pool")
+_SPOKEN = {"resourceGroup": "resource group"}
 
 
 def check_adoption(fleet: Fleet) -> list[ConfigIssue]:
@@ -56,17 +59,18 @@ def _cluster_issues(ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
                 "(docs/existing-clusters.md)",
             )
         ]
-    issues, running_name = _cluster_id_issues(f"{base}.{owner.key}.adopt.id", block.adopt, ids, block)
+    issues, running = _cluster_id_issues(f"{base}.{owner.key}.adopt.id", block.adopt, ids, block)
     for pi, pool_adopt in adopted_pools:
         pool = cluster.node_pools[pi]
-        issues += _pool_id_issues(f"{base}.nodePools[{pi}].adopt.id", pool_adopt, ids, block, running_name, pool.name)
+        issues += _pool_id_issues(f"{base}.nodePools[{pi}].adopt.id", pool_adopt, ids, block, running, pool.name)
     return issues
 
 
 def _cluster_id_issues(
     path: str, adopt: Adoption, ids: ImportIds, block: ProvisionedClusterBlock
-) -> tuple[list[ConfigIssue], str | None]:
-    """The cluster ID's problems, and the running cluster's name it gives (None when it gives none)."""
+) -> tuple[list[ConfigIssue], dict[str, str] | None]:
+    """The cluster ID's problems, and what it names that no field of the block does (its `cluster`, an AKS
+    resource group...; None when it names nothing)."""
     if not adopt.id:
         return [
             ConfigIssue(
@@ -84,7 +88,8 @@ def _cluster_id_issues(
                 f"write it as {ids.cluster_shape} (listed by {ids.listed_by})",
             )
         ], None
-    return _disagreements(path, match, block, ids.cluster_shape), match["cluster"]
+    running = {k: v for k, v in match.groupdict().items() if k == "cluster" or not _block_field(block, k)}
+    return _disagreements(path, match, block, ids.cluster_shape), running
 
 
 def _pool_id_issues(
@@ -92,7 +97,7 @@ def _pool_id_issues(
     adopt: Adoption,
     ids: ImportIds,
     block: ProvisionedClusterBlock,
-    cluster_name: str | None,
+    running: dict[str, str] | None,
     pool_name: str,
 ) -> list[ConfigIssue]:
     if not adopt.id:
@@ -107,14 +112,17 @@ def _pool_id_issues(
     if match is None:
         return [ConfigIssue(path, f"'{adopt.id}' is not a pool import ID", f"write it as {ids.pool_shape}")]
     issues = _disagreements(path, match, block, ids.pool_shape)
-    if cluster_name is not None and match["cluster"] != cluster_name:
-        issues.append(
-            ConfigIssue(
-                path,
-                f"the ID names cluster '{match['cluster']}', and the adopted cluster is '{cluster_name}'",
-                "write the ID of a pool of the adopted cluster",
+    for group, value in (running or {}).items():
+        if match[group] != value:
+            issues.append(
+                ConfigIssue(
+                    path,
+                    f"the ID names {_SPOKEN.get(group, group)} '{match[group]}', and the adopted cluster's is '{value}'"
+                    if group != "cluster"
+                    else f"the ID names cluster '{match['cluster']}', and the adopted cluster is '{value}'",
+                    "write the ID of a pool of the adopted cluster",
+                )
             )
-        )
     if match["pool"] != pool_name:
         issues.append(
             ConfigIssue(
@@ -131,9 +139,9 @@ def _disagreements(path: str, match: re.Match[str], block: ProvisionedClusterBlo
     """Where the ID's parts differ from the block's fields of the same meaning (place, project)."""
     issues = []
     for group, value in match.groupdict().items():
-        if group in _NAME_GROUPS:
+        field = _block_field(block, group)
+        if group in _NAME_GROUPS or field is None:
             continue
-        field = block.PLACE_FIELD if group == "place" else group
         written = getattr(block, field)
         if value != written:
             issues.append(
@@ -144,3 +152,9 @@ def _disagreements(path: str, match: re.Match[str], block: ProvisionedClusterBlo
                 )
             )
     return issues
+
+
+def _block_field(block: ProvisionedClusterBlock, group: str) -> str | None:
+    """The block's field an ID group means (`place`: its region or location), or None when it has none."""
+    field = block.PLACE_FIELD if group == "place" else group
+    return field if field in type(block).model_fields else None
