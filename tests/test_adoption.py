@@ -308,12 +308,14 @@ def test_an_adopted_eks_cluster_without_adopted_pools_gets_only_a_node_role_for_
     assert of_type(result, "aws:ec2/vpc:Vpc") == [] and of_type(result, "aws:eks/addon:Addon") == []
 
 
-def test_a_created_pool_in_zones_of_an_adopted_eks_cluster_is_refused_before_anything_registers() -> None:
+def test_a_created_pool_in_zones_of_an_adopted_eks_cluster_is_refused_at_its_path() -> None:
     raw = fleet_on("EKS", "inference-1", {"gpu": EKS_POOLS["gpu"]})
+    raw["clusters"][0]["nodePools"][0]["zones"] = ["us-east-1a"]
     raw["clusters"][0]["nodePools"][1]["zones"] = ["us-east-1a"]
-    result = run_fleet(raw)
-    assert "pool 'prod-cpu'" in str(result.error) and "can name no zones" in str(result.error)
-    assert of_type(result, "aws:eks/cluster:Cluster") == []
+    [issue] = issues(raw)
+    assert issue.path == "clusters[0].nodePools[1]"
+    assert "pool 'cpu' is created in adopted cluster 'prod' and names zones" in issue.problem
+    assert "remove `zones`" in issue.fix
 
 
 def test_eks_ids_of_another_shape_or_cluster_or_pool_name_are_refused() -> None:

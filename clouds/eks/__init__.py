@@ -274,5 +274,10 @@ CLOUD = Cloud(
         pool=re.compile(r"^(?P<cluster>[0-9A-Za-z][0-9A-Za-z_-]*):(?P<pool>[0-9A-Za-z][0-9A-Za-z_-]*)$"),
         pool_shape="<cluster name>:<node group name>",
         listed_by="aws eks list-clusters and aws eks list-nodegroups --cluster-name <cluster name>",
+        # `clouds.eks.component`: a created pool of an adopted cluster runs in its subnets as they are.
+        needs_own_network=(
+            "the subnets per zone, EFA security group and EFS mount targets are part of the network the program "
+            "builds for a new EKS cluster, and an adopted cluster's pools run in the subnets it has"
+        ),
     ),
 )

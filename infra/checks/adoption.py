@@ -17,6 +17,9 @@ from clouds.spec import ImportIds
 from infra.config.base import Adoption, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue
 from infra.config.model import Fleet, InferenceCluster
+from infra.config.roles import claimed_drivers
+from infra.shared_cache import shares_cache
+from infra.vocabulary import NET_DRIVER
 
 # The groups of an `ImportIds` pattern named by their meaning in messages; any other group that is
 # not a field of the cluster's block (AKS `subscription`, `resourceGroup`) must only be the same in
@@ -30,6 +33,7 @@ def check_adoption(fleet: Fleet) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     for ki, cluster in enumerate(fleet.clusters):
         issues += _cluster_issues(ki, cluster)
+        issues += _network_issues(fleet, ki, cluster)
     return issues
 
 
@@ -158,3 +162,38 @@ def _block_field(block: ProvisionedClusterBlock, group: str) -> str | None:
     """The block's field an ID group means (`place`: its region or location), or None when it has none."""
     field = block.PLACE_FIELD if group == "place" else group
     return field if field in type(block).model_fields else None
+
+
+def _network_issues(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """What an adopted cluster cannot have where it lacks the network the program builds (`needs_own_network`)."""
+    owner = cloud(cluster.source)
+    why = owner.adoption.needs_own_network if owner.adoption else None
+    if cluster.adopt is None or why is None:
+        return []
+    issues = [
+        ConfigIssue(
+            f"clusters[{ki}].nodePools[{pi}]",
+            f"pool '{pool.name}' is created in adopted cluster '{cluster.name}' and "
+            f"{'names zones' if pool.zones else f'claims {NET_DRIVER}'}: {why}",
+            "adopt a running pool that has them, or remove `zones` (and the class's "
+            f"{NET_DRIVER} devices) so the pool runs in the cluster's subnets",
+        )
+        for pi, pool in enumerate(cluster.node_pools)
+        if pool.adopt is None and (pool.zones or NET_DRIVER in _claimed(fleet, pool.class_name))
+    ]
+    if any(d.cluster == cluster.name and shares_cache(d) for d in fleet.deployments):
+        issues.append(
+            ConfigIssue(
+                f"clusters[{ki}].{owner.key}.adopt",
+                f"a deployment shares a weight cache on adopted cluster '{cluster.name}': {why}",
+                "give the deployments on it `cache.volume: NodeLocal`, or run the cluster as an Existing one "
+                "with its own ReadWriteMany class (docs/existing-clusters.md)",
+            )
+        )
+    return issues
+
+
+def _claimed(fleet: Fleet, class_name: str) -> list[str]:
+    """The DRA drivers a class claims; none for a class the stack file does not have (`check_references` says so)."""
+    cls = next((c for c in fleet.classes if c.name == class_name), None)
+    return claimed_drivers(cls) if cls is not None else []
