@@ -168,7 +168,9 @@ def _network_issues(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[Co
     """What an adopted cluster cannot have where it lacks the network the program builds (`needs_own_network`)."""
     owner = cloud(cluster.source)
     why = owner.adoption.needs_own_network if owner.adoption else None
-    if cluster.adopt is None or why is None:
+    # A cluster without its block is `check_references`'s to report.
+    block = getattr(cluster, owner.key, None)
+    if not isinstance(block, ProvisionedClusterBlock) or block.adopt is None or why is None:
         return []
     issues = [
         ConfigIssue(
