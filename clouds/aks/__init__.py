@@ -196,10 +196,14 @@ CLOUD = Cloud(
         "adopt": "{id: /subscriptions/<subscription id>/resourceGroups/ml/providers/Microsoft.ContainerService/"
         "managedClusters/inference-1}",
     },
-    # azure-native imports a resource by its ARM resource ID (the "Import" section of the registry's
-    # azure-native ManagedCluster and AgentPool pages, v3), which is the path of the AKS REST API's
-    # Get (https://learn.microsoft.com/rest/api/aks/managed-clusters/get and agent-pools/get): a
-    # cluster `.../managedClusters/{resourceName}`, a pool `.../agentPools/{agentPoolName}` below it.
+    # azure-native imports a resource by its ARM resource ID: the registry's "Import" section for
+    # ManagedCluster gives `pulumi import azure-native:containerservice:ManagedCluster <name>
+    # /subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.ContainerService/managedClusters/{resourceName}`
+    # (https://www.pulumi.com/registry/packages/azure-native/api-docs/containerservice/managedcluster/#import),
+    # and AgentPool's the same ID with `/agentPools/{agentPoolName}` after it
+    # (https://www.pulumi.com/registry/packages/azure-native/api-docs/containerservice/agentpool/#import);
+    # these are the paths of the AKS REST API's Get
+    # (https://learn.microsoft.com/rest/api/aks/managed-clusters/get, agent-pools/get).
     # A cluster name is letters, digits, '-' and '_' (the same page's `resourceName` pattern).
     adoption=ImportIds(
         cluster=re.compile(
