@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clouds import gke
+from clouds import aks, gke
 from components.adoption import differing_inputs, refusal
 from infra.config.issues import ConfigError, ConfigIssue
 from tests.conftest import (
@@ -229,7 +229,7 @@ def test_the_gke_record_declares_the_import_forms_its_provider_documents() -> No
 def fleet_on(source: str, cluster_id: str, pool_ids: dict[str, str]) -> dict[str, Any]:
     """One `source` cluster `prod` with a GPU pool `gpu` and a CPU pool `cpu`, adopted by `cluster_id`;
     each pool named in `pool_ids` adopted by its ID."""
-    pools = [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}]
+    pools: list[dict[str, Any]] = [{"name": "gpu", "className": "gpu"}, {"name": "cpu", "className": "cpu"}]
     for pool in pools:
         if pool["name"] in pool_ids:
             pool["adopt"] = {"id": pool_ids[pool["name"]]}
@@ -365,6 +365,15 @@ def test_a_created_pool_in_an_adopted_aks_cluster_is_created_in_the_clusters_res
     assert of_type(result, "azure-native:resources:ResourceGroup") == []
     cpu = next(r for r in of_type(result, "azure-native:containerservice:AgentPool") if r.name == "prod-cpu")
     assert cpu.import_id == "" and cpu.inputs["resourceGroupName"] == "ml"
+
+
+def test_an_aks_id_with_its_fixed_segments_in_lowercase_is_taken() -> None:
+    ids = aks.CLOUD.adoption
+    assert ids is not None
+    printed = AKS_CLUSTER.replace("resourceGroups", "resourcegroups")
+    assert ids.cluster.fullmatch(printed)
+    assert ids.pool.fullmatch(f"{printed}/agentPools/gpu")
+    fleet_of(fleet_on("AKS", printed, {"gpu": AKS_POOLS["gpu"]}))
 
 
 def test_aks_ids_of_another_resource_group_subscription_or_shape_are_refused() -> None:

@@ -79,6 +79,15 @@ def _user_credentials(args: Mapping[str, Any], provider: Mapping[str, Any]) -> d
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
 
 
+# An AKS cluster's ARM ID (`CLOUD.adoption`). Its fixed segments match in any case, so an ID written
+# `resourcegroups` names the same cluster: ARM resource and resource group names are case-insensitive
+# (https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules).
+_ARM_CLUSTER = (
+    r"/(?i:subscriptions)/(?P<subscription>[^/]+)/(?i:resourceGroups)/(?P<resourceGroup>[^/]+)"
+    r"/(?i:providers/Microsoft\.ContainerService/managedClusters)/(?P<cluster>[A-Za-z0-9_-]+)"
+)
+
+
 CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
@@ -206,19 +215,12 @@ CLOUD = Cloud(
     # (https://learn.microsoft.com/rest/api/aks/managed-clusters/get, agent-pools/get).
     # A cluster name is letters, digits, '-' and '_' (the same page's `resourceName` pattern).
     adoption=ImportIds(
-        cluster=re.compile(
-            r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resourceGroup>[^/]+)"
-            r"/providers/Microsoft\.ContainerService/managedClusters/(?P<cluster>[A-Za-z0-9_-]+)$"
-        ),
+        cluster=re.compile(rf"^{_ARM_CLUSTER}$"),
         cluster_shape=(
             "/subscriptions/<subscription id>/resourceGroups/<resource group>/providers/"
             "Microsoft.ContainerService/managedClusters/<cluster name>"
         ),
-        pool=re.compile(
-            r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resourceGroup>[^/]+)"
-            r"/providers/Microsoft\.ContainerService/managedClusters/(?P<cluster>[A-Za-z0-9_-]+)"
-            r"/agentPools/(?P<pool>[a-z0-9]+)$"
-        ),
+        pool=re.compile(rf"^{_ARM_CLUSTER}/(?i:agentPools)/(?P<pool>[a-z0-9]+)$"),
         pool_shape="<the cluster's ID>/agentPools/<pool name>",
         listed_by="az aks list --query '[].id' and az aks nodepool list --cluster-name <cluster name> "
         "--resource-group <resource group> --query '[].id'",
