@@ -80,6 +80,10 @@ class ImportIds:
     pool_shape: str
     # Where a user reads the IDs of a running cluster (a command of the cloud's CLI).
     listed_by: str
+    # Why a pool the program creates in an adopted cluster can name no zones or claim `dra.net`, and
+    # the cluster can hold no shared cache, when these need the network the program builds for a
+    # new cluster (EKS: subnets per zone, the EFA security group, EFS mount targets); None: no limit.
+    needs_own_network: str | None = None
 
 
 @dataclass(frozen=True)

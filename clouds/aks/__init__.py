@@ -15,7 +15,7 @@ from typing import Any
 from clouds.aks import machines
 from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
-from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, ImportIds, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced, spot_priced
 from infra.profiles import (
@@ -98,6 +98,15 @@ CAPACITY = Capacities(
     "(https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups)",
     example="{name: a100spot, className: a100, nodeCount: 1, minNodeCount: 1, maxNodeCount: 2, "
     'capacity: {type: Spot, maxPrice: "2.00"}}',
+)
+
+
+# An AKS cluster's ARM ID (`CLOUD.adoption`). Its fixed segments match in any case, so an ID written
+# `resourcegroups` names the same cluster: ARM resource and resource group names are case-insensitive
+# (https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules).
+_ARM_CLUSTER = (
+    r"/(?i:subscriptions)/(?P<subscription>[^/]+)/(?i:resourceGroups)/(?P<resourceGroup>[^/]+)"
+    r"/(?i:providers/Microsoft\.ContainerService/managedClusters)/(?P<cluster>[A-Za-z0-9_-]+)"
 )
 
 
@@ -213,5 +222,30 @@ CLOUD = Cloud(
     },
     mock_invokes={"azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials},
     keys=KEYS,
-    examples={"location": "eastus", "kubernetesVersion": '"1.35"'},
+    examples={
+        "location": "eastus",
+        "kubernetesVersion": '"1.35"',
+        "adopt": "{id: /subscriptions/<subscription id>/resourceGroups/ml/providers/Microsoft.ContainerService/"
+        "managedClusters/inference-1}",
+    },
+    # azure-native imports a resource by its ARM resource ID: the registry's "Import" section for
+    # ManagedCluster gives `pulumi import azure-native:containerservice:ManagedCluster <name>
+    # /subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.ContainerService/managedClusters/{resourceName}`
+    # (https://www.pulumi.com/registry/packages/azure-native/api-docs/containerservice/managedcluster/#import),
+    # and AgentPool's the same ID with `/agentPools/{agentPoolName}` after it
+    # (https://www.pulumi.com/registry/packages/azure-native/api-docs/containerservice/agentpool/#import);
+    # these are the paths of the AKS REST API's Get
+    # (https://learn.microsoft.com/rest/api/aks/managed-clusters/get, agent-pools/get).
+    # A cluster name is letters, digits, '-' and '_' (the same page's `resourceName` pattern).
+    adoption=ImportIds(
+        cluster=re.compile(rf"^{_ARM_CLUSTER}$"),
+        cluster_shape=(
+            "/subscriptions/<subscription id>/resourceGroups/<resource group>/providers/"
+            "Microsoft.ContainerService/managedClusters/<cluster name>"
+        ),
+        pool=re.compile(rf"^{_ARM_CLUSTER}/(?i:agentPools)/(?P<pool>[a-z0-9]+)$"),
+        pool_shape="<the cluster's ID>/agentPools/<pool name>",
+        listed_by="az aks list --query '[].id' and az aks nodepool list --cluster-name <cluster name> "
+        "--resource-group <resource group> --query '[].id'",
+    ),
 )

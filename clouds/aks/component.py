@@ -10,6 +10,10 @@ workload identity, and a System-mode pool built from the `system` PoolFacts. Eve
 a User-mode `AgentPool`. Labels and taints are the ones `infra.facts` derived; this module only
 spells them as AKS wants (taints as `key=value:Effect` strings, pool names as AKS allows them, a spot
 pool as Spot priority: `capacity_settings`).
+
+An adopted cluster (`aks.adopt`, docs/adopting.md) and its adopted pools are imported from the
+resource group their IDs name: no resource group, VNet or subnet is created, and the cluster keeps
+its own system pool. A pool the program creates in it joins the subnet of the cluster's first pool.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pulumi_azure_native.provider import Provider as AzureProvider
 from clouds import aks
 from clouds.aks import agent_pool_name
 from clouds.aks.config import AksCluster as AksClusterBlock
+from components.adoption import adopted
 from components.base import ClusterArgs, ClusterComponent, own_block, stack_credentials, taint_strings
 from infra.config.clusters import CapacityType, PoolCapacity
 from infra.facts import SYSTEM_POOL, PoolFacts
@@ -36,6 +41,16 @@ NODE_SUBNET_CIDR = "10.224.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 SERVICE_CIDR = "10.96.0.0/16"
 DNS_SERVICE_IP = "10.96.0.10"
+
+
+# What an adopted cluster keeps as it runs (`components.adoption.adopted`, `ignore`): its own pools
+# (AKS holds the system pool inline; the program adds none), its network profile (address ranges
+# chosen by whoever created it) and its DNS prefix, which only creation reads (azure-native 3.29.0,
+# pulumi_azure_native/containerservice/managed_cluster.py: `agent_pool_profiles`,
+# `network_profile`, `dns_prefix`).
+ADOPTED_CLUSTER_KEEPS = ("agentPoolProfiles", "networkProfile", "dnsPrefix")
+# What an adopted agent pool keeps: the subnet it was created in (`vnet_subnet_id`, agent_pool.py).
+ADOPTED_POOL_KEEPS = ("vnetSubnetId",)
 
 
 def gpu_profile(pool: PoolFacts) -> containerservice.GPUProfileArgs | None:
@@ -57,7 +72,7 @@ def zones_of(pool: PoolFacts) -> Sequence[str] | None:
     return list(pool.zones) or None
 
 
-def pool_fields(pool: PoolFacts, subnet_id: pulumi.Input[str]) -> dict[str, Any]:
+def pool_fields(pool: PoolFacts, subnet_id: pulumi.Input[str | None] | None) -> dict[str, Any]:
     """The fields the system pool profile and every `AgentPool` share, from the pool's facts."""
     return {
         "os_type": containerservice.OSType.LINUX,
@@ -122,7 +137,16 @@ class AksCluster(ClusterComponent):
             ("azure-native", block.location),
             lambda shared: AzureProvider(shared, location=block.location, **stack_credentials(aks.CLOUD)),
         )
-        self._network(block.location)
+        running = (
+            aks.CLOUD.adoption.cluster.fullmatch(facts.adopt_id) if facts.adopt_id and aks.CLOUD.adoption else None
+        )
+        if running is None:
+            self._network(block.location)
+        else:
+            # The running cluster's resource group, VNet and subnet stay its own.
+            self.resource_group_name: pulumi.Input[str] = running["resourceGroup"]
+            self.cluster_name: pulumi.Input[str] | None = running["cluster"]
+            self.location: pulumi.Input[str] = block.location
         self._cluster(block.kubernetes_version)
         self._pools()
         self.connect(self._kubeconfig())
@@ -140,6 +164,9 @@ class AksCluster(ClusterComponent):
             # Deleting the group deletes everything in it, the cluster included.
             opts=self._on_azure(),
         )
+        self.resource_group_name = self.resource_group.name
+        self.cluster_name = None
+        self.location = self.resource_group.location
         self.vnet = network.VirtualNetwork(
             f"{name}-vnet",
             resource_group_name=self.resource_group.name,
@@ -156,19 +183,26 @@ class AksCluster(ClusterComponent):
         )
 
     def _cluster(self, kubernetes_version: str) -> None:
-        """The managed cluster with its System-mode pool (AKS requires one inline)."""
-        name, system = self._name, self.facts.pool(SYSTEM_POOL)
+        """The managed cluster with its System-mode pool (AKS requires one inline).
+
+        An adopted cluster (`adopt.id`) is imported under its running name, with its own pools and
+        network (`ADOPTED_CLUSTER_KEEPS`).
+        """
+        name, adopt_id = self._name, self.facts.adopt_id
         self.cluster = containerservice.ManagedCluster(
             f"{name}-cluster",
-            resource_group_name=self.resource_group.name,
-            location=self.resource_group.location,
+            resource_group_name=self.resource_group_name,
+            resource_name_=self.cluster_name,
+            location=self.location,
             dns_prefix=name,
             kubernetes_version=kubernetes_version,
             identity=containerservice.ManagedClusterIdentityArgs(
                 type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
             ),
             enable_rbac=True,
-            network_profile=containerservice.ContainerServiceNetworkProfileArgs(
+            network_profile=None
+            if adopt_id
+            else containerservice.ContainerServiceNetworkProfileArgs(
                 network_plugin=containerservice.NetworkPlugin.AZURE,
                 # Overlay: pods draw from POD_CIDR, so GPU pools never exhaust the node subnet.
                 network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
@@ -180,15 +214,38 @@ class AksCluster(ClusterComponent):
             security_profile=containerservice.ManagedClusterSecurityProfileArgs(
                 workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
             ),
-            agent_pool_profiles=[
-                containerservice.ManagedClusterAgentPoolProfileArgs(
-                    name=agent_pool_name(system.name),
-                    mode=containerservice.AgentPoolMode.SYSTEM,
-                    **pool_fields(system, self.subnet.id),
+            agent_pool_profiles=None if adopt_id else [self._system_pool()],
+            opts=self._on_azure(
+                **(
+                    adopted(f"{name}-cluster", f"cluster '{name}'", adopt_id, ADOPTED_CLUSTER_KEEPS)
+                    if adopt_id
+                    else {
+                        "ignore_changes": autoscaler_owned(self.facts.pool(SYSTEM_POOL), "agentPoolProfiles[0].count")
+                    }
                 )
-            ],
-            opts=self._on_azure(ignore_changes=autoscaler_owned(system, "agentPoolProfiles[0].count")),
+            ),
         )
+
+    def _system_pool(self) -> containerservice.ManagedClusterAgentPoolProfileArgs:
+        system = self.facts.pool(SYSTEM_POOL)
+        return containerservice.ManagedClusterAgentPoolProfileArgs(
+            name=agent_pool_name(system.name),
+            mode=containerservice.AgentPoolMode.SYSTEM,
+            **pool_fields(system, self.subnet.id),
+        )
+
+    def _subnet_id(self, pool: PoolFacts) -> pulumi.Output[str | None] | None:
+        """The node subnet of a pool: the program's, or in an adopted cluster its first pool's (none for
+        an adopted pool, which keeps its own)."""
+        if pool.adopt_id is not None:
+            return None
+        if self.facts.adopt_id is None:
+            own: pulumi.Output[str | None] = self.subnet.id
+            return own
+        subnet: pulumi.Output[str | None] = self.cluster.agent_pool_profiles.apply(
+            lambda found: found[0].vnet_subnet_id if found else None
+        )
+        return subnet
 
     def _pools(self) -> None:
         """One User-mode agent pool per declared pool."""
@@ -198,22 +255,34 @@ class AksCluster(ClusterComponent):
             self.node_pools.append(
                 containerservice.AgentPool(
                     f"{self._name}-{pool.name}",
-                    resource_group_name=self.resource_group.name,
+                    resource_group_name=self.resource_group_name,
                     resource_name_=self.cluster.name,
                     agent_pool_name=agent_pool_name(pool.name),
                     mode=containerservice.AgentPoolMode.USER,
                     gpu_profile=gpu_profile(pool),
-                    **pool_fields(pool, self.subnet.id),
+                    **pool_fields(pool, self._subnet_id(pool)),
                     **capacity_settings(pool),
                     # AKS refuses an agent-pool operation while another runs on the same cluster
                     # (OperationNotAllowed), so pools are created one after another.
-                    opts=self._on_azure(depends_on=previous, ignore_changes=autoscaler_owned(pool)),
+                    opts=self._on_azure(
+                        depends_on=previous,
+                        **{
+                            "ignore_changes": autoscaler_owned(pool),
+                            # An adopted pool's options (its own `ignore_changes` among them) take precedence.
+                            **adopted(
+                                f"{self._name}-{pool.name}",
+                                f"pool '{pool.name}' of cluster '{self._name}'",
+                                pool.adopt_id,
+                                [*ADOPTED_POOL_KEEPS, *(autoscaler_owned(pool) or [])],
+                            ),
+                        },
+                    ),
                 )
             )
 
     def _kubeconfig(self) -> pulumi.Output[str]:
         credentials = containerservice.list_managed_cluster_user_credentials_output(
-            resource_group_name=self.resource_group.name,
+            resource_group_name=self.resource_group_name,
             resource_name=self.cluster.name,
             opts=pulumi.InvokeOutputOptions(provider=self.azure_provider, parent=self),
         )

@@ -15,7 +15,7 @@ from clouds.eks import machines, zones
 from clouds.eks.config import KEYS, EksCluster, EksMachine
 from clouds.eks.settings import DEFAULT_ZONES
 from clouds.mock import FAKE_CA
-from clouds.spec import Cloud, PoolSpelling, ResourceTypes
+from clouds.spec import Cloud, ImportIds, PoolSpelling, ResourceTypes
 from infra import vocabulary as vocab
 from infra.machines import ControlPlaneFee, MachineType, priced, spot_priced
 from infra.profiles import (
@@ -150,6 +150,28 @@ CAPACITY = Capacities(
 )
 
 
+# The subnets of a running cluster and its node groups, in the offline plan.
+RUNNING_SUBNETS = ("subnet-running-a", "subnet-running-b")
+
+
+def _running_cluster(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": args["name"],
+        "id": args["name"],
+        "roleArn": f"arn:aws:iam::000000000000:role/{args['name']}-cluster",
+        "vpcConfig": {
+            "clusterSecurityGroupId": "sg-running",
+            "controlPlaneEgressMode": "",
+            "endpointPrivateAccess": True,
+            "endpointPublicAccess": True,
+            "publicAccessCidrs": ["0.0.0.0/0"],
+            "securityGroupIds": [],
+            "subnetIds": list(RUNNING_SUBNETS),
+            "vpcId": "vpc-running",
+        },
+    }
+
+
 CLOUD = Cloud(
     profile=CloudProfile(
         name=SOURCE,
@@ -262,6 +284,15 @@ CLOUD = Cloud(
             "dnsSuffix": "amazonaws.com",
             "id": "aws",
         },
+        # A running cluster and node group, as an adopted cluster reads them (`clouds.eks.component`).
+        "aws:eks/getCluster:getCluster": _running_cluster,
+        "aws:eks/getNodeGroup:getNodeGroup": lambda args, provider: {
+            "clusterName": args["clusterName"],
+            "nodeGroupName": args["nodeGroupName"],
+            "nodeRoleArn": f"arn:aws:iam::000000000000:role/{args['clusterName']}-nodes",
+            "subnetIds": list(RUNNING_SUBNETS),
+            "id": f"{args['clusterName']}:{args['nodeGroupName']}",
+        },
         "aws:index/getCallerIdentity:getCallerIdentity": lambda args, provider: {
             "accountId": "000000000000",
             "arn": "arn:aws:iam::000000000000:user/plan",
@@ -270,5 +301,22 @@ CLOUD = Cloud(
         },
     },
     keys=KEYS,
-    examples={"region": "us-east-1", "kubernetesVersion": '"1.35"'},
+    examples={"region": "us-east-1", "kubernetesVersion": '"1.35"', "adopt": "{id: inference-1}"},
+    # The import forms each resource documents (pulumi-aws 7.51.1, the "## Import" sections of
+    # pulumi_aws/eks/cluster.py and node_group.py): the cluster by its `name`, a node group by
+    # `cluster_name` and `node_group_name` separated by a colon. A name starts with a letter or digit,
+    # then letters, digits, '-' and '_' (the same files, `name` and `node_group_name`). Neither ID
+    # names the region: the cluster block's provider reads it there.
+    adoption=ImportIds(
+        cluster=re.compile(r"^(?P<cluster>[0-9A-Za-z][0-9A-Za-z_-]*)$"),
+        cluster_shape="<cluster name>",
+        pool=re.compile(r"^(?P<cluster>[0-9A-Za-z][0-9A-Za-z_-]*):(?P<pool>[0-9A-Za-z][0-9A-Za-z_-]*)$"),
+        pool_shape="<cluster name>:<node group name>",
+        listed_by="aws eks list-clusters and aws eks list-nodegroups --cluster-name <cluster name>",
+        # `clouds.eks.component`: a created pool of an adopted cluster runs in its subnets as they are.
+        needs_own_network=(
+            "the subnets per zone, EFA security group and EFS mount targets are part of the network the program "
+            "builds for a new EKS cluster, and an adopted cluster's pools run in the subnets it has"
+        ),
+    ),
 )

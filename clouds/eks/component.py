@@ -22,6 +22,10 @@ What this module decides (and nothing more):
 - a shared weight cache: when a deployment shares one, EFS and its CSI driver (`clouds.eks.storage`);
 - capacity: a spot pool is a SPOT node group; a reservation or capacity block is targeted by the
   pool's launch template (`capacity_template`), a capacity block's node group being CAPACITY_BLOCK;
+- an adopted cluster (`eks.adopt`, docs/adopting.md): the cluster and its adopted node groups are
+  imported, and nothing is created around them: no network, IAM role, add-on, Cluster Autoscaler
+  or system node group. A pool the program creates in it runs in the subnets and as the node role
+  of the first adopted node group (else the cluster's subnets and a node role of its own);
 - `dra.net`: when a pool claims it (EFA pools), the cluster installs AWS's `aws-dranet` chart,
   the driver `infra.serving.catalog.EXTERNAL_DRIVERS` declares for EKS, and the pool's launch
   template fits one EFA interface per claimed `dra.net` device (one per network card), in a
@@ -72,9 +76,11 @@ from clouds.eks.settings import (
 )
 from clouds.eks.storage import ADDON as EFS_ADDON
 from clouds.eks.storage import EfsStorage
+from components.adoption import adopted
 from components.base import (
     ClusterArgs,
     ClusterComponent,
+    ComponentError,
     exec_kubeconfig,
     own_block,
     stack_credentials,
@@ -84,6 +90,16 @@ from infra.config.model import ClaimMode
 from infra.facts import PoolFacts, declared_zones
 from infra.vocabulary import NET_DRIVER as NET
 from infra.vocabulary import UPPER_EFFECT
+
+# What an adopted cluster keeps as it runs (`components.adoption.adopted`, `ignore`): the IAM role
+# and subnets it was created with, which the program does not create (it passes them as read by
+# `aws.eks.get_cluster`, since the provider requires them), and whether
+# its creator was made admin, which only creation reads (pulumi-aws 7.51.1, pulumi_aws/eks/_inputs.py,
+# `ClusterAccessConfigArgs.bootstrap_cluster_creator_admin_permissions`).
+ADOPTED_CLUSTER_KEEPS = ("roleArn", "vpcConfig.subnetIds", "accessConfig.bootstrapClusterCreatorAdminPermissions")
+# What an adopted node group keeps: its node role, subnets and launch template, set by whoever
+# created it (pulumi_aws/eks/node_group.py: `node_role_arn`, `subnet_ids`, `launch_template`).
+ADOPTED_POOL_KEEPS = ("nodeRoleArn", "subnetIds", "launchTemplate", "nodeGroupNamePrefix")
 
 
 def node_taints(pool: PoolFacts) -> list[aws.eks.NodeGroupTaintArgs]:
@@ -217,13 +233,45 @@ class EksCluster(ClusterComponent):
         )
         self.invoke = pulumi.InvokeOutputOptions(parent=self, provider=self.aws_provider)
         self.partition = aws.get_partition_output(opts=self.invoke).partition
-        self._network(declared)
-        self._identity()
+        if facts.adopt_id is None:
+            self._network(declared)
+            self._identity()
+        else:
+            self._refuse_around_adopted()
+            # The running cluster's role and subnets, which the provider needs as inputs.
+            self.running_cluster = aws.eks.get_cluster_output(name=facts.adopt_id, opts=self.invoke)
         self._cluster(block.kubernetes_version)
         self._pools()
         self.connect(self._kubeconfig())
         self._addons()
         self.finish()
+
+    def _refuse_around_adopted(self) -> None:
+        """What an adopted cluster cannot have: what would need the network the program did not build.
+
+        A created pool in named zones or with EFA interfaces needs the subnets per zone and the EFA
+        security group of `clouds.eks.network`, and a shared cache EFS mount targets in those subnets.
+        """
+        self.network: Network | None = None
+        self.node_role: aws.iam.Role | None = None
+        self.node_policies: list[aws.iam.RolePolicyAttachment] = []
+        fix = "adopt the pool too, or run the cluster as an Existing one (docs/adopting.md)"
+        for pool in self.facts.pools:
+            if pool.adopt_id is None and (pool.zones or efa_interfaces(pool)):
+                raise ComponentError(
+                    "pool",
+                    f"{self._name}-{pool.name}",
+                    "a pool created in an adopted EKS cluster runs in the cluster's own subnets, so it can name "
+                    f"no zones and fit no EFA interfaces: {fix}",
+                )
+        if self.facts.shared_caches:
+            raise ComponentError(
+                "cluster",
+                self._name,
+                "a shared cache needs EFS mount targets in the cluster's subnets per zone, which an adopted EKS "
+                "cluster does not have from the program: give the deployment a cache of its own node's disk, or "
+                "run the cluster as an Existing one with its own ReadWriteMany class",
+            )
 
     def _on_aws(self, **extra: Any) -> pulumi.ResourceOptions:
         return self.child(provider=self.aws_provider, **extra)
@@ -244,25 +292,35 @@ class EksCluster(ClusterComponent):
             tags=tags,
             opts=self._on_aws(),
         )
+        self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, self.partition)
+        self._node_identity()
+
+    def _node_identity(self) -> None:
+        """The nodes' IAM role with its AWS-managed policies."""
         self.node_role = aws.iam.Role(
-            f"{name}-node-role",
+            f"{self._name}-node-role",
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
-            tags=tags,
+            tags=self.tags,
             opts=self._on_aws(),
         )
-        self.cluster_policies = self._attach(name, "cluster-role", self.cluster_role, CLUSTER_POLICIES, self.partition)
-        self.node_policies = self._attach(name, "node-role", self.node_role, NODE_POLICIES, self.partition)
+        self.node_policies = self._attach(self._name, "node-role", self.node_role, NODE_POLICIES, self.partition)
 
     def _cluster(self, kubernetes_version: str) -> None:
-        """The cluster, and the add-ons that need no nodes to become healthy."""
-        name, tags = self._name, self.tags
+        """The cluster, and the add-ons that need no nodes to become healthy.
+
+        An adopted cluster (`adopt.id`, its name) is imported in the network and with the role it
+        runs with (`ADOPTED_CLUSTER_KEEPS`), and keeps the add-ons it runs: none is created.
+        """
+        name, tags, adopt_id = self._name, self.tags, self.facts.adopt_id
         self.cluster = aws.eks.Cluster(
             f"{name}-cluster",
-            name=name,
-            role_arn=self.cluster_role.arn,
+            name=adopt_id or name,
+            role_arn=self.cluster_role.arn if adopt_id is None else self.running_cluster.role_arn,
             version=kubernetes_version,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
-                subnet_ids=[s.id for s in self.network.private_subnets],
+                subnet_ids=[s.id for s in self.network.private_subnets]
+                if self.network
+                else self.running_cluster.vpc_config.subnet_ids,
                 endpoint_private_access=True,
                 # `pulumi up` reaches the API server from outside the VPC.
                 endpoint_public_access=True,
@@ -274,10 +332,13 @@ class EksCluster(ClusterComponent):
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             deletion_protection=self.protect,
             tags=tags,
-            opts=self._on_aws(depends_on=self.cluster_policies),
+            opts=self._on_aws(
+                depends_on=self.cluster_policies if adopt_id is None else [],
+                **adopted(f"{name}-cluster", f"cluster '{name}'", adopt_id, ADOPTED_CLUSTER_KEEPS),
+            ),
         )
         self.addons: dict[str, aws.eks.Addon] = {
-            addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES
+            addon: self._addon(addon) for addon in ADDONS if addon not in ADDONS_NEEDING_NODES and adopt_id is None
         }
 
     def _addon(self, addon: str, depends_on: Sequence[pulumi.Resource] = ()) -> aws.eks.Addon:
@@ -295,7 +356,18 @@ class EksCluster(ClusterComponent):
         """A node group per pool (system first, as in the facts), then the add-ons that need nodes."""
         self.launch_templates: list[aws.ec2.LaunchTemplate] = []
         self.placement_groups: list[aws.ec2.PlacementGroup] = []
-        self.node_groups = [self._node_group(self._name, pool, self.tags) for pool in self.facts.pools]
+        self.efs: EfsStorage | None = None
+        pools = self.facts.pools
+        # Adopted node groups first: a created pool of an adopted cluster reads its role and subnets
+        # from the first of them.
+        groups = {p.name: self._node_group(self._name, p, self.tags) for p in pools if p.adopt_id}
+        self.running_group = next(iter(groups.values()), None)
+        if self.facts.adopt_id is not None and self.running_group is None and len(groups) < len(pools):
+            self._node_identity()
+        groups |= {p.name: self._node_group(self._name, p, self.tags) for p in pools if not p.adopt_id}
+        self.node_groups = [groups[p.name] for p in pools]
+        if self.facts.adopt_id is not None:
+            return
         for addon in ADDONS_NEEDING_NODES:
             self.addons[addon] = self._addon(addon, depends_on=[self.node_groups[0]])
         self._shared_storage()
@@ -303,8 +375,7 @@ class EksCluster(ClusterComponent):
     def _shared_storage(self) -> None:
         """EFS for the cluster's shared weight caches, when it has any (`clouds.eks.storage`); the
         driver's add-on needs nodes, like coredns."""
-        self.efs: EfsStorage | None = None
-        if not self.facts.shared_caches:
+        if not self.facts.shared_caches or self.network is None:
             return
         self.efs = EfsStorage(
             self._name,
@@ -339,8 +410,13 @@ class EksCluster(ClusterComponent):
         )
 
     def _addons(self) -> None:
-        """What the cluster installs on itself through its Kubernetes provider (after finish())."""
-        self._cluster_autoscaler()
+        """What the cluster installs on itself through its Kubernetes provider (after finish()).
+
+        An adopted cluster gets no Cluster Autoscaler: its IAM role and Pod Identity association
+        would be cloud resources around the cluster, and the cluster's owner scales it.
+        """
+        if self.facts.adopt_id is None:
+            self._cluster_autoscaler()
         self.efs_class = self.efs.storage_class(self, self.provider) if self.efs is not None else None
         self.dranet: k8s.helm.v3.Release | None = None
         if any(NET in p.claimed_drivers for p in self.facts.pools):
@@ -420,19 +496,41 @@ class EksCluster(ClusterComponent):
             for policy in policies
         ]
 
-    def _subnets_for(self, pool: PoolFacts) -> list[pulumi.Output[str]]:
-        """The private subnets of the pool's zones (declared zones hold the first subnet indices)."""
+    def _subnets_for(self, pool: PoolFacts) -> pulumi.Input[Sequence[pulumi.Input[str]]]:
+        """The private subnets of the pool's zones (declared zones hold the first subnet indices).
+
+        In an adopted cluster: the first adopted node group's subnets, else the cluster's.
+        """
+        if self.network is None:
+            running: pulumi.Output[list[str]] = (
+                self.running_group.subnet_ids if self.running_group is not None else self.cluster.vpc_config.subnet_ids
+            )
+            return running
+        return self._zone_subnets(pool)
+
+    def _zone_subnets(self, pool: PoolFacts) -> list[pulumi.Output[str]]:
+        """The private subnets the program built for the pool's zones (all of them when it names none)."""
+        assert self.network is not None, "only a created cluster has the program's subnets"
         if not pool.zones:
             return [s.id for s in self.network.private_subnets]
         declared = declared_zones(self.facts.pools)
         return [self.network.private_subnets[declared.index(z)].id for z in pool.zones]
 
+    def _node_role_arn(self) -> pulumi.Output[str]:
+        """The role of the nodes of a created pool: the program's, else the first adopted node group's."""
+        role = self.node_role if self.node_role is not None else self.running_group
+        assert role is not None, "an adopted cluster without adopted pools has its own node role"
+        arn: pulumi.Output[str] = role.arn if isinstance(role, aws.iam.Role) else role.node_role_arn
+        return arn
+
     def _node_group(self, name: str, pool: PoolFacts, tags: dict[str, str]) -> aws.eks.NodeGroup:
+        if pool.adopt_id is not None:
+            return self._adopted_node_group(name, pool, tags)
         subnets = self._subnets_for(pool)
         interfaces = None
         placement = None
         efa = efa_interfaces(pool)
-        if efa and self.network.efa_security_group is not None:
+        if efa and self.network is not None and self.network.efa_security_group is not None:
             groups = [self.network.efa_security_group.id, self.cluster.vpc_config.cluster_security_group_id]
             interfaces = efa_network_interfaces(efa, groups)
         block = pool.capacity is not None and pool.capacity.type is CapacityType.CAPACITY_BLOCK
@@ -449,7 +547,7 @@ class EksCluster(ClusterComponent):
             )
             self.placement_groups.append(group)
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
-            subnets = subnets[:1]
+            subnets = self._zone_subnets(pool)[:1]
         template = aws.ec2.LaunchTemplate(
             f"{name}-{pool.name}-template",
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
@@ -482,7 +580,7 @@ class EksCluster(ClusterComponent):
             cluster_name=self.cluster.name,
             # A prefix, so a replacement node group can exist next to the old one while it drains.
             node_group_name_prefix=f"{pool.name[: NODE_GROUP_PREFIX_MAX - 1]}-",
-            node_role_arn=self.node_role.arn,
+            node_role_arn=self._node_role_arn(),
             subnet_ids=subnets,
             ami_type=GPU_AMI if pool.role == "GPU" else STANDARD_AMI,
             instance_types=[str(pool.machine)],
@@ -499,5 +597,39 @@ class EksCluster(ClusterComponent):
                 provider=self.aws_provider,
                 depends_on=[*self.node_policies, *self.addons.values()],
                 ignore_changes=autoscaler_owned(pool),
+            ),
+        )
+
+    def _adopted_node_group(self, name: str, pool: PoolFacts, tags: dict[str, str]) -> aws.eks.NodeGroup:
+        """The running node group `nodePools[].adopt.id` names, imported under its running name.
+
+        Its node role and subnets are read from it, and it keeps them and its launch template as they
+        run (`ADOPTED_POOL_KEEPS`): no launch
+        template is created for it, so its disk size and instance metadata options stay as they run.
+        """
+        running = aws.eks.get_node_group_output(
+            cluster_name=self.facts.adopt_id, node_group_name=pool.name, opts=self.invoke
+        )
+        return aws.eks.NodeGroup(
+            f"{name}-{pool.name}",
+            cluster_name=self.cluster.name,
+            node_group_name=pool.name,
+            node_role_arn=running.node_role_arn,
+            subnet_ids=running.subnet_ids,
+            ami_type=GPU_AMI if pool.role == "GPU" else STANDARD_AMI,
+            instance_types=[str(pool.machine)],
+            scaling_config=scaling(pool),
+            labels=dict(pool.labels),
+            taints=node_taints(pool),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            tags=tags,
+            opts=self.child(
+                provider=self.aws_provider,
+                **adopted(
+                    f"{name}-{pool.name}",
+                    f"pool '{pool.name}' of cluster '{name}'",
+                    pool.adopt_id,
+                    [*ADOPTED_POOL_KEEPS, *(autoscaler_owned(pool) or [])],
+                ),
             ),
         )

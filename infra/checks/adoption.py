@@ -17,9 +17,15 @@ from clouds.spec import ImportIds
 from infra.config.base import Adoption, ProvisionedClusterBlock
 from infra.config.issues import ConfigIssue
 from infra.config.model import Fleet, InferenceCluster
+from infra.config.roles import claimed_drivers
+from infra.shared_cache import shares_cache
+from infra.vocabulary import NET_DRIVER
 
-# The groups of an `ImportIds` pattern that are not a field of the cluster's block.
+# The groups of an `ImportIds` pattern named by their meaning in messages; any other group that is
+# not a field of the cluster's block (AKS `subscription`, `resourceGroup`) must only be the same in
+# the cluster's ID and its pools'.
 _NAME_GROUPS = ("cluster", "pool")
+_SPOKEN = {"resourceGroup": "resource group"}
 
 
 def check_adoption(fleet: Fleet) -> list[ConfigIssue]:
@@ -27,6 +33,7 @@ def check_adoption(fleet: Fleet) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     for ki, cluster in enumerate(fleet.clusters):
         issues += _cluster_issues(ki, cluster)
+        issues += _network_issues(fleet, ki, cluster)
     return issues
 
 
@@ -56,17 +63,18 @@ def _cluster_issues(ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
                 "(docs/existing-clusters.md)",
             )
         ]
-    issues, running_name = _cluster_id_issues(f"{base}.{owner.key}.adopt.id", block.adopt, ids, block)
+    issues, running = _cluster_id_issues(f"{base}.{owner.key}.adopt.id", block.adopt, ids, block)
     for pi, pool_adopt in adopted_pools:
         pool = cluster.node_pools[pi]
-        issues += _pool_id_issues(f"{base}.nodePools[{pi}].adopt.id", pool_adopt, ids, block, running_name, pool.name)
+        issues += _pool_id_issues(f"{base}.nodePools[{pi}].adopt.id", pool_adopt, ids, block, running, pool.name)
     return issues
 
 
 def _cluster_id_issues(
     path: str, adopt: Adoption, ids: ImportIds, block: ProvisionedClusterBlock
-) -> tuple[list[ConfigIssue], str | None]:
-    """The cluster ID's problems, and the running cluster's name it gives (None when it gives none)."""
+) -> tuple[list[ConfigIssue], dict[str, str] | None]:
+    """The cluster ID's problems, and what it names that no field of the block does (its `cluster`, an AKS
+    resource group...; None when it names nothing)."""
     if not adopt.id:
         return [
             ConfigIssue(
@@ -84,7 +92,8 @@ def _cluster_id_issues(
                 f"write it as {ids.cluster_shape} (listed by {ids.listed_by})",
             )
         ], None
-    return _disagreements(path, match, block, ids.cluster_shape), match["cluster"]
+    running = {k: v for k, v in match.groupdict().items() if k == "cluster" or not _block_field(block, k)}
+    return _disagreements(path, match, block, ids.cluster_shape), running
 
 
 def _pool_id_issues(
@@ -92,7 +101,7 @@ def _pool_id_issues(
     adopt: Adoption,
     ids: ImportIds,
     block: ProvisionedClusterBlock,
-    cluster_name: str | None,
+    running: dict[str, str] | None,
     pool_name: str,
 ) -> list[ConfigIssue]:
     if not adopt.id:
@@ -107,14 +116,17 @@ def _pool_id_issues(
     if match is None:
         return [ConfigIssue(path, f"'{adopt.id}' is not a pool import ID", f"write it as {ids.pool_shape}")]
     issues = _disagreements(path, match, block, ids.pool_shape)
-    if cluster_name is not None and match["cluster"] != cluster_name:
-        issues.append(
-            ConfigIssue(
-                path,
-                f"the ID names cluster '{match['cluster']}', and the adopted cluster is '{cluster_name}'",
-                "write the ID of a pool of the adopted cluster",
+    for group, value in (running or {}).items():
+        if match[group] != value:
+            issues.append(
+                ConfigIssue(
+                    path,
+                    f"the ID names {_SPOKEN.get(group, group)} '{match[group]}', and the adopted cluster's is '{value}'"
+                    if group != "cluster"
+                    else f"the ID names cluster '{match['cluster']}', and the adopted cluster is '{value}'",
+                    "write the ID of a pool of the adopted cluster",
+                )
             )
-        )
     if match["pool"] != pool_name:
         issues.append(
             ConfigIssue(
@@ -131,9 +143,9 @@ def _disagreements(path: str, match: re.Match[str], block: ProvisionedClusterBlo
     """Where the ID's parts differ from the block's fields of the same meaning (place, project)."""
     issues = []
     for group, value in match.groupdict().items():
-        if group in _NAME_GROUPS:
+        field = _block_field(block, group)
+        if group in _NAME_GROUPS or field is None:
             continue
-        field = block.PLACE_FIELD if group == "place" else group
         written = getattr(block, field)
         if value != written:
             issues.append(
@@ -144,3 +156,46 @@ def _disagreements(path: str, match: re.Match[str], block: ProvisionedClusterBlo
                 )
             )
     return issues
+
+
+def _block_field(block: ProvisionedClusterBlock, group: str) -> str | None:
+    """The block's field an ID group means (`place`: its region or location), or None when it has none."""
+    field = block.PLACE_FIELD if group == "place" else group
+    return field if field in type(block).model_fields else None
+
+
+def _network_issues(fleet: Fleet, ki: int, cluster: InferenceCluster) -> list[ConfigIssue]:
+    """What an adopted cluster cannot have where it lacks the network the program builds (`needs_own_network`)."""
+    owner = cloud(cluster.source)
+    why = owner.adoption.needs_own_network if owner.adoption else None
+    # A cluster without its block is `check_references`'s to report.
+    block = getattr(cluster, owner.key, None)
+    if not isinstance(block, ProvisionedClusterBlock) or block.adopt is None or why is None:
+        return []
+    issues = [
+        ConfigIssue(
+            f"clusters[{ki}].nodePools[{pi}]",
+            f"pool '{pool.name}' is created in adopted cluster '{cluster.name}' and "
+            f"{'names zones' if pool.zones else f'claims {NET_DRIVER}'}: {why}",
+            "adopt a running pool that has them, or remove `zones` (and the class's "
+            f"{NET_DRIVER} devices) so the pool runs in the cluster's subnets",
+        )
+        for pi, pool in enumerate(cluster.node_pools)
+        if pool.adopt is None and (pool.zones or NET_DRIVER in _claimed(fleet, pool.class_name))
+    ]
+    if any(d.cluster == cluster.name and shares_cache(d) for d in fleet.deployments):
+        issues.append(
+            ConfigIssue(
+                f"clusters[{ki}].{owner.key}.adopt",
+                f"a deployment shares a weight cache on adopted cluster '{cluster.name}': {why}",
+                "give the deployments on it `cache.volume: NodeLocal`, or run the cluster as an Existing one "
+                "with its own ReadWriteMany class (docs/existing-clusters.md)",
+            )
+        )
+    return issues
+
+
+def _claimed(fleet: Fleet, class_name: str) -> list[str]:
+    """The DRA drivers a class claims; none for a class the stack file does not have (`check_references` says so)."""
+    cls = next((c for c in fleet.classes if c.name == class_name), None)
+    return claimed_drivers(cls) if cls is not None else []

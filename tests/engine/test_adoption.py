@@ -1,4 +1,4 @@
-"""Adopting a running GKE cluster through the engine's import (docs/adopting.md).
+"""Adopting a running GKE or EKS cluster through the engine's import (docs/adopting.md).
 
 The running cluster and pools are planted in the GKE test provider (`running.json`, answered by its
 `Read` as the real provider answers an import): each one as the stack file describes it, with what
@@ -7,6 +7,12 @@ preview shows an import for each, `up` imports them and creates no cloud resourc
 changes nothing; and a running pool that differs from the stack file is refused by the adopted
 resource's `before_update` hook (components/adoption.py) with nothing changed, as is a later edit
 of an adopted pool.
+
+The EKS run shows the same for an adopted EKS cluster with what its owner set (the node groups'
+own launch templates, its creator's bootstrap admin): the imports, no cloud resource created
+around it (VPC, IAM roles, add-ons, launch templates), no change on a second `up`. The refusing
+hook is the same code on every cloud, so the mismatch is shown once, on GKE. AKS is covered by the
+unit tests alone (tests/test_adoption.py): each engine run costs about 50 s.
 
 The cluster's Kubernetes objects (its serving stack) are created as on any cluster: adoption is
 about the cloud resources.
@@ -22,7 +28,7 @@ import pytest
 from pulumi import automation as auto
 
 from tests.engine.harness import Engine
-from tests.test_adoption import adopted_gke
+from tests.test_adoption import EKS_POOLS, adopted_gke, fleet_on
 from tooling.mockrun import computed_outputs
 from tooling.plan import plan_stack
 
@@ -37,16 +43,33 @@ THEIR_NODES = "their-nodes@my-project.iam.gserviceaccount.com"
 TERRAFORM_ONLY = ("minMasterVersion", "removeDefaultNodePool", "initialNodeCount", "deletionProtection")
 
 
-def running_resources(engine: Engine, stack: str) -> dict[str, dict[str, Any]]:
-    """The running cluster and pools the stack adopts, by import ID, as the stack file describes them."""
+# What an EKS cluster's owner set that the stack file does not say (`ADOPTED_CLUSTER_KEEPS`,
+# `ADOPTED_POOL_KEEPS` in clouds/eks/component.py keep them as they run).
+THEIR_LAUNCH_TEMPLATE = {"id": "lt-0their", "version": "7"}
+THEIR_BOOTSTRAP = {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
+
+
+def their_eks(type_: str, inputs: dict[str, Any]) -> None:
+    if type_ == "aws:eks/cluster:Cluster":
+        inputs["accessConfig"] = dict(THEIR_BOOTSTRAP)
+    else:
+        inputs["launchTemplate"] = dict(THEIR_LAUNCH_TEMPLATE)
+
+
+def running_resources(engine: Engine, stack: str, theirs: Any = None) -> dict[str, dict[str, Any]]:
+    """The running cluster and pools the stack adopts, by import ID, as the stack file describes them,
+    with what their owner set (`theirs(type, inputs)`, by default the GKE cluster's)."""
     doc = plan_stack(engine.stack_file(stack))
     assert doc["ok"], doc["errors"]
     running: dict[str, dict[str, Any]] = {}
     for r in doc["resources"]:
         if not r.get("import"):
             continue
-        inputs = {k: v for k, v in copy.deepcopy(r["inputs"]).items() if k not in TERRAFORM_ONLY}
-        if r["type"] == "gcp:container/cluster:Cluster":
+        gcp = r["type"].startswith("gcp:")
+        inputs = {k: v for k, v in copy.deepcopy(r["inputs"]).items() if not (gcp and k in TERRAFORM_ONLY)}
+        if theirs is not None:
+            theirs(r["type"], inputs)
+        elif r["type"] == "gcp:container/cluster:Cluster":
             inputs.update(THEIR_NETWORK)
         else:
             inputs["nodeConfig"]["serviceAccount"] = THEIR_NODES
@@ -129,3 +152,29 @@ def test_a_running_gke_cluster_is_adopted_without_a_create_once_the_stack_file_m
         stack.up()
     assert "differs from the stack file in nodeCount" in str(err.value)
     assert cloud_urns({e["urn"] for e in engine.ops().changes()}) == set()
+
+
+def test_a_running_eks_cluster_is_adopted_with_nothing_created_around_it(engine: Engine) -> None:
+    engine.write_fleet("eksadopted", fleet_on("EKS", "inference-1", EKS_POOLS))
+    running = running_resources(engine, "eksadopted", their_eks)
+    plant(engine, running)
+    stack = engine.stack("eksadopted")
+
+    steps = preview_steps(stack)
+    aws_steps = {urn.rsplit("::", 1)[-1]: ops for urn, ops in steps.items() if "$aws:" in urn or "::aws:" in urn}
+    # Only the cluster and its node groups: no VPC, IAM role, add-on, launch template or autoscaler role.
+    assert aws_steps == {"prod-cluster": {"import"}, "prod-gpu": {"import"}, "prod-cpu": {"import"}}, aws_steps
+    engine.reset_ops()
+
+    up = stack.up()
+    changes = up.summary.resource_changes or {}
+    assert changes.get("import") == 3 and "replace" not in changes and "update" not in changes, changes
+    aws_urns = {e["urn"] for e in engine.ops().changes() if "$aws:" in e["urn"] or "::aws:" in e["urn"]}
+    assert aws_urns == set(), "an AWS resource was created or changed"
+    state = {r["urn"].rsplit("::", 1)[-1]: r for r in engine.export(stack)["resources"]}
+    assert state["prod-gpu"]["outputs"]["launchTemplate"] == THEIR_LAUNCH_TEMPLATE
+    engine.reset_ops()
+
+    again = stack.up()
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+    assert engine.ops().changes() == []
