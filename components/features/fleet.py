@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.features.routing import ENVOY_GATEWAY_API, GATEWAY_API, GATEWAY_GROUP
+from components.features.routing import ENVOY_GATEWAY_API, GATEWAY_API, GATEWAY_GROUP, gateway_route
 from infra import tokens
 from infra.config.model import IssuerRef
 from infra.serving.fleet import (
@@ -29,7 +29,6 @@ from infra.serving.fleet import (
     FleetRoute,
     trust_secret,
 )
-from infra.serving.routes import GATEWAY_NAME
 
 ENVOY_GATEWAY_GROUP = "gateway.envoyproxy.io"
 CERT_MANAGER_API = "cert-manager.io/v1"
@@ -150,21 +149,7 @@ def fleet_route_spec(route: FleetRoute, gateway_ns: str) -> dict[str, Any]:
         # As a deployment's route (`components.features.routing.route_spec`): no cut of long answers.
         "timeouts": {"request": "0s"},
     }
-    spec: dict[str, Any] = {
-        "parentRefs": [
-            {
-                "group": GATEWAY_GROUP,
-                "kind": "Gateway",
-                "name": GATEWAY_NAME,
-                "namespace": gateway_ns,
-                "sectionName": route.listener,
-            }
-        ],
-        "rules": [rule],
-    }
-    if route.spec.host is not None:
-        spec["hostnames"] = [route.spec.host]
-    return spec
+    return gateway_route(gateway_ns, route.listener, route.spec.host, [rule])
 
 
 def traffic_policy_spec(route: FleetRoute) -> dict[str, Any]:
@@ -323,18 +308,11 @@ def export_route_spec(route: FleetRoute, backend: FleetBackend, gateway_ns: str,
     go to the deployment's Service. The `Authorization` the serving side may have injected for an
     external endpoint of the service is removed: it is not this deployment's."""
     assert backend.deployment is not None
-    return {
-        "parentRefs": [
-            {
-                "group": GATEWAY_GROUP,
-                "kind": "Gateway",
-                "name": GATEWAY_NAME,
-                "namespace": gateway_ns,
-                "sectionName": FLEET_LISTENER,
-            }
-        ],
-        "hostnames": [host],
-        "rules": [
+    return gateway_route(
+        gateway_ns,
+        FLEET_LISTENER,
+        host,
+        [
             {
                 "matches": [
                     {
@@ -347,7 +325,7 @@ def export_route_spec(route: FleetRoute, backend: FleetBackend, gateway_ns: str,
                 "timeouts": {"request": "0s"},
             }
         ],
-    }
+    )
 
 
 @dataclass(frozen=True)

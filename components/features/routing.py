@@ -217,6 +217,11 @@ def route_spec(route: ServiceRoute, gateway_ns: str) -> dict[str, Any]:
         rule["filters"] = [
             {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}
         ]
+    return gateway_route(gateway_ns, route.listener, route.spec.host, [rule])
+
+
+def gateway_route(gateway_ns: str, listener: str, host: str | None, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """An HTTPRoute's spec on one listener of the stack's Gateway, for `host` (every host when None)."""
     spec: dict[str, Any] = {
         "parentRefs": [
             {
@@ -224,13 +229,13 @@ def route_spec(route: ServiceRoute, gateway_ns: str) -> dict[str, Any]:
                 "kind": "Gateway",
                 "name": GATEWAY_NAME,
                 "namespace": gateway_ns,
-                "sectionName": route.listener,
+                "sectionName": listener,
             }
         ],
-        "rules": [rule],
+        "rules": rules,
     }
-    if route.spec.host is not None:
-        spec["hostnames"] = [route.spec.host]
+    if host is not None:
+        spec["hostnames"] = [host]
     return spec
 
 
