@@ -225,6 +225,17 @@ class SharedStorage:
 
 
 @dataclass(frozen=True)
+class SpotTaint:
+    """The taint a cloud puts on the nodes of a spot pool itself, with where it documents it: every
+    component on those nodes and every model placed there must tolerate it, or nothing runs."""
+
+    key: str
+    value: str
+    effect: str
+    source: str
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -258,6 +269,9 @@ class CloudProfile:
     # The memory the cloud keeps from pods on each node, with its source; None: the cloud publishes
     # none, and GKE's tiers stand in (`infra.reservations.default_reservation`).
     memory_reservation: Reservation | None = None
+    # The taint the cloud puts on a spot pool's nodes itself; None: the cloud taints none (the
+    # program tolerates only what the nodes carry: `PoolFacts.capacity_taints`).
+    spot_taint: SpotTaint | None = None
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:

@@ -154,7 +154,13 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
         # The workload's own objects; its picker's (`components.features.picker`) are shown apart.
         own = [r for r in registered if r.parent == comp.name]
         picker = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if r.name.startswith(f"{comp.name}-picker")}
-        children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if not r.name.startswith(f"{comp.name}-picker")}
+        # With a floor, the replicas above it run in a second Deployment on the spot pool.
+        spot = next((r.inputs for r in own if r.name == f"{comp.name}-spot-deployment"), None)
+        children = {
+            r.type.rsplit(":", 1)[-1]: r.inputs
+            for r in own
+            if not r.name.startswith(f"{comp.name}-picker") and r.name != f"{comp.name}-spot-deployment"
+        }
         claim = children.get("ResourceClaimTemplate", {})
         requests = plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", []))
         # The workload that runs the replicas: a Deployment, or a LeaderWorkerSet of one group per
@@ -165,10 +171,17 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
         pod = (group.get("leaderTemplate") or spec.get("template") or {}).get("spec", {})
         containers = pod.get("containers") or [{}]
         service = children.get("Service", {})
+        replicas = plain(spec.get("replicas"))
+        spot_replicas = plain((spot or {}).get("spec", {}).get("replicas")) if spot is not None else None
+        if spot_replicas is not None and replicas is not None:
+            replicas += spot_replicas
+        budget = plain((children.get("PodDisruptionBudget") or {}).get("spec") or {})
         out.append(
             {
                 **plain(dict(comp.inputs)),
-                "replicas": plain(spec.get("replicas")),
+                "replicas": replicas,
+                "spotReplicas": spot_replicas,
+                "disruptionBudget": {k: budget[k] for k in ("minAvailable", "maxUnavailable") if k in budget} or None,
                 "claims": requests,
                 "resources": plain(containers[0].get("resources", {})),
                 "nodeSelector": plain(pod.get("nodeSelector", {})),
@@ -176,9 +189,7 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
                 "service": (service.get("metadata") or {}).get("name"),
                 "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
                 "picker": picker_json(children.get("InferencePool"), picker.get("ConfigMap")),
-                "groups": groups_json(
-                    spec.get("replicas"), children.get("ScaledObject"), group.get("size"), requests, comp.inputs
-                ),
+                "groups": groups_json(replicas, children.get("ScaledObject"), group.get("size"), requests, comp.inputs),
             }
         )
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))

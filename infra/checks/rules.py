@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from infra.checks.parallelism import check_multinode
+from infra.checks.reclaim import check_reclaim
 from infra.checks.services import check_autoscaling, check_serving
 from infra.config.issues import ConfigIssue
 from infra.config.model import (
@@ -30,6 +31,7 @@ def check_rules(fleet: Fleet) -> list[ConfigIssue]:
         + check_plain_credentials(fleet)
         + check_autoscaling(fleet)
         + check_multinode(fleet)
+        + check_reclaim(fleet)
     )
 
 

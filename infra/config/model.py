@@ -31,7 +31,15 @@ from infra.config.classes import (
     Source,
     Supplied,
 )
-from infra.config.clusters import InferenceCluster, InferenceClusterBase, NodePool, Taint, TaintEffect, cluster_region
+from infra.config.clusters import (
+    InferenceCluster,
+    InferenceClusterBase,
+    NodePool,
+    PoolCapacity,
+    Taint,
+    TaintEffect,
+    cluster_region,
+)
 from infra.config.deployments import (
     UNION_TAGS,
     Autoscaling,
@@ -82,6 +90,7 @@ __all__ = [
     "ModelDeploymentSpec",
     "ModelServiceSpec",
     "NodePool",
+    "PoolCapacity",
     "Provider",
     "Provisioning",
     "ProvisioningBase",
