@@ -165,7 +165,7 @@ def _floor_issues(
                 f"spotPool: {dep.spot_pool}",
             )
         )
-    if spot is not None and not spot.capacity.reclaimable:
+    if spot is not None and spot.name != dep.pool and not spot.capacity.reclaimable:
         issues.append(
             ConfigIssue(
                 f"{at}.spotPool",
