@@ -3,9 +3,10 @@
 A spot pool's nodes can be taken back by the cloud at any time (`PoolCapacity.reclaimable`). A
 deployment keeps serving through a reclaim only with replicas elsewhere: `floor` replicas on its
 `pool`, which must not be reclaimable, and the rest on `spotPool`, which is. Kubernetes does not
-preempt for DRA claims: a reclaimed node's claims are released when its pods go, and the pods that
-replace them need free devices on the capacity that remains (kubernetes.io/docs/concepts/
-scheduling-eviction/dynamic-resource-allocation/, "Limitations"). A PodDisruptionBudget keeps the
+preempt for DRA claims (KEP-5690 "DRA Preemption", alpha targeted at v1.38,
+https://www.kubernetes.dev/resources/keps/5690/): a reclaimed node's claims are released when its
+pods go, and the pods that replace them need free devices on the capacity that remains. A
+PodDisruptionBudget keeps the
 floor through evictions (`components.model_deployment.disruption_budget`), never through a reclaim.
 
 `check_spot_pools` runs with the references (its pool must exist before the facts are derived);
