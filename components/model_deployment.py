@@ -349,12 +349,14 @@ class ModelDeployment(pulumi.ComponentResource):
         selector: dict[str, str],
     ) -> k8s.apps.v1.Deployment:
         """The replicas above the floor, on the spot pool: a Deployment of its own, named
-        `<name>-spot`, whose selector (`capacity: spot`) never overlaps the floor's."""
+        `<name>-spot`, whose selector (`capacity: spot`) never overlaps the floor's; an autoscaled
+        one leaves its count to the autoscaler (`components.features.autoscaling`)."""
         spec = deployment.spec
         meta = k8s.meta.v1.ObjectMetaArgs(
             name=f"{spec.name}{SPOT_SUFFIX}", namespace=spec.namespace, labels=deployment.labels
         )
-        replicas = spec.replicas - spec.floor_replicas
+        fixed = autoscaling.fixed_replicas(spec)
+        replicas = fixed - spec.floor_replicas if fixed is not None else None
         opts = self._engine_opts(template)
         return _engine_deployment(f"{deployment.name}-spot-deployment", meta, replicas, selector, pod, opts)
 

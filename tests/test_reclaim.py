@@ -27,6 +27,7 @@ from tooling.plan import deployments_json
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE = "kubernetes:core/v1:Service"
 BUDGET = "kubernetes:policy/v1:PodDisruptionBudget"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 AKS_SPOT = NodeTaint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
 OWNER_SPOT = {"key": "example.com/capacity", "value": "spot", "effect": "NoSchedule"}
 GPU = {"name": "h100", "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com"}]}
@@ -216,11 +217,39 @@ def test_a_floor_rule_names_the_path_and_the_fix(keys: dict[str, Any], path: str
     assert says in problem and fix
 
 
-def test_an_autoscaled_deployment_takes_no_floor_yet() -> None:
-    raw = lab(spotPool="spot", floor=1, autoscaling={"maxReplicas": 3, "metric": "RequestsWaiting", "target": 2})
+SCALED = {"minReplicas": 1, "maxReplicas": 4, "metric": "RequestsWaiting", "target": 2}
+
+
+def scaled_lab(**scaling: Any) -> dict[str, Any]:
+    raw = lab(spotPool="spot", floor=1, autoscaling={**SCALED, **scaling})
     del raw["deployments"][0]["replicas"]
-    problem, fix = issues_of(raw)["deployments[0].autoscaling"]
-    assert "not autoscaled" in problem and "remove autoscaling" in fix
+    return raw
+
+
+def test_an_autoscaled_floor_keeps_its_count_and_the_spot_deployment_follows_the_load_above_it() -> None:
+    result = run_fleet(scaled_lab())
+    floor = spec_of(result, "lab-qwen-deployment")
+    spot = spec_of(result, "lab-qwen-spot-deployment")
+    assert floor["replicas"] == 1 and "replicas" not in spot
+    [scaled] = of_type(result, SCALED_OBJECT)
+    so = scaled.inputs["spec"]
+    assert so["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen-spot"}
+    assert (so["minReplicaCount"], so["maxReplicaCount"]) == (0, 3)
+    [trigger] = so["triggers"]
+    # The load of every engine less what the floor's one replica carries at the target.
+    query = trigger["metadata"]["query"]
+    assert (
+        query == 'clamp_min(sum(vllm:num_requests_waiting{namespace="default",modelplane_ai_deployment="qwen"}) - 2, 0)'
+    )
+    assert trigger["metricType"] == "AverageValue" and trigger["metadata"]["threshold"] == "2"
+    [dep] = deployments_json(result.resources)
+    assert (dep["groups"]["count"], dep["groups"]["minCount"], dep["replicas"]) == (4, 1, None)
+
+
+def test_a_floor_above_the_fewest_replicas_is_refused() -> None:
+    problem, fix = issues_of(scaled_lab(minReplicas=0, maxReplicas=2))["deployments[0].floor"]
+    assert "more than the deployment's 0 replicas (autoscaling.minReplicas)" in problem
+    assert "raise autoscaling.minReplicas to at least 1" in fix
 
 
 def test_a_group_on_spot_capacity_runs_when_the_owner_accepts_the_reclaim() -> None:

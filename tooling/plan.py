@@ -173,8 +173,9 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
         service = children.get("Service", {})
         replicas = plain(spec.get("replicas"))
         spot_replicas = plain((spot or {}).get("spec", {}).get("replicas")) if spot is not None else None
-        if spot_replicas is not None and replicas is not None:
-            replicas += spot_replicas
+        if spot is not None:
+            # The floor's count and the spot pool's; an autoscaled spot Deployment sets none.
+            replicas = replicas + spot_replicas if spot_replicas is not None else None
         budget = plain((children.get("PodDisruptionBudget") or {}).get("spec") or {})
         out.append(
             {
@@ -189,7 +190,14 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
                 "service": (service.get("metadata") or {}).get("name"),
                 "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
                 "picker": picker_json(children.get("InferencePool"), picker.get("ConfigMap")),
-                "groups": groups_json(replicas, children.get("ScaledObject"), group.get("size"), requests, comp.inputs),
+                "groups": groups_json(
+                    replicas,
+                    children.get("ScaledObject"),
+                    group.get("size"),
+                    requests,
+                    comp.inputs,
+                    floor=int(plain(comp.inputs.get("floor")) or 0),
+                ),
             }
         )
     return sorted(out, key=lambda d: (d.get("cluster") or "", d.get("name") or ""))
@@ -216,11 +224,13 @@ def groups_json(
     size: Any,
     requests: Sequence[Mapping[str, Any]],
     inputs: Mapping[str, Any],
+    floor: int = 0,
 ) -> dict[str, Any]:
     """A deployment's replicas as the groups of nodes they run on, as registered.
 
     `count` is the groups at most: the workload's `replicas`, or an autoscaled one's
-    `maxReplicaCount` (the ScaledObject's), which is what the pool must hold; `minCount` the fewest.
+    `maxReplicaCount` (the ScaledObject's, plus the `floor` its spot Deployment leaves out), which
+    is what the pool must hold; `minCount` the fewest.
     A group is one node of one pod for a Deployment, `size` nodes of one pod each for a
     LeaderWorkerSet; every pod claims the claim template's requests (`devicesPerPod`), so a group
     claims `nodes` times as many (`devicesPerGroup`, by device class).
@@ -228,6 +238,9 @@ def groups_json(
     bounds = (scaled or {}).get("spec") or {}
     most = plain(bounds.get("maxReplicaCount", replicas))
     fewest = plain(bounds.get("minReplicaCount", replicas))
+    if scaled is not None and floor:
+        # A ScaledObject of a deployment with a floor scales the spot pool's Deployment alone.
+        most, fewest = most + floor, fewest + floor
     nodes = int(plain(size)) if size is not None else 1
     per_pod = []
     for r in requests:

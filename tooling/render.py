@@ -144,8 +144,12 @@ def capacity_text(deployment: Mapping[str, Any]) -> str:
     """Where a deployment's replicas stay through a reclaim: its floor and spot pool, or none kept."""
     if deployment.get("floor"):
         budget = deployment.get("disruptionBudget") or {}
+        spot = deployment.get("spotReplicas")
+        if spot is None:  # autoscaled: the spot pool holds what the load asks above the floor
+            most = (deployment.get("groups") or {}).get("count")
+            spot = f"up to {most - deployment['floor']}" if isinstance(most, int) else "the rest"
         return (
-            f"floor: {deployment['floor']} on {deployment.get('pool')}, {deployment.get('spotReplicas')} on spot pool "
+            f"floor: {deployment['floor']} on {deployment.get('pool')}, {spot} on spot pool "
             f"{deployment.get('spotPool')} (disruption budget minAvailable {budget.get('minAvailable')})"
         )
     return "floor: none, every replica on a spot pool (a reclaim can take them all)"

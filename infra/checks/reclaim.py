@@ -127,25 +127,14 @@ def _floor_issues(
                 "set floor: 1 (or more), the replicas that stay on pool through a reclaim",
             )
         )
-    elif dep.autoscaling is None and dep.floor > dep.replicas:
+    elif dep.floor > dep.least_replicas:
+        key = "autoscaling.minReplicas" if dep.autoscaling is not None else "replicas"
         issues.append(
             ConfigIssue(
                 f"{at}.floor",
-                f"floor {dep.floor} is more than the deployment's {dep.replicas} replicas",
-                f"set floor at most {dep.replicas}, or raise replicas to at least {dep.floor}",
-            )
-        )
-    # The spot workload is a Deployment of its own with a fixed count: an autoscaler would have to
-    # scale it on the load of both workloads' pods less what the floor carries, which this program
-    # does not build yet.
-    if dep.autoscaling is not None:
-        issues.append(
-            ConfigIssue(
-                f"{at}.autoscaling",
-                "a deployment with a floor on a spot pool is not autoscaled: the replicas above the floor are a fixed "
-                "count",
-                "set replicas (floor of them on pool, the rest on spotPool) and remove autoscaling, or remove "
-                "spotPool and floor",
+                f"floor {dep.floor} is more than the deployment's {dep.least_replicas} replicas ({key}): the floor "
+                "is kept at all times",
+                f"set floor at most {dep.least_replicas}, or raise {key} to at least {dep.floor}",
             )
         )
     if dep.nodes > 1:
