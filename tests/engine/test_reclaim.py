@@ -96,7 +96,7 @@ def test_a_reclaimed_spot_node_sends_its_pods_to_the_remaining_capacity_and_the_
     server.delete({"apiVersion": "v1", "kind": "Node", "metadata": {"name": victim}})
     for piece in server.list_all("resource.k8s.io/v1", "ResourceSlice"):
         if piece["spec"].get("nodeName") == victim:
-            server.delete(piece)
+            server.delete({**piece, "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice"})
     observations = 0
 
     def replaced() -> bool:
