@@ -1,7 +1,8 @@
 """ModelDeployment: one inference engine on one pool of one cluster, claimed through DRA.
 
 It turns a validated `modelplane:deployments[]` entry into its workload, a `resource.k8s.io/v1`
-ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool and a Service, and
+ResourceClaimTemplate (the pool class's devices), a Deployment placed on the pool (with a floor, a
+second one on the spot pool for the replicas above it), a Service and a PodDisruptionBudget, and
 composes the serving features the deployment uses (`components.features`: the model cache,
 multi-node replicas, autoscaling), each decorating or adding to what the workload built.
 It is not a scheduler: the config names the cluster and pool, and `infra.checks.references.check_references`
@@ -28,10 +29,10 @@ from infra.config.roles import CPU_CLAIM_CAPACITY, CPU_CLAIM_DRIVER, claimed_cpu
 from infra.facts import ClusterFacts, PoolFacts
 from infra.multinode import pool_fabric
 from infra.placement import PodPlacement, Toleration
-from infra.serving.pods import pod_placement
+from infra.serving.pods import SPOT_SUFFIX, pod_placement
 from infra.serving.vllm_args import PORT_FLAG, port_args
 from infra.shared_cache import ENV_SECRET_SUFFIX
-from infra.vocabulary import DEPLOYMENT_LABEL
+from infra.vocabulary import CAPACITY_LABEL, DEPLOYMENT_LABEL, FLOOR_CAPACITY, SPOT_CAPACITY
 
 # The name under which the pod and its container refer to the claim built from the template.
 CLAIM_NAME = "devices"
@@ -176,6 +177,13 @@ def component_inputs(
         "source": cluster.source,
         "nodes": spec.nodes,
         "fabric": pool_fabric(pool, [d.name for d in spec.devices]),
+        # Capacity: whether the pool's nodes can be reclaimed, the floor kept on it and the spot pool
+        # the rest run on, for `reclaim-all-replicas` (`infra.checks.reclaim.reclaim_advisory`) and the plan.
+        "reclaimable": pool.reclaimable,
+        "floor": spec.floor_replicas or None,
+        "spotPool": spec.spot_pool,
+        "peakReplicas": spec.peak_replicas,
+        "startupSeconds": spec.startup_seconds,
     }
 
 
@@ -262,18 +270,29 @@ class ModelDeployment(pulumi.ComponentResource):
         deployment = DeploymentContext(self, name, spec, cluster, meta, labels)
         self.env_secret: k8s.core.v1.Secret | None = None  # set by `_env` when a value is `secure:`
         # The steps run in the order the children register in, which the plans and the state show:
-        # claim template, cache claim, env Secret, workload, Service, PodMonitor, then the autoscaler's.
+        # claim template, cache claim, env Secret, workload(s), Service, PodDisruptionBudget,
+        # PodMonitor, then the autoscaler's.
         # The engine's pod: its claim template, its volumes (with the model cache's), its env.
         template = self._claim_template(name, spec, labels, claims)
         volumes, mounts = cache.apply(deployment, *shared_memory(spec))
         container = engine_container(spec, claims, self._env(name, spec, labels) + cache.engine_env(spec), mounts)
-        placement = pod_placement(spec, cluster)
-        pod = pod_template(labels, placement, template, container, volumes, cache.init_containers(spec))
-        # What runs the pods (a Deployment, or for multi-node replicas a LeaderWorkerSet) and the
-        # Service in front of the pods that serve.
-        self.deployment = self._workload(deployment, pod, container, template)
+        inits = cache.init_containers(spec)
+        # What runs the pods (a Deployment, or for multi-node replicas a LeaderWorkerSet); with a
+        # floor, a second Deployment on the spot pool runs the replicas above it. Then the Service in
+        # front of the pods that serve, and the budget that keeps the floor through evictions.
+        floor_labels = {**labels, CAPACITY_LABEL: FLOOR_CAPACITY} if spec.spot_pool is not None else labels
+        pod = pod_template(floor_labels, pod_placement(spec, cluster), template, container, volumes, inits)
+        self.deployment = self._workload(deployment, pod, container, template, floor_labels)
+        self.spot_deployment = None
+        if spec.spot_pool is not None:
+            spot_labels = {**labels, CAPACITY_LABEL: SPOT_CAPACITY}
+            spot_pod = pod_template(
+                spot_labels, pod_placement(spec, cluster, spec.spot_pool), template, container, volumes, inits
+            )
+            self.spot_deployment = self._spot_workload(deployment, spot_pod, template, spot_labels)
         serving = multinode.service_selector(spec, labels)
         self.service = self._service(name, spec, meta, serving)
+        self.disruption_budget = self._disruption_budget(deployment)
         # The features added to what the workload built.
         self.monitor = monitoring.apply(deployment, ENGINE_PORT_NAME)
         self.picker = picker.apply(deployment, serving) if args.picker else None
@@ -310,31 +329,56 @@ class ModelDeployment(pulumi.ComponentResource):
         pod: k8s.core.v1.PodTemplateSpecArgs,
         container: k8s.core.v1.ContainerArgs,
         template: k8s.resource.v1.ResourceClaimTemplate,
+        selector: dict[str, str],
     ) -> pulumi.CustomResource:
-        """What runs the replicas: a Deployment, or for replicas of several nodes a LeaderWorkerSet
-        (`components.features.multinode`); an autoscaled one leaves its count to the autoscaler."""
+        """What runs the replicas on the deployment's pool: a Deployment, or for replicas of several
+        nodes a LeaderWorkerSet (`components.features.multinode`); an autoscaled one leaves its count
+        to the autoscaler; with a floor, the floor's replicas only."""
         spec = deployment.spec
-        replicas = autoscaling.fixed_replicas(spec)
-        # The engine's pods wait for their claim template and the env Secret.
-        secret = [self.env_secret] if self.env_secret is not None else []
-        opts = pulumi.ResourceOptions(parent=self, depends_on=[template, *secret])
+        replicas = spec.floor_replicas or autoscaling.fixed_replicas(spec)
+        opts = self._engine_opts(template)
         if spec.nodes > 1:
             return multinode.apply(deployment, replicas, pod, container, engine_args(spec), opts)
-        return k8s.apps.v1.Deployment(
-            f"{deployment.name}-deployment",
+        return _engine_deployment(f"{deployment.name}-deployment", deployment.meta, replicas, selector, pod, opts)
+
+    def _spot_workload(
+        self,
+        deployment: DeploymentContext,
+        pod: k8s.core.v1.PodTemplateSpecArgs,
+        template: k8s.resource.v1.ResourceClaimTemplate,
+        selector: dict[str, str],
+    ) -> k8s.apps.v1.Deployment:
+        """The replicas above the floor, on the spot pool: a Deployment of its own, named
+        `<name>-spot`, whose selector (`capacity: spot`) never overlaps the floor's; an autoscaled
+        one leaves its count to the autoscaler (`components.features.autoscaling`)."""
+        spec = deployment.spec
+        meta = k8s.meta.v1.ObjectMetaArgs(
+            name=f"{spec.name}{SPOT_SUFFIX}", namespace=spec.namespace, labels=deployment.labels
+        )
+        fixed = autoscaling.fixed_replicas(spec)
+        replicas = fixed - spec.floor_replicas if fixed is not None else None
+        opts = self._engine_opts(template)
+        return _engine_deployment(f"{deployment.name}-spot-deployment", meta, replicas, selector, pod, opts)
+
+    def _engine_opts(self, template: k8s.resource.v1.ResourceClaimTemplate) -> pulumi.ResourceOptions:
+        """The engine's pods wait for their claim template and the env Secret."""
+        secret = [self.env_secret] if self.env_secret is not None else []
+        return pulumi.ResourceOptions(parent=self, depends_on=[template, *secret])
+
+    def _disruption_budget(self, deployment: DeploymentContext) -> k8s.policy.v1.PodDisruptionBudget:
+        """The PodDisruptionBudget over every pod of the deployment (floor and spot alike): a drain
+        or another eviction through the API leaves `floor` pods, and without a floor takes one pod
+        at a time (`disruption_budget`). It governs evictions only, never a cloud's reclaim."""
+        budget = disruption_budget(deployment.spec)
+        return k8s.policy.v1.PodDisruptionBudget(
+            f"{deployment.name}-disruption-budget",
             metadata=deployment.meta,
-            spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=replicas,
+            spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=deployment.labels),
-                # A new pod needs devices of its own; with no spare device on the pool a surge pod
-                # would wait forever, so replace one pod at a time instead.
-                strategy=k8s.apps.v1.DeploymentStrategyArgs(
-                    type="RollingUpdate",
-                    rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
-                ),
-                template=pod,
+                min_available=budget.get("minAvailable"),
+                max_unavailable=budget.get("maxUnavailable"),
             ),
-            opts=opts,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _service(
@@ -383,6 +427,49 @@ class ModelDeployment(pulumi.ComponentResource):
             else:
                 env.append(k8s.core.v1.EnvVarArgs(name=key, value=value))
         return env
+
+
+def _engine_deployment(
+    name: str,
+    meta: k8s.meta.v1.ObjectMetaArgs,
+    replicas: int | None,
+    selector: dict[str, str],
+    pod: k8s.core.v1.PodTemplateSpecArgs,
+    opts: pulumi.ResourceOptions,
+) -> k8s.apps.v1.Deployment:
+    return k8s.apps.v1.Deployment(
+        name,
+        metadata=meta,
+        spec=k8s.apps.v1.DeploymentSpecArgs(
+            replicas=replicas,
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
+            # A new pod needs devices of its own; with no spare device on the pool a surge pod
+            # would wait forever, so replace one pod at a time instead.
+            strategy=k8s.apps.v1.DeploymentStrategyArgs(
+                type="RollingUpdate",
+                rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
+            ),
+            template=pod,
+        ),
+        opts=opts,
+    )
+
+
+def disruption_budget(spec: ModelDeploymentSpec) -> dict[str, int]:
+    """The budget's one bound: `minAvailable: floor` with a floor, else `maxUnavailable: 1`.
+
+    With a floor, evictions (a drain, a scale-down of the cluster's autoscaler) stop while taking
+    one more pod would leave fewer than `floor` of the deployment's pods. Without one, a
+    `minAvailable` of every replica would block each drain for good ("If you set maxUnavailable to
+    0% or 0, or you set minAvailable to 100% or the number of replicas, you are requiring zero
+    voluntary evictions", kubernetes.io/docs/tasks/run-application/configure-pdb/, "Think about how
+    your application reacts to disruptions"), so one pod goes at a time, as the rolling update
+    replaces them (`maxUnavailable: 1`); an integer bound stays right while an autoscaler changes
+    the count. A pod of a multi-node group counts alone, so at most one group is down at a time.
+    """
+    if spec.floor_replicas:
+        return {"minAvailable": spec.floor_replicas}
+    return {"maxUnavailable": 1}
 
 
 def _toleration_args(t: Toleration) -> k8s.core.v1.TolerationArgs:

@@ -26,8 +26,16 @@ from typing import Any
 
 from clouds import profile
 from infra.config.base import Accelerator, MachineBlock
-from infra.config.clusters import PoolCapacity
-from infra.config.model import ChartMirror, Device, Fleet, InferenceClass, InferenceCluster, Supplied, cluster_region
+from infra.config.model import (
+    ChartMirror,
+    Device,
+    Fleet,
+    InferenceClass,
+    InferenceCluster,
+    PoolCapacity,
+    Supplied,
+    cluster_region,
+)
 from infra.config.roles import Role, claimed_drivers, cluster_dra_drivers, gpu_device_count, role_of
 from infra.machines import MachineType
 from infra.profiles import CloudProfile, pool_nodes, zone_count
@@ -99,6 +107,18 @@ class PoolFacts:
     capacity: PoolCapacity | None = None
     # The import ID of the running pool this one adopts (`nodePools[].adopt.id`); None: created.
     adopt_id: str | None = None
+    # The cloud may take the pool's nodes back at any time (`capacity.type: Spot`).
+    reclaimable: bool = False
+    # Taints the pool's nodes carry for how they are bought, put there by the cloud (AKS's spot
+    # taint, `CloudProfile.spot_taint`) or on Existing by the owner (`capacity.nodeTaint`); the
+    # program never sets them, so they are not among `taints`, but every component on the pool's
+    # nodes and every model placed there tolerates them.
+    capacity_taints: tuple[NodeTaint, ...] = ()
+
+    @property
+    def node_taints(self) -> tuple[NodeTaint, ...]:
+        """Every taint the pool's nodes carry: the program's (`taints`) and the capacity's."""
+        return (*self.taints, *self.capacity_taints)
 
     @property
     def hourly_price(self) -> Decimal | None:
@@ -148,6 +168,7 @@ POOL_JSON: Mapping[str, Callable[[PoolFacts], Any]] = {
     "role": lambda p: p.role,
     "labels": lambda p: dict(p.labels),
     "taints": lambda p: [t.as_json() for t in p.taints],
+    "capacityTaints": lambda p: [t.as_json() for t in p.capacity_taints],
     "accelerator": lambda p: {"type": p.accelerator.type, "count": p.accelerator.count} if p.accelerator else None,
     "machine": lambda p: p.machine,
     "zones": lambda p: list(p.zones),
@@ -187,6 +208,7 @@ PLAN_POOL_KEYS = (
     "derived",
     "capacity",
     "reclaimRisk",
+    "capacityTaints",
 )
 REGISTERED_POOL_KEYS = (
     "name",
@@ -292,6 +314,11 @@ class ClusterFacts:
                 return p
         raise KeyError(name)
 
+    @property
+    def capacity_taints(self) -> tuple[NodeTaint, ...]:
+        """The capacity taints of its pools, once each: what every node agent tolerates beside `taints`."""
+        return tuple(dict.fromkeys(t for p in self.pools for t in p.capacity_taints))
+
     def schedulable_pools(self) -> list[dict[str, Any]]:
         """`schedulablePools`: every pool a model can be placed on (user pools, not system)."""
         return [p.as_json(SCHEDULABLE_POOL_KEYS) for p in self.user_pools]
@@ -325,6 +352,18 @@ def gpu_taint(source: str, vendor: str) -> NodeTaint:
     """The vendor's GPU taint, with the value the cloud's NVIDIA pools carry."""
     value = profile(source).nvidia.taint_value if vendor == NVIDIA else "true"
     return NodeTaint(VENDOR_TAINT_KEY[vendor], value)
+
+
+def capacity_taints(cloud: CloudProfile, capacity: PoolCapacity) -> tuple[NodeTaint, ...]:
+    """The taints a pool's nodes carry for how they are bought (`PoolFacts.capacity_taints`): the
+    owner's `nodeTaint` where written, else on a spot pool the one its cloud puts there itself."""
+    if capacity.node_taint is not None:
+        t = capacity.node_taint
+        return (NodeTaint(t.key, t.value, str(t.effect)),)
+    if capacity.reclaimable and cloud.spot_taint is not None:
+        spot = cloud.spot_taint
+        return (NodeTaint(spot.key, spot.value, spot.effect),)
+    return ()
 
 
 def system_pool(cloud: CloudProfile) -> PoolFacts:
@@ -420,6 +459,8 @@ def derive_cluster(fleet: Fleet, cluster: InferenceCluster) -> ClusterFacts:
                     else None
                 ),
                 adopt_id=pool.adopt.id if pool.adopt is not None else None,
+                reclaimable=pool.capacity.reclaimable,
+                capacity_taints=capacity_taints(cloud, pool.capacity),
             )
         )
     owner_operator = cluster.owner_block is not None and cluster.owner_block.owner_gpu_operator

@@ -166,7 +166,7 @@ def node_of(pool: PoolFacts) -> Node:
     labels = {OS_LABEL: "linux", **pool.labels}
     if pool.vendor is not None:
         labels.update(DISCOVERED_LABELS.get(pool.vendor, {}))
-    return Node(pool.name, pool.role, pool.vendor, labels, tuple(pool.taints))
+    return Node(pool.name, pool.role, pool.vendor, labels, pool.node_taints)
 
 
 def nodes_of(cluster: ClusterFacts) -> list[Node]:

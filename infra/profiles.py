@@ -260,6 +260,17 @@ class Capacities:
 
 
 @dataclass(frozen=True)
+class SpotTaint:
+    """The taint a cloud puts on the nodes of a spot pool itself, with where it documents it: every
+    component on those nodes and every model placed there must tolerate it, or nothing runs."""
+
+    key: str
+    value: str
+    effect: str
+    source: str
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What other modules need to know about one cloud (a cluster `source`)."""
 
@@ -295,6 +306,9 @@ class CloudProfile:
     memory_reservation: Reservation | None = None
     # What a pool's nodes can be bought as beyond on demand: spot, reservations, capacity blocks.
     capacity: Capacities = field(default_factory=Capacities)
+    # The taint the cloud puts on a spot pool's nodes itself; None: the cloud taints none (the
+    # program tolerates only what the nodes carry: `PoolFacts.capacity_taints`).
+    spot_taint: SpotTaint | None = None
 
     @property
     def supported_drivers(self) -> tuple[str, ...]:

@@ -66,6 +66,11 @@ SYSTEM_POOL = "system"
 # Service, PodMonitor and workload select its pods by it, and the telemetry collector's engine job
 # scrapes the pods that carry it.
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
+# On the pods of a deployment with a floor: `floor` on its pool's, `spot` on its spot pool's. It
+# keeps the two workloads' selectors apart, while the Service, the InferencePool, the PodMonitor and
+# the PodDisruptionBudget select both by `DEPLOYMENT_LABEL` alone.
+CAPACITY_LABEL = "modelplane.ai/capacity"
+FLOOR_CAPACITY, SPOT_CAPACITY = "floor", "spot"
 
 # The taint each GPU vendor's pools carry; DRA workloads and that vendor's stack tolerate it.
 VENDOR_TAINT_KEY: Mapping[str, str] = {NVIDIA: "nvidia.com/gpu", AMD: "amd.com/gpu"}

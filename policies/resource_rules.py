@@ -27,6 +27,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UnknownValueError
 
 from infra import tokens
+from infra.checks.reclaim import RECLAIM_ALL_REPLICAS, reclaim_advisory
 from infra.formats import EXACT_CHART_VERSION, image_problem, tag_problem
 from infra.multinode import MULTINODE_FABRIC, fabric_advisory
 from policies.pool_rules import pool_role_marking, protect_clusters
@@ -321,11 +322,46 @@ multinode_fabric = ResourceValidationPolicy(
     enforcement_level=EnforcementLevel.ADVISORY,
 )
 
+# --------------------------------------------------------------------------------------------
+# reclaim-all-replicas
+
+
+def _validate_reclaim_all_replicas(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The advisory of `infra.checks.reclaim.reclaim_advisory`, on the facts a model deployment registers."""
+    if args.resource_type != tokens.MODEL_DEPLOYMENT:
+        return
+    props = args.props
+    with undecided(f"the capacity of model deployment {args.name}"):
+        reclaimable = plain(props.get("reclaimable"))
+        floor = plain(props.get("floor"))
+        replicas = plain(props.get("peakReplicas"))
+        startup = plain(props.get("startupSeconds"))
+    # The engine hands numbers over as floats.
+    if reclaimable is not True or not isinstance(replicas, int | float) or not isinstance(startup, int | float):
+        return
+    name = str(plain(props.get("name")) or args.name)
+    advisory = reclaim_advisory(name, True, int(floor or 0), int(replicas), int(startup))
+    if advisory is not None:
+        report_violation(advisory, None)
+
+
+reclaim_all_replicas = ResourceValidationPolicy(
+    name=RECLAIM_ALL_REPLICAS,
+    description=(
+        "A model deployment whose every replica runs on a spot pool is reported, with what a reclaim costs it "
+        "and how to keep a floor on capacity that is not reclaimable."
+    ),
+    validate=_validate_reclaim_all_replicas,
+    # Advisory: a deployment that may stop for a while (a batch or test model) can run on spot alone.
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
+
 RESOURCE_POLICIES = [
     pool_role_marking,
     pinned_versions,
     mirror_chart_version,
     multinode_fabric,
+    reclaim_all_replicas,
     amd_operator_values,
     no_wildcard_tolerations,
     protect_clusters,
@@ -348,6 +384,11 @@ DETAILS: dict[str, str] = {
         "says how to claim the cloud's fabric, or that the cloud offers none the program sets up (GKE's "
         "GPUDirect-TCPX needs multi-networking; Civo, Vultr, DigitalOcean, OCI and Existing clusters)."
     ),
+    reclaim_all_replicas.name: (
+        "Every replica is on reclaimable capacity when the deployment's `pool` has `capacity.type: Spot` and it "
+        "keeps no `floor` on another pool (`spotPool`). The message counts the replicas a reclaim takes and the "
+        "start-up time (`startupSeconds`) their replacements may need."
+    ),
     amd_operator_values.name: (
         "On the `gpu-operator-charts` release: `deviceConfig.spec.devicePlugin.enableDevicePlugin` stays off "
         "while `deviceConfig.spec.draDriver.enable` is on."
@@ -360,6 +401,7 @@ HOMES: dict[str, str] = {
     pinned_versions.name: "`policies/resource_rules.py` (`image_problems`)",
     mirror_chart_version.name: "`infra/serving/mirror.py` (`served_from`)",
     multinode_fabric.name: "`infra/multinode.py` (`fabric_advisory`)",
+    reclaim_all_replicas.name: "`infra/checks/reclaim.py` (`reclaim_advisory`)",
     amd_operator_values.name: "values: `infra/serving/values.py`; rule: `policies/resource_rules.py` (`amd_operator_problems`)",
     no_wildcard_tolerations.name: "`policies/resource_rules.py` (`wildcard_tolerations`)",
 }

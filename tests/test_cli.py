@@ -62,11 +62,15 @@ def check_shape(doc: dict[str, Any]) -> None:
                 "capacity",
                 "priceBasis",
                 "reclaimRisk",
+                "capacityTaints",
             }
             assert isinstance(p["capacity"]["type"], str)
             assert p["priceBasis"] is None or isinstance(p["priceBasis"], str)
             assert p["reclaimRisk"] is None or isinstance(p["reclaimRisk"], str)
             assert p["machineType"] is None or isinstance(p["machineType"], str)
+            # Taints the pool's nodes carry for how they are bought (a spot pool's), which the program tolerates.
+            for t in p["capacityTaints"]:
+                assert set(t) == {"key", "value", "effect"} and t["effect"] in EFFECTS
             assert all(isinstance(z, str) for z in p["zones"])
             assert p["role"] in ("GPU", "CPU", "System")
             assert all(isinstance(k, str) and isinstance(v, str) for k, v in p["labels"].items())

@@ -206,6 +206,7 @@ def test_cpu_deployment_objects_validate_on_existing() -> None:
         "ConfigMap",
         "ConfigMap",
         "Deployment",
+        "PodDisruptionBudget",
         "PodMonitor",
         "PodMonitor",
         "ResourceClaimTemplate",

@@ -20,6 +20,7 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 SERVICE = "kubernetes:core/v1:Service"
+BUDGET = "kubernetes:policy/v1:PodDisruptionBudget"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 COMPONENT = "modelplane:deploy:ModelDeployment"
 
@@ -93,7 +94,7 @@ def lab() -> MockRun:
     return run_fleet(lab_fleet())
 
 
-def test_each_deployment_registers_a_claim_template_deployment_service_and_pod_monitor(lab: MockRun) -> None:
+def test_each_deployment_registers_a_claim_template_deployment_service_budget_and_pod_monitor(lab: MockRun) -> None:
     comps = {r.name: r for r in of_type(lab, COMPONENT)}
     assert set(comps) == {"lab-qwen-amd", "lab-qwen-cpu"}
     assert all(r.parent == "lab" for r in comps.values())
@@ -103,6 +104,7 @@ def test_each_deployment_registers_a_claim_template_deployment_service_and_pod_m
             (TEMPLATE, f"{name}-claims"),
             (DEPLOYMENT, f"{name}-deployment"),
             (SERVICE, f"{name}-service"),
+            (BUDGET, f"{name}-disruption-budget"),
             (POD_MONITOR, f"{name}-podmonitor"),
         }
 

@@ -177,6 +177,7 @@ def test_the_group_objects_match_the_lws_crd_and_the_kubernetes_schemas(group: M
         "ConfigMap",
         "ConfigMap",
         "LeaderWorkerSet",
+        "PodDisruptionBudget",
         "PodMonitor",
         "PodMonitor",
         "ResourceClaimTemplate",

@@ -346,7 +346,9 @@ KEYS: dict[tuple[str, str], Key] = {
     ("NodePool", "capacity"): Key(
         "How the pool's nodes are bought: `type` OnDemand (default), Spot (spot or preemptible), Reservation or "
         "CapacityBlock, with `reservation`, `hourlyPrice`, `blockNodes`, `blockZone` and `maxPrice` where the type "
-        'and cloud take them (docs/machines.md, "Capacity").',
+        'and cloud take them (docs/machines.md, "Capacity"). On an Existing cluster, a Spot pool\'s `nodeTaint` '
+        "`{key, value, effect}` is the taint the owner puts on its spot nodes, which every component and model "
+        "placed there tolerates (docs/existing-clusters.md).",
         "the cloud's node pool purchase option; the budget's price",
         "capacity: {type: Spot}",
     ),

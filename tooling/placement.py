@@ -41,7 +41,7 @@ from infra.placement import (
 from infra.serving.catalog import node_agents
 from infra.serving.chart import NodeAgent, ValuesPath
 from infra.serving.fleet import has_gateway
-from infra.serving.pods import gateway_proxy_placement, pod_placement
+from infra.serving.pods import gateway_proxy_placement, placements
 from tooling.hooks import PlanContext
 
 # --------------------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ def placement_hook(ctx: PlanContext) -> None:
     reports = []
     for facts, cluster_doc in zip(ctx.facts, ctx.doc["clusters"], strict=True):
         releases = {r["name"]: r["values"] for r in cluster_doc["releases"]}
-        deployments = [pod_placement(d, facts) for d in ctx.stack.fleet.deployments if d.cluster == facts.name]
+        deployments = [p for d in ctx.stack.fleet.deployments if d.cluster == facts.name for p in placements(d, facts)]
         gateways = [gateway_proxy_placement(facts)] if has_gateway(ctx.stack.fleet, facts.name) else []
         report = audit(facts, releases, deployments, gateways)
         reports.append(report.as_json())

@@ -160,7 +160,13 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
         # The workload's own objects; its picker's (`components.features.picker`) are shown apart.
         own = [r for r in registered if r.parent == comp.name]
         picker = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if r.name.startswith(f"{comp.name}-picker")}
-        children = {r.type.rsplit(":", 1)[-1]: r.inputs for r in own if not r.name.startswith(f"{comp.name}-picker")}
+        # With a floor, the replicas above it run in a second Deployment on the spot pool.
+        spot = next((r.inputs for r in own if r.name == f"{comp.name}-spot-deployment"), None)
+        children = {
+            r.type.rsplit(":", 1)[-1]: r.inputs
+            for r in own
+            if not r.name.startswith(f"{comp.name}-picker") and r.name != f"{comp.name}-spot-deployment"
+        }
         claim = children.get("ResourceClaimTemplate", {})
         requests = plain(claim.get("spec", {}).get("spec", {}).get("devices", {}).get("requests", []))
         # The workload that runs the replicas: a Deployment, or a LeaderWorkerSet of one group per
@@ -171,10 +177,18 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
         pod = (group.get("leaderTemplate") or spec.get("template") or {}).get("spec", {})
         containers = pod.get("containers") or [{}]
         service = children.get("Service", {})
+        replicas = plain(spec.get("replicas"))
+        spot_replicas = plain((spot or {}).get("spec", {}).get("replicas")) if spot is not None else None
+        if spot is not None:
+            # The floor's count and the spot pool's; an autoscaled spot Deployment sets none.
+            replicas = replicas + spot_replicas if spot_replicas is not None else None
+        budget = plain((children.get("PodDisruptionBudget") or {}).get("spec") or {})
         out.append(
             {
                 **plain(dict(comp.inputs)),
-                "replicas": plain(spec.get("replicas")),
+                "replicas": replicas,
+                "spotReplicas": spot_replicas,
+                "disruptionBudget": {k: budget[k] for k in ("minAvailable", "maxUnavailable") if k in budget} or None,
                 "claims": requests,
                 "resources": plain(containers[0].get("resources", {})),
                 "nodeSelector": plain(pod.get("nodeSelector", {})),
@@ -183,7 +197,12 @@ def deployments_json(registered: Sequence[Registration]) -> list[dict[str, Any]]
                 "endpoint": endpoints.get((comp.inputs.get("cluster"), comp.inputs.get("name"))),
                 "picker": picker_json(children.get("InferencePool"), picker.get("ConfigMap")),
                 "groups": groups_json(
-                    spec.get("replicas"), children.get("ScaledObject"), group.get("size"), requests, comp.inputs
+                    replicas,
+                    children.get("ScaledObject"),
+                    group.get("size"),
+                    requests,
+                    comp.inputs,
+                    floor=int(plain(comp.inputs.get("floor")) or 0),
                 ),
             }
         )
@@ -218,11 +237,13 @@ def groups_json(
     size: Any,
     requests: Sequence[Mapping[str, Any]],
     inputs: Mapping[str, Any],
+    floor: int = 0,
 ) -> dict[str, Any]:
     """A deployment's replicas as the groups of nodes they run on, as registered.
 
     `count` is the groups at most: the workload's `replicas`, or an autoscaled one's
-    `maxReplicaCount` (the ScaledObject's), which is what the pool must hold; `minCount` the fewest.
+    `maxReplicaCount` (the ScaledObject's, plus the `floor` its spot Deployment leaves out), which
+    is what the pool must hold; `minCount` the fewest.
     A group is one node of one pod for a Deployment, `size` nodes of one pod each for a
     LeaderWorkerSet; every pod claims the claim template's requests (`devicesPerPod`), so a group
     claims `nodes` times as many (`devicesPerGroup`, by device class).
@@ -230,6 +251,9 @@ def groups_json(
     bounds = (scaled or {}).get("spec") or {}
     most = plain(bounds.get("maxReplicaCount", replicas))
     fewest = plain(bounds.get("minReplicaCount", replicas))
+    if scaled is not None and floor:
+        # A ScaledObject of a deployment with a floor scales the spot pool's Deployment alone.
+        most, fewest = most + floor, fewest + floor
     nodes = int(plain(size)) if size is not None else 1
     per_pod = []
     for r in requests:

@@ -78,6 +78,9 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
             pool.add(esc("labels: " + ", ".join(f"{k}={v}" for k, v in p["labels"].items())))
             if p["taints"]:
                 pool.add(esc("taints: " + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["taints"])))
+            if p.get("capacityTaints"):
+                spot = ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in p["capacityTaints"])
+                pool.add(esc(f"spot taints (tolerated, not set by the program): {spot}"))
         if cluster.get("cost"):
             node.add(cost_text(cluster["cost"], "cost"))
         for cache in cluster.get("sharedCaches") or []:
@@ -105,6 +108,8 @@ def render_tree(doc: dict[str, Any], console: Console, status: str) -> None:
             dep_node = deps_node.add(esc(f"{d.get('name')} -> {d.get('cluster')}/{d.get('pool')}"))
             if d.get("groups"):
                 dep_node.add(esc(groups_text(d["groups"])))
+            if d.get("floor") or d.get("reclaimable"):
+                dep_node.add(esc(floor_text(d)))
             endpoint = d.get("endpoint")
             if endpoint:
                 dep_node.add(
@@ -161,6 +166,21 @@ def picker_text(picker: dict[str, Any]) -> str:
     scorers = ", ".join(f"{name} {weight:g}" for name, weight in (picker.get("scorers") or {}).items())
     queue = f", holds requests up to {picker['queue']}" if picker.get("queue") else ""
     return f"picker: InferencePool {picker['pool']} ({scorers}; {picker['failureMode']}{queue})"
+
+
+def floor_text(deployment: Mapping[str, Any]) -> str:
+    """Where a deployment's replicas stay through a reclaim: its floor and spot pool, or none kept."""
+    if deployment.get("floor"):
+        budget = deployment.get("disruptionBudget") or {}
+        spot = deployment.get("spotReplicas")
+        if spot is None:  # autoscaled: the spot pool holds what the load asks above the floor
+            most = (deployment.get("groups") or {}).get("count")
+            spot = f"up to {most - deployment['floor']}" if isinstance(most, int) else "the rest"
+        return (
+            f"floor: {deployment['floor']} on {deployment.get('pool')}, {spot} on spot pool "
+            f"{deployment.get('spotPool')} (disruption budget minAvailable {budget.get('minAvailable')})"
+        )
+    return "floor: none, every replica on a spot pool (a reclaim can take them all)"
 
 
 def groups_text(groups: Mapping[str, Any]) -> str:

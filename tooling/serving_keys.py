@@ -120,6 +120,24 @@ SERVING_KEYS: dict[tuple[str, str], KeyDoc] = {
         "the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds`",
         "scaleDownSeconds: 60",
     ),
+    ("ModelDeploymentSpec", "spotPool"): KeyDoc(
+        "A spot pool of the same cluster for the replicas above `floor`: they run there as a second Deployment "
+        "(`<name>-spot`) behind the same Service and InferencePool (docs/serving.md, Capacity: a floor on spot).",
+        "`ModelDeployment` (the spot workload); `infra.checks.reclaim`",
+        "spotPool: h100-spot",
+    ),
+    ("ModelDeploymentSpec", "floor"): KeyDoc(
+        "Replicas that stay on `pool` (OnDemand, Reservation or CapacityBlock) through a reclaim; with `spotPool`, "
+        "at least 1 and at most `replicas`. The PodDisruptionBudget keeps this many through evictions.",
+        "the pool's Deployment's replicas; the PodDisruptionBudget's `minAvailable`; `infra.checks.reclaim`",
+        "floor: 1",
+    ),
+    ("ModelDeploymentSpec", "acceptReclaim"): KeyDoc(
+        "Accept replicas of several nodes (`nodes` > 1) on a spot pool, where one reclaimed node takes the whole "
+        "group down.",
+        "`infra.checks.reclaim` (refused without it)",
+        "acceptReclaim: true",
+    ),
     ("ModelDeploymentSpec", "nodes"): KeyDoc(
         "Nodes one replica spans, one pod on each; above 1 the replica is a LeaderWorkerSet group.",
         "`ModelDeployment` (a LeaderWorkerSet of size `nodes`); `check_multinode`",

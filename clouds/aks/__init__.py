@@ -29,6 +29,7 @@ from infra.profiles import (
     ScaleFromZero,
     Scaling,
     SharedStorage,
+    SpotTaint,
     Zones,
 )
 from infra.reservations import EVICTION_THRESHOLD, MIB, Reservation, machine_memory
@@ -178,6 +179,14 @@ CLOUD = Cloud(
         zones=Zones(names=("1", "2", "3")),
         memory_reservation=Reservation(aks_reserved, "what AKS reserves"),
         capacity=CAPACITY,
+        spot_taint=SpotTaint(
+            "kubernetes.azure.com/scalesetpriority",
+            "spot",
+            "NoSchedule",
+            # AKS taints and labels every node of a Spot pool with this; pods that do not tolerate it
+            # are not scheduled there ("Add an Azure Spot node pool", section "Spot node pools").
+            "https://learn.microsoft.com/azure/aks/spot-node-pool",
+        ),
     ),
     key="aks",
     cluster_block=AksCluster,

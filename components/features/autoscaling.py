@@ -16,6 +16,7 @@ from components.features import DeploymentContext, multinode
 from components.features.picker import Picker
 from infra.config.model import ModelDeploymentSpec
 from infra.serving.autoscaling import KEDA_API, WorkloadRef, owner_prometheus, prometheus_address, scaled_object_spec
+from infra.serving.pods import SPOT_SUFFIX
 
 
 def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
@@ -23,6 +24,9 @@ def workload_ref(spec: ModelDeploymentSpec) -> WorkloadRef:
     its Deployment, or its LeaderWorkerSet of one group per replica (`components.features.multinode`)."""
     if spec.nodes > 1:
         return WorkloadRef(multinode.API_VERSION, multinode.KIND, spec.name)
+    if spec.spot_pool is not None:
+        # With a floor, the floor's Deployment keeps its count and the spot pool's follows the load.
+        return WorkloadRef("apps/v1", "Deployment", f"{spec.name}{SPOT_SUFFIX}")
     return WorkloadRef("apps/v1", "Deployment", spec.name)
 
 

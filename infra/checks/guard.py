@@ -22,6 +22,7 @@ from clouds import cloud
 from infra.checks.devices import Violation
 from infra.checks.machines import fleet_violations
 from infra.checks.mirror import mirror_issues
+from infra.checks.reclaim import check_spot_pools
 from infra.checks.references import check_references, pools_without_devices
 from infra.checks.rules import check_rules
 from infra.checks.schedulable import schedulability_issues
@@ -62,7 +63,7 @@ def check(fleet: Fleet) -> Checked:
     """Every check over a validated fleet (`infra.config.stackfile.parse_fleet`), in order, once."""
     # What classes leave out is supplied before any rule reads them (`infra.checks.supply`).
     fleet, unresolved = supply_fleet(fleet)
-    unresolved += check_references(fleet)
+    unresolved += check_references(fleet) + check_spot_pools(fleet)
     judged = check_rules(fleet) + mirror_issues(fleet.chart_mirror, chart_keys(), {CRDS_COMPONENT})
     roleless = pools_without_devices(fleet)
     if unresolved or roleless:

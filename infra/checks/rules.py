@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from infra.checks.adoption import check_adoption
 from infra.checks.capacity import check_capacity
 from infra.checks.parallelism import check_multinode
+from infra.checks.reclaim import check_reclaim
 from infra.checks.services import check_autoscaling, check_serving
 from infra.config.issues import ConfigIssue
 from infra.config.model import (
@@ -34,6 +35,7 @@ def check_rules(fleet: Fleet) -> list[ConfigIssue]:
         + check_multinode(fleet)
         + check_capacity(fleet)
         + check_adoption(fleet)
+        + check_reclaim(fleet)
     )
 
 

@@ -191,11 +191,17 @@ class Demand:
     index: int
     deployment: ModelDeploymentSpec
     each: int
+    pool: str
+
+    @property
+    def replicas(self) -> int:
+        """The deployment's replicas on this pool (with a floor, split with its spot pool)."""
+        return self.deployment.replicas_on(self.pool)
 
     @property
     def pods(self) -> int:
         """Every pod of every replica: a multi-node replica is a group of `nodes` pods, one per node."""
-        return self.deployment.peak_replicas * self.deployment.nodes
+        return self.replicas * self.deployment.nodes
 
     @property
     def total(self) -> int:
@@ -205,13 +211,13 @@ class Demand:
     def says(self) -> str:
         """The demand as messages spell it: `2 replicas x 8`, `2 replicas x 2 nodes x 8`."""
         nodes = f" x {plural(self.deployment.nodes, 'node')}" if self.deployment.nodes > 1 else ""
-        return f"{plural(self.deployment.peak_replicas, 'replica')}{nodes} x {self.each}"
+        return f"{plural(self.replicas, 'replica')}{nodes} x {self.each}"
 
     @property
     def share(self) -> str:
         """The demand of a deployment beside the one reported: `2 x 8`, `2 x 2 nodes x 8`."""
         nodes = f" x {plural(self.deployment.nodes, 'node')}" if self.deployment.nodes > 1 else ""
-        return f"{self.deployment.peak_replicas}{nodes} x {self.each}"
+        return f"{self.replicas}{nodes} x {self.each}"
 
 
 @dataclass(frozen=True)
@@ -234,26 +240,26 @@ def claim_issues(located: Located) -> list[ConfigIssue]:
             on_pool = [
                 (di, dep)
                 for di, dep in enumerate(located.fleet.deployments)
-                if dep.cluster == cluster.name and dep.pool == pool.name and dep.peak_replicas > 0
+                if dep.cluster == cluster.name and dep.replicas_on(pool.name) > 0
             ]
             if not on_pool:
                 continue
             where = PoolAt(f"clusters[{ki}].nodePools[{pi}]", cluster, pool)
             for device in pool.devices:
                 if device.claim is ClaimMode.DRA and device.driver in GPU_VENDORS:
-                    issues += where.over(gpu_demands(on_pool, device), gpu_capacity(device))
+                    issues += where.over(gpu_demands(on_pool, device, pool.name), gpu_capacity(device))
             cpu = cpu_capacity(cf, pool)
             if cpu is not None:
                 issues += where.over(cpu_demands(on_pool, pool), cpu)
     return sorted(issues, key=lambda i: deployment_order(i.path))
 
 
-def gpu_demands(on_pool: Sequence[tuple[int, ModelDeploymentSpec]], device: Device) -> list[Demand]:
+def gpu_demands(on_pool: Sequence[tuple[int, ModelDeploymentSpec]], device: Device, pool: str) -> list[Demand]:
     demands = []
     for di, dep in on_pool:
         each = sum(req.count for req in dep.devices if req.name == device.name)
         if each:
-            demands.append(Demand(di, dep, each))
+            demands.append(Demand(di, dep, each, pool))
     return demands
 
 
@@ -268,7 +274,7 @@ def cpu_demands(on_pool: Sequence[tuple[int, ModelDeploymentSpec]], pool: PoolFa
     for di, dep in on_pool:
         each = sum((claimed_cpus(devices[r.name]) or 0) * r.count for r in dep.devices if r.name in devices)
         if each:
-            demands.append(Demand(di, dep, each))
+            demands.append(Demand(di, dep, each, pool.name))
     return demands
 
 

@@ -95,6 +95,11 @@ class PoolCapacity(Model):
     # Spot: the most the owner pays for one node an hour, in USD, where the cloud takes a ceiling
     # (AKS `spotMaxPrice`); unset pays up to the on-demand price.
     max_price: Annotated[Decimal, Field(gt=0, le=MAX_HOURLY_PRICE)] | None = None  # bounds for the schema
+    # Spot on an Existing cluster: the taint the owner puts on the pool's spot nodes, which every
+    # component on those nodes and every model placed there tolerates (a provisioned cloud that taints
+    # its spot nodes itself says so in its profile, `CloudProfile.spot_taint`). Rules:
+    # infra/checks/reclaim.py.
+    node_taint: Taint | None = None
 
     @field_validator("hourly_price", "max_price", mode="before")
     @classmethod

@@ -200,6 +200,31 @@ class ModelDeploymentSpec(Model):
     # across keys are `infra.checks.parallelism.check_multinode`.
     nodes: Annotated[StrictInt, Field(ge=1, le=MAX_POOL_NODES)] = 1
 
+    # A floor on reclaimable capacity: `floor` replicas stay on `pool` (on-demand or reserved), the
+    # rest run on `spotPool`, a pool of the same cluster whose nodes the cloud may reclaim
+    # (`components.model_deployment`, docs/serving.md "Capacity: a floor on spot"). The rules across
+    # keys and pools: `infra.checks.reclaim`.
+    spot_pool: str | None = None
+    floor: Annotated[StrictInt, Field(ge=1, le=MAX_REPLICAS)] | None = None
+    # The owner accepts that replicas of several nodes run on reclaimable capacity, where one
+    # reclaimed node takes its whole group down (`infra.checks.reclaim.check_reclaim`).
+    accept_reclaim: bool = False
+
+    @property
+    def floor_replicas(self) -> int:
+        """The replicas kept on `pool` when the rest run on `spotPool`; 0 without a spot pool."""
+        return (self.floor or 0) if self.spot_pool is not None else 0
+
+    def replicas_on(self, pool: str) -> int:
+        """The most replicas the deployment runs on `pool`: all of them on its pool, or with a spot
+        pool the floor there and the rest on the spot pool (what `infra.checks.schedulable` counts)."""
+        floor = self.floor_replicas
+        if pool == self.pool:
+            return floor if self.spot_pool is not None else self.peak_replicas
+        if pool == self.spot_pool:
+            return self.peak_replicas - floor
+        return 0
+
     @field_validator("name")
     @classmethod
     def _service_name(cls, v: str) -> str:

@@ -114,6 +114,22 @@ def scaling_query(spec: ModelDeploymentSpec, metric: ScalingMetric) -> str:
     return f"{m.aggregation}({m.name}{{{selector}}})"
 
 
+def floor_query(spec: ModelDeploymentSpec, scaling: Autoscaling, floor: int) -> str:
+    """The PromQL of a deployment with a floor: the load of all its engines (floor and spot pods
+    alike) less what the floor's replicas carry at the target, never below 0.
+
+    KEDA's `AverageValue` is the HPA's external metric per pod, and the HPA asks for
+    ceil(value / target) replicas of its workload (k8s.io/kubernetes v1.36.0
+    pkg/controller/podautoscaler/replica_calculator.go, `GetExternalPerPodMetricReplicas`). For
+    the spot Deployment that is ceil(total / target) - floor: the replicas the whole load asks for
+    less the floor's. A mean (`KVCacheUsage`) is summed the same way: ceil(n x mean / target) is
+    ceil(sum / target).
+    """
+    m = VLLM_METRICS[scaling.metric]
+    selector = f'namespace="{spec.namespace}",{SERIES_DEPLOYMENT_LABEL}="{spec.name}"'
+    return f"clamp_min(sum({m.name}{{{selector}}}) - {floor * scaling.target:g}, 0)"
+
+
 def scaled_object_spec(
     spec: ModelDeploymentSpec, scaling: Autoscaling, workload: WorkloadRef, prometheus: str
 ) -> dict[str, Any]:
@@ -121,13 +137,18 @@ def scaled_object_spec(
     (keda.sh/docs/2.20/scalers/prometheus: `serverAddress`, `query`, `threshold` as text), and the
     scale-down window when `scaleDownSeconds` is set."""
     m = VLLM_METRICS[scaling.metric]
+    floor = spec.floor_replicas
     so: dict[str, Any] = {
         "scaleTargetRef": workload.as_target(),
-        "minReplicaCount": scaling.min_replicas,
-        "maxReplicaCount": scaling.max_replicas,
+        # With a floor the target is the spot pool's Deployment, and the floor's replicas are not its own.
+        "minReplicaCount": scaling.min_replicas - floor,
+        "maxReplicaCount": scaling.max_replicas - floor,
         "triggers": [
             prometheus_trigger(
-                m.metric_type, prometheus, scaling_query(spec, scaling.metric), threshold=f"{scaling.target:g}"
+                "AverageValue" if floor else m.metric_type,
+                prometheus,
+                floor_query(spec, scaling, floor) if floor else scaling_query(spec, scaling.metric),
+                threshold=f"{scaling.target:g}",
             )
         ],
     }

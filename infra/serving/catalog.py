@@ -242,13 +242,14 @@ def cluster_charts(facts: ClusterFacts) -> list[Chart]:
     and less what the cluster already runs, each from where the stack's chart mirror serves it.
 
     Every node agent tolerates the cluster's own taints, which its pools' nodes carry
-    (`infra.facts.derive_cluster`): a driver or exporter that did not would leave the pools without
-    devices or metrics. The controllers need not: they run on the system pool, which carries none.
+    (`infra.facts.derive_cluster`), and the taints spot pools' nodes carry for how they are bought
+    (`ClusterFacts.capacity_taints`: AKS's own, an Existing owner's): a driver or exporter that did
+    not would leave the pools without devices or metrics. The controllers need not: they run on the system pool, which carries none.
     """
     joined = join_charts(
         CATALOG[facts.source], facts.dra_drivers, facts.owner_gpu_operator, facts.preinstalled, facts.features
     )
-    own_taints = [t.as_json() for t in exact_tolerations(facts.taints)]
+    own_taints = [t.as_json() for t in exact_tolerations((*facts.taints, *facts.capacity_taints))]
     return [served_from(c, facts.chart_mirror).tolerating(own_taints) for c in joined]
 
 

@@ -41,10 +41,20 @@ def claiming_nodes(run: Run, driver: str) -> set[str]:
     return {node for node, pool in run.site.node_pools().items() if pool in pools}
 
 
-def workload(dep: dict[str, Any]) -> str:
+def workload(dep: dict[str, Any], name: str | None = None) -> str:
     """The workload a deployment's pods belong to: its Deployment, or for replicas of several
     nodes its LeaderWorkerSet (components/features/multinode.py)."""
-    return f"{'LeaderWorkerSet' if dep.get('nodes', 1) > 1 else 'Deployment'}/{dep['name']}"
+    return f"{'LeaderWorkerSet' if dep.get('nodes', 1) > 1 else 'Deployment'}/{name or dep['name']}"
+
+
+def placed_replicas(dep: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(workload name, pool, replicas) of each workload of a deployment: its own on its pool, and
+    with a floor the floor there and the rest in `<name>-spot` on its spot pool."""
+    replicas = dep.get("replicas", 1)
+    if dep.get("spotPool") is None:
+        return [(dep["name"], dep["pool"], replicas)]
+    floor = dep["floor"]
+    return [(dep["name"], dep["pool"], floor), (f"{dep['name']}-spot", dep["spotPool"], replicas - floor)]
 
 
 def check_groups(run: Run, dep: dict[str, Any]) -> None:
@@ -125,21 +135,22 @@ def check_installed(run: Run) -> None:
     published = site.published()
     devices_of = {p.name: {d.name: d for d in p.devices} for p in run.facts.pools}
     for dep in run.deployments():
-        pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == workload(dep)]
-        assert len(pods) == dep.get("replicas", 1) * dep.get("nodes", 1), dep["name"]
-        for pod in pods:
-            assert pod.ready and pod.phase == "Running", (dep["name"], pod)
-            assert pools[pod.node or ""] == dep["pool"], (dep["name"], pod.node)
-            assert len(pod.claims) == 1, (dep["name"], pod.claims)
-            got = allocated[(pod.namespace, pod.claims[0])]
-            (want,) = dep["devices"]
-            device = devices_of[dep["pool"]][want["name"]]
-            assert got.node == pod.node
-            assert got.driver == device.driver
-            assert len(got.devices) == want.get("count", 1), (dep["name"], got.devices)
-            assert set(got.devices) <= published[(pod.node or "", got.driver)]
-            if got.driver == CPU_DRIVER:
-                assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
+        for name, pool, replicas in placed_replicas(dep):
+            pods = [p for p in site.pods() if p.namespace == dep["namespace"] and p.owner == workload(dep, name)]
+            assert len(pods) == replicas * dep.get("nodes", 1), name
+            for pod in pods:
+                assert pod.ready and pod.phase == "Running", (name, pod)
+                assert pools[pod.node or ""] == pool, (name, pod.node)
+                assert len(pod.claims) == 1, (name, pod.claims)
+                got = allocated[(pod.namespace, pod.claims[0])]
+                (want,) = dep["devices"]
+                device = devices_of[pool][want["name"]]
+                assert got.node == pod.node
+                assert got.driver == device.driver
+                assert len(got.devices) == want.get("count", 1), (name, got.devices)
+                assert set(got.devices) <= published[(pod.node or "", got.driver)]
+                if got.driver == CPU_DRIVER:
+                    assert got.consumed == {"dra.cpu/cpu": device.capacity["dra.cpu/cpu"].value}
         if dep.get("nodes", 1) > 1:
             check_groups(run, dep)
     # The state holds what the offline plan registers, and keeps every secret a secret.
