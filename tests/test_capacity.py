@@ -295,6 +295,13 @@ def test_an_aks_reserved_pool_gets_its_group_through_a_user_assigned_identity_wi
     assert role.urn in cluster.dependencies and identity.urn in role.dependencies
 
 
+def test_an_aks_reserved_pool_previews_with_its_identity_not_known_yet() -> None:
+    result = run_fleet(one_pool("AKS", {"type": "Reservation", "reservation": CRG}), preview=True)
+    assert result.error is None
+    assert named(result, "prod-cluster").inputs["identity"]["type"] == "UserAssigned"
+    assert named(result, "prod-p").inputs["capacityReservationGroupID"] == CRG
+
+
 def test_an_aks_cluster_without_a_reserved_pool_keeps_its_system_assigned_identity() -> None:
     result = run_fleet(one_pool("AKS", {"type": "Spot"}))
     assert named(result, "prod-cluster").inputs["identity"] == {"type": "SystemAssigned"}

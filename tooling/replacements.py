@@ -285,6 +285,13 @@ _TABLE: dict[str, Forcing] = {
         refused_fix="keep the old value; the System pool is created with the cluster, so a new value takes a "
         "cluster of a new name in the stack file (`up` creates it and deletes the old one)",
     ),
+    # A cluster identity for capacity reservation groups (`clouds.aks.component`): the ARM IDs'
+    # path parameters, `.../userAssignedIdentities/{resourceName}` and
+    # `{scope}/providers/Microsoft.Authorization/roleAssignments/{roleAssignmentName}`.
+    "azure-native:managedidentity:UserAssignedIdentity": Forcing(
+        ("resourceGroupName", "resourceName", "location"), AZURE
+    ),
+    "azure-native:authorization:RoleAssignment": Forcing(("scope", "roleAssignmentName"), AZURE),
     "azure-native:network:VirtualNetwork": Forcing(("resourceGroupName", "virtualNetworkName", "location"), AZURE),
     "azure-native:network:Subnet": Forcing(("resourceGroupName", "virtualNetworkName", "subnetName"), AZURE),
     "azure-native:resources:ResourceGroup": Forcing(("resourceGroupName", "location"), AZURE),

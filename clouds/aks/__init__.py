@@ -131,7 +131,7 @@ CAPACITY = Capacities(
         ),
         # AKS associates a pool with a group only through a user-assigned cluster identity that is
         # Contributor on the group's resource group (the page's prerequisites); the component gives a
-        # cluster with a reserved pool that identity and role (`clouds.aks.component.ReservationAccess`).
+        # cluster with a reserved pool that identity and role (`clouds.aks.component.reservation_scopes`).
         "Reservation": CapacityTerms(
             "a capacity reservation group (agent pool capacityReservationGroupID, through a user-assigned "
             "cluster identity)",

@@ -218,7 +218,7 @@ class AksCluster(ClusterComponent):
         AKS associates a pool with a capacity reservation group only through a user-assigned cluster
         identity holding that role; a system-assigned one does not work
         (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups, "Prerequisites").
-        A new role assignment can take a while to reach Azure Resource Manager, so a pool created
+        The page says a role assignment can take up to 60 minutes to propagate, so a pool created
         right after it may still be refused; a later `up` creates it.
         """
         self.identity: managedidentity.UserAssignedIdentity | None = None
