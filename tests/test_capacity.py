@@ -15,6 +15,8 @@ from tests.engine import schema
 from tooling.changes import PLAN_FORMAT, change_errors, compare
 
 ROOT = Path(__file__).resolve().parent.parent
+# A capacity reservation group's ARM ID, as Azure gives it (lowercase `resourcegroups` too).
+CRG = "/subscriptions/sub-1/resourcegroups/reserved/providers/Microsoft.Compute/capacityReservationGroups/a100"
 CAPACITY_BLOCK = {
     "type": "CapacityBlock",
     "reservation": "cr-0123456789abcdef0",
@@ -67,6 +69,7 @@ def only(raw: dict[str, Any]) -> ConfigIssue:
         ("EKS", {"type": "Reservation", "reservation": "cr-0123456789abcdef0"}, {}),
         ("EKS", CAPACITY_BLOCK, {"nodeCount": 2, "zones": ["us-east-1a"]}),
         ("AKS", {"type": "Spot", "maxPrice": "1.25"}, {}),
+        ("AKS", {"type": "Reservation", "reservation": CRG}, {}),
         ("Nebius", {"type": "Spot"}, {}),
         ("Nebius", {"type": "Reservation", "reservation": "capacityblockgroup-e00test"}, {}),
         ("OCI", {"type": "Spot"}, {"gpu": False}),
@@ -95,10 +98,19 @@ def test_gke_refuses_a_capacity_block_and_names_what_it_offers() -> None:
     assert issue.fix == "set capacity.type to Spot or Reservation, or remove capacity (the pool is bought on demand)"
 
 
-def test_aks_refuses_a_reservation_it_cannot_associate_with_a_system_assigned_identity() -> None:
-    issue = only(one_pool("AKS", {"type": "Reservation", "reservation": "crg"}))
-    assert "user-assigned cluster identity" in issue.problem
-    assert issue.fix.startswith("set capacity.type to Spot, or remove capacity")
+@pytest.mark.parametrize("reservation", ["crg", CRG.replace("Microsoft.Compute", "Microsoft.Network"), f"{CRG}/x"])
+def test_aks_refuses_a_reservation_that_is_not_a_capacity_reservation_groups_id(reservation: str) -> None:
+    issue = only(one_pool("AKS", {"type": "Reservation", "reservation": reservation}))
+    assert issue.path == "clusters[0].nodePools[0].capacity.reservation"
+    assert f"'{reservation}' is not a capacity reservation group's ARM ID" in issue.problem
+    assert issue.fix.startswith("write the group's ARM ID, e.g. /subscriptions/")
+
+
+def test_aks_refuses_a_capacity_block_and_names_its_reservation_groups() -> None:
+    issue = only(one_pool("AKS", {**CAPACITY_BLOCK, "blockZone": "1"}, nodeCount=2, zones=["1"]))
+    assert issue.path == "clusters[0].nodePools[0].capacity.type"
+    assert "AKS reserves capacity through capacity reservation groups and has no capacity blocks" in issue.problem
+    assert issue.fix == "set capacity.type to Spot or Reservation, or remove capacity (the pool is bought on demand)"
 
 
 def test_nebius_refuses_a_preemptible_cpu_pool() -> None:
@@ -266,6 +278,41 @@ def test_aks_buys_spot_priority_with_the_ceiling_or_up_to_on_demand() -> None:
     assert "scaleSetPriority" not in pool_inputs("AKS", {"type": "OnDemand"})
 
 
+def test_an_aks_reserved_pool_gets_its_group_through_a_user_assigned_identity_with_contributor() -> None:
+    result = run_fleet(one_pool("AKS", {"type": "Reservation", "reservation": CRG}))
+    assert named(result, "prod-p").inputs["capacityReservationGroupID"] == CRG
+    identity = named(result, "prod-identity")
+    [role] = [r for r in result.resources if r.type == "azure-native:authorization:RoleAssignment"]
+    assert role.inputs == {
+        "principalId": "prod-identity-principal",
+        "principalType": "ServicePrincipal",
+        "roleDefinitionId": "/subscriptions/sub-1/providers/Microsoft.Authorization/roleDefinitions/"
+        "b24988ac-6180-42a0-ab88-20f7382dd24c",
+        "scope": "/subscriptions/sub-1/resourceGroups/reserved",
+    }
+    cluster = named(result, "prod-cluster")
+    assert cluster.inputs["identity"] == {"type": "UserAssigned", "userAssignedIdentities": ["prod-identity-id"]}
+    assert role.urn in cluster.dependencies and identity.urn in role.dependencies
+
+
+def test_an_aks_reserved_pool_previews_with_its_identity_not_known_yet() -> None:
+    result = run_fleet(one_pool("AKS", {"type": "Reservation", "reservation": CRG}), preview=True)
+    assert result.error is None
+    assert named(result, "prod-cluster").inputs["identity"]["type"] == "UserAssigned"
+    assert named(result, "prod-p").inputs["capacityReservationGroupID"] == CRG
+
+
+def test_an_aks_cluster_without_a_reserved_pool_keeps_its_system_assigned_identity() -> None:
+    result = run_fleet(one_pool("AKS", {"type": "Spot"}))
+    assert named(result, "prod-cluster").inputs["identity"] == {"type": "SystemAssigned"}
+    assert "capacityReservationGroupID" not in named(result, "prod-p").inputs
+    assert not [
+        r
+        for r in result.resources
+        if r.type in ("azure-native:managedidentity:UserAssignedIdentity", "azure-native:authorization:RoleAssignment")
+    ]
+
+
 def test_nebius_buys_preemptible_nodes_and_a_capacity_block_group() -> None:
     spot = pool_inputs("Nebius", {"type": "Spot"})["template"]
     assert spot["preemptible"] == {} and "reservationPolicy" not in spot
@@ -352,6 +399,15 @@ def test_an_aks_pools_spot_priority_change_is_an_error_with_the_new_pool_route(p
     assert [(c["op"], c.get("refused")) for c in changes] == [("update", [path])]
     [error] = change_errors(changes)
     assert "Spot priority" in error["message"] and "only when it creates the pool" in error["message"]
+    assert "give the pool a new name in the stack file" in error["message"]
+
+
+def test_an_aks_pool_moved_into_a_reservation_group_is_an_error_with_the_new_pool_route() -> None:
+    agent_pool = "azure-native:containerservice:AgentPool"
+    changes = compare(plan_row("p", agent_pool, {}), plan_row("p", agent_pool, {"capacityReservationGroupID": CRG}))
+    assert [(c["op"], c.get("refused")) for c in changes] == [("update", ["capacityReservationGroupID"])]
+    [error] = change_errors(changes)
+    assert "capacity reservation group only when it creates the pool" in error["message"]
     assert "give the pool a new name in the stack file" in error["message"]
 
 

@@ -247,11 +247,21 @@ _TABLE: dict[str, Forcing] = {
         # priority, eviction policy and price ceiling are fixed at creation too (forceNewMap lists
         # none of them, but hashicorp/terraform-provider-azurerm's kubernetes_cluster_node_pool, on
         # the same AKS API, marks `priority`, `eviction_policy` and `spot_max_price` "Changing this
-        # forces a new resource to be created").
-        refused=("availabilityZones", "osDiskSizeGB", "scaleSetPriority", "scaleSetEvictionPolicy", "spotMaxPrice"),
-        refused_why="AKS sets a pool's zones, OS disk size and Spot priority (eviction policy, max price) only when "
-        "it creates the pool (learn.microsoft.com/azure/aks/reliability-availability-zones-configure; Azure/AKS#4529; "
-        "terraform-provider-azurerm kubernetes_cluster_node_pool `priority`, `spot_max_price`)",
+        # forces a new resource to be created"). The same resource marks `capacity_reservation_group_id`
+        # so ("Changing this forces a new resource to be created"); whether azure-native's forceNewMap
+        # lists it, or AKS now associates a running pool with a group, is not checked here.
+        refused=(
+            "availabilityZones",
+            "osDiskSizeGB",
+            "scaleSetPriority",
+            "scaleSetEvictionPolicy",
+            "spotMaxPrice",
+            "capacityReservationGroupID",
+        ),
+        refused_why="AKS sets a pool's zones, OS disk size, Spot priority (eviction policy, max price) and capacity "
+        "reservation group only when it creates the pool (learn.microsoft.com/azure/aks/"
+        "reliability-availability-zones-configure; Azure/AKS#4529; terraform-provider-azurerm "
+        "kubernetes_cluster_node_pool `priority`, `spot_max_price`, `capacity_reservation_group_id`)",
         refused_fix=NEW_POOL_OR_REVERT,
     ),
     "azure-native:containerservice:ManagedCluster": Forcing(
@@ -275,6 +285,13 @@ _TABLE: dict[str, Forcing] = {
         refused_fix="keep the old value; the System pool is created with the cluster, so a new value takes a "
         "cluster of a new name in the stack file (`up` creates it and deletes the old one)",
     ),
+    # A cluster identity for capacity reservation groups (`clouds.aks.component`): the ARM IDs'
+    # path parameters, `.../userAssignedIdentities/{resourceName}` and
+    # `{scope}/providers/Microsoft.Authorization/roleAssignments/{roleAssignmentName}`.
+    "azure-native:managedidentity:UserAssignedIdentity": Forcing(
+        ("resourceGroupName", "resourceName", "location"), AZURE
+    ),
+    "azure-native:authorization:RoleAssignment": Forcing(("scope", "roleAssignmentName"), AZURE),
     "azure-native:network:VirtualNetwork": Forcing(("resourceGroupName", "virtualNetworkName", "location"), AZURE),
     "azure-native:network:Subnet": Forcing(("resourceGroupName", "virtualNetworkName", "subnetName"), AZURE),
     "azure-native:resources:ResourceGroup": Forcing(("resourceGroupName", "location"), AZURE),

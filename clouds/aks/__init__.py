@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from pulumi.runtime import rpc
+
 from clouds.aks import machines
 from clouds.aks.config import KEYS, AksCluster, AksMachine
 from clouds.mock import fake_kubeconfig
@@ -23,6 +25,7 @@ from infra.profiles import (
     CapacityTerms,
     CloudProfile,
     Fabric,
+    NameRule,
     Naming,
     NvidiaStack,
     PoolNaming,
@@ -77,10 +80,47 @@ def _named(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name}
 
 
+def _cluster(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # The cluster's identity reads back with `userAssignedIdentities` as a map from each identity's
+    # ARM ID to its principal and client (pulumi-azure-native 3.29.0
+    # ManagedClusterIdentityResponse.user_assigned_identities), not the list the input takes.
+    # In a preview the identity's ID is not known yet, and neither is the map.
+    found: dict[str, Any] = {"name": name}
+    identity = inputs.get("identity") or {}
+    ids = identity.get("userAssignedIdentities")
+    if isinstance(ids, list):
+        known = all(isinstance(i, str) for i in ids)
+        found["identity"] = {
+            **identity,
+            "userAssignedIdentities": {i: {"principalId": f"{i}-principal", "clientId": f"{i}-client"} for i in ids}
+            if known
+            else rpc.UNKNOWN,
+        }
+    return found
+
+
+def _identity(name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    # A user-assigned identity's service principal and client, which Azure creates with it.
+    return {"name": name, "principalId": f"{name}-principal", "clientId": f"{name}-client"}
+
+
 def _user_credentials(args: Mapping[str, Any], provider: Mapping[str, Any]) -> dict[str, Any]:
     kubeconfig = fake_kubeconfig(str(args.get("resourceName", "aks")))
     return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
 
+
+# A capacity reservation group's ARM ID, the form an agent pool's `capacityReservationGroupID` takes
+# ("/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}/providers/Microsoft.Compute/
+# capacityreservationgroups/{capacityReservationGroupName}", Azure.ResourceManager.ContainerService
+# ManagedClusterAgentPoolProfileProperties.CapacityReservationGroupId,
+# https://learn.microsoft.com/dotnet/api/azure.resourcemanager.containerservice.models.managedclusteragentpoolprofileproperties.capacityreservationgroupid;
+# pulumi-azure-native 3.29.0 `containerservice.AgentPool` `capacity_reservation_group_id`).
+# Its fixed segments match in any case, as ARM's do (`_ARM_CLUSTER` below); the subscription and
+# resource group name the scope of the cluster identity's role (`clouds.aks.component`).
+RESERVATION_GROUP_ID = re.compile(
+    r"^/(?i:subscriptions)/(?P<subscription>[^/]+)/(?i:resourceGroups)/(?P<resourceGroup>[^/]+)"
+    r"/(?i:providers/Microsoft\.Compute/capacityReservationGroups)/(?P<group>[^/]+)$"
+)
 
 # What an AKS agent pool's nodes can be bought as; `clouds.aks.component.capacity_settings` spells it.
 CAPACITY = Capacities(
@@ -90,12 +130,24 @@ CAPACITY = Capacities(
             "https://learn.microsoft.com/azure/aks/spot-node-pool",
             max_price=True,
         ),
+        # AKS associates a pool with a group only through a user-assigned cluster identity that is
+        # Contributor on the group's resource group (the page's prerequisites); the component gives a
+        # cluster with a reserved pool that identity and role (`clouds.aks.component.reservation_scopes`).
+        "Reservation": CapacityTerms(
+            "a capacity reservation group (agent pool capacityReservationGroupID, through a user-assigned "
+            "cluster identity)",
+            "https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups",
+            reservation=NameRule(
+                RESERVATION_GROUP_ID,
+                "a capacity reservation group's ARM ID (/subscriptions/<subscription id>/resourceGroups/"
+                "<resource group>/providers/Microsoft.Compute/capacityReservationGroups/<group name>, "
+                "as az capacity reservation group show --query id prints it)",
+                "write the group's ARM ID, e.g. /subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/"
+                "reserved/providers/Microsoft.Compute/capacityReservationGroups/a100-crg",
+            ),
+        ),
     },
-    # A capacity reservation group is associated through the cluster's user-assigned managed identity,
-    # Contributor on the group's resource group; a system-assigned identity, which this program gives
-    # the cluster, cannot be used (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups).
-    lacks="AKS associates a pool with a capacity reservation group only through a user-assigned cluster identity, "
-    "and the cluster here has a system-assigned one; AKS has no capacity blocks "
+    lacks="AKS reserves capacity through capacity reservation groups and has no capacity blocks "
     "(https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups)",
     example="{name: a100spot, className: a100, nodeCount: 1, minNodeCount: 1, maxNodeCount: 2, "
     'capacity: {type: Spot, maxPrice: "2.00"}}',
@@ -225,9 +277,13 @@ CLOUD = Cloud(
             "azure-native:resources:ResourceGroup",
             "azure-native:network:VirtualNetwork",
             "azure-native:network:Subnet",
-            "azure-native:containerservice:ManagedCluster",
             "azure-native:containerservice:AgentPool",
+            "azure-native:authorization:RoleAssignment",
         )
+    }
+    | {
+        "azure-native:containerservice:ManagedCluster": _cluster,
+        "azure-native:managedidentity:UserAssignedIdentity": _identity,
     },
     mock_invokes={"azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials},
     keys=KEYS,

@@ -3,7 +3,7 @@
 Everything is created through one `azure-native` provider pinned to the cluster's location; the
 subscription and credentials come from that provider's own configuration (Azure CLI login,
 `ARM_*` environment variables or `azure-native:*` config), never from this module. Only the
-`resources`, `network` and `containerservice` modules of the SDK are imported: the package is huge.
+`resources`, `network`, `containerservice`, `managedidentity` and `authorization` modules of the SDK are imported: the package is huge.
 
 The cluster uses Azure CNI overlay (pods get addresses outside the VNet), an OIDC issuer and
 workload identity, and a System-mode pool built from the `system` PoolFacts. Every declared pool is
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import containerservice, network, resources
+from pulumi_azure_native import authorization, containerservice, managedidentity, network, resources
 from pulumi_azure_native.provider import Provider as AzureProvider
 
 from clouds import aks
@@ -105,6 +105,12 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
     """
     # The system pool has no capacity of its own (None): on demand.
     capacity = pool.capacity or PoolCapacity()
+    if capacity.type is CapacityType.RESERVATION:
+        # AKS draws the pool's VMs from the group, once the cluster's identity may use it
+        # (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups; pulumi-azure-native
+        # 3.29.0 `containerservice.AgentPool` `capacity_reservation_group_id`). The group is set when
+        # the pool is created (`tooling.replacements`).
+        return {"capacity_reservation_group_id": capacity.reservation}
     if capacity.type is not CapacityType.SPOT:
         return {}
     return {
@@ -112,6 +118,29 @@ def capacity_settings(pool: PoolFacts) -> dict[str, Any]:
         "scale_set_eviction_policy": containerservice.ScaleSetEvictionPolicy.DELETE,
         "spot_max_price": float(capacity.max_price) if capacity.max_price is not None else SPOT_UP_TO_ON_DEMAND,
     }
+
+
+# Azure's built-in Contributor role, the role AKS's capacity reservation page has the cluster identity
+# hold on the group's resource group ("Contributor": b24988ac-6180-42a0-ab88-20f7382dd24c,
+# https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/general).
+CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"
+
+
+def reservation_scopes(pools: Sequence[PoolFacts]) -> list[tuple[str, str]]:
+    """(subscription, resource group) of each capacity reservation group the pools consume, once each.
+
+    AKS's page scopes the identity's role to the resource group holding the group
+    (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups, "Prerequisites").
+    """
+    scopes: dict[tuple[str, str], None] = {}
+    for pool in pools:
+        capacity = pool.capacity or PoolCapacity()
+        if capacity.type is not CapacityType.RESERVATION or capacity.reservation is None:
+            continue
+        group = aks.RESERVATION_GROUP_ID.fullmatch(capacity.reservation)
+        if group is not None:
+            scopes[(group["subscription"], group["resourceGroup"])] = None
+    return list(scopes)
 
 
 def autoscaler_owned(pool: PoolFacts, path: str = "count") -> list[str] | None:
@@ -147,6 +176,7 @@ class AksCluster(ClusterComponent):
             self.resource_group_name: pulumi.Input[str] = running["resourceGroup"]
             self.cluster_name: pulumi.Input[str] | None = running["cluster"]
             self.location: pulumi.Input[str] = block.location
+        self._reservation_access()
         self._cluster(block.kubernetes_version)
         self._pools()
         self.connect(self._kubeconfig())
@@ -182,6 +212,59 @@ class AksCluster(ClusterComponent):
             opts=self._on_azure(),
         )
 
+    def _reservation_access(self) -> None:
+        """A cluster with a reserved pool: a user-assigned identity, Contributor on each group's resource group.
+
+        AKS associates a pool with a capacity reservation group only through a user-assigned cluster
+        identity holding that role; a system-assigned one does not work
+        (https://learn.microsoft.com/azure/aks/use-capacity-reservation-groups, "Prerequisites").
+        The page says a role assignment can take up to 60 minutes to propagate, so a pool created
+        right after it may still be refused; a later `up` creates it.
+        """
+        self.identity: managedidentity.UserAssignedIdentity | None = None
+        self.reservation_roles: list[authorization.RoleAssignment] = []
+        scopes = reservation_scopes(self.facts.user_pools)
+        if not scopes:
+            return
+        name = self._name
+        # pulumi-azure-native 3.29.0 managedidentity.UserAssignedIdentity (resource_group_name, location).
+        self.identity = managedidentity.UserAssignedIdentity(
+            f"{name}-identity",
+            resource_group_name=self.resource_group_name,
+            location=self.location,
+            opts=self._on_azure(),
+        )
+        for index, (subscription, group) in enumerate(scopes):
+            # pulumi-azure-native 3.29.0 authorization.RoleAssignment: the role definition's full ID in
+            # the subscription, and principal type ServicePrincipal, which a managed identity is (it
+            # lets Azure skip looking up a principal just created).
+            self.reservation_roles.append(
+                authorization.RoleAssignment(
+                    f"{name}-reservation-role-{index}",
+                    principal_id=self.identity.principal_id,
+                    principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                    role_definition_id=(
+                        f"/subscriptions/{subscription}/providers/Microsoft.Authorization/roleDefinitions/"
+                        f"{CONTRIBUTOR_ROLE}"
+                    ),
+                    scope=f"/subscriptions/{subscription}/resourceGroups/{group}",
+                    opts=self._on_azure(),
+                )
+            )
+
+    def _cluster_identity(self) -> containerservice.ManagedClusterIdentityArgs:
+        """The cluster's identity: the user-assigned one where a pool is reserved, else system-assigned."""
+        if self.identity is None:
+            return containerservice.ManagedClusterIdentityArgs(
+                type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
+            )
+        # pulumi-azure-native 3.29.0 ManagedClusterIdentityArgs: `user_assigned_identities` lists the
+        # identity's ARM ID (AKS takes only one).
+        return containerservice.ManagedClusterIdentityArgs(
+            type=containerservice.ResourceIdentityType.USER_ASSIGNED,
+            user_assigned_identities=[self.identity.id],
+        )
+
     def _cluster(self, kubernetes_version: str) -> None:
         """The managed cluster with its System-mode pool (AKS requires one inline).
 
@@ -196,9 +279,7 @@ class AksCluster(ClusterComponent):
             location=self.location,
             dns_prefix=name,
             kubernetes_version=kubernetes_version,
-            identity=containerservice.ManagedClusterIdentityArgs(
-                type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
-            ),
+            identity=self._cluster_identity(),
             enable_rbac=True,
             network_profile=None
             if adopt_id
@@ -216,13 +297,15 @@ class AksCluster(ClusterComponent):
             ),
             agent_pool_profiles=None if adopt_id else [self._system_pool()],
             opts=self._on_azure(
+                # The identity holds its role before the cluster, and so its pools, use it.
+                **({"depends_on": list(self.reservation_roles)} if self.reservation_roles else {}),
                 **(
                     adopted(f"{name}-cluster", f"cluster '{name}'", adopt_id, ADOPTED_CLUSTER_KEEPS)
                     if adopt_id
                     else {
                         "ignore_changes": autoscaler_owned(self.facts.pool(SYSTEM_POOL), "agentPoolProfiles[0].count")
                     }
-                )
+                ),
             ),
         )
 

@@ -197,6 +197,12 @@ def plain_map(values: Mapping[str, PropertyValue]) -> dict[str, Any]:
     return {k: plain(v) for k, v in values.items()}
 
 
+# Inputs the cloud reads back in another shape, which `Create` and `Update` return as the cloud's
+# mock answers them (`clouds.<cloud>.mock_outputs`): an EKS cluster's `vpcConfig` with the security
+# group EKS made, an AKS cluster's `identity` with its user-assigned identities as a map.
+READ_BACK_RESHAPED = frozenset({"vpcConfig", "identity"})
+
+
 def differs(old: Any, new: Any) -> bool:
     """Whether an input changed against the stored state. A nested key that the state holds and the
     inputs do not is one the cloud computed (an EKS cluster's `vpcConfig.clusterSecurityGroupId`),
@@ -207,6 +213,10 @@ def differs(old: Any, new: Any) -> bool:
         return any(differs(old.get(k), v) for k, v in new.items())
     if isinstance(old, list) and isinstance(new, list):
         return len(old) != len(new) or any(differs(o, n) for o, n in zip(old, new, strict=True))
+    if isinstance(old, Mapping) and isinstance(new, list) and all(isinstance(n, str) for n in new):
+        # azure-native reads a list of ARM IDs back as a map keyed by them (an AKS cluster's
+        # `identity.userAssignedIdentities`, ManagedClusterIdentityResponse): the same IDs are no change.
+        return sorted(old) != sorted(new)
     return bool(old != new)
 
 
@@ -345,7 +355,7 @@ class TestProvider(p.Provider):
         computed = computed_outputs(typ, name, plain_map(inputs))
         outputs = dict(inputs)
         for key, value in computed.items():
-            if key in inputs and key != "vpcConfig":
+            if key in inputs and key not in READ_BACK_RESHAPED:
                 continue
             outputs[key] = wrap(schema.UNKNOWN if preview else value, secret=_secret_output(key))
         return outputs
