@@ -57,6 +57,9 @@ def _capacity_section() -> list[str]:
     for cloud in (c for c in CLOUDS if c.profile.capacity.example):
         lines += [f"# {cloud.source}", f"- {cloud.profile.capacity.example}"]
     lines += [
+        "# Existing: the owner's spot nodes, and the taint they carry (docs/existing-clusters.md)",
+        "- {name: gpu-spot, className: h100, nodeCount: 2, capacity: {type: Spot, nodeTaint: "
+        '{key: example.com/spot, value: "true", effect: NoSchedule}}}',
         "```",
         "",
         "Rules, each refused at its path with the fix: a key of another type (`maxPrice` on a",
@@ -96,7 +99,13 @@ def _capacity_section() -> list[str]:
         "",
         "### Deployments on reclaimable capacity",
         "",
-        "A `Spot` pool is reclaimable: the cloud may take its nodes back at any time.",
+        "A `Spot` pool is reclaimable: the cloud may take its nodes back at any time. A deployment can keep",
+        "`floor` replicas on its on-demand or reserved `pool` and run the rest on a `spotPool`; each",
+        "deployment gets a PodDisruptionBudget that keeps its floor; every replica on reclaimable capacity",
+        "is an advisory, and a multi-node group there needs `acceptReclaim: true` (docs/serving.md,",
+        '"Capacity: a floor on spot"). AKS taints its spot nodes itself',
+        "(`kubernetes.azure.com/scalesetpriority=spot:NoSchedule`): every component the stack puts on them",
+        "and every model placed there tolerates it.",
         "",
         'What each capacity costs, and the spot prices read: "Capacity prices" below.',
         "",
