@@ -82,9 +82,10 @@ def bigger_cpu_machine(config: dict[str, Any]) -> None:
 
 
 def test_a_machine_change_replaces_the_pool_and_a_protected_one_is_refused(tmp_path: Path) -> None:
-    # Unprotected: the EKS node group is replaced (instance_types forces a new node group).
-    old = planned(stack_file(tmp_path / "old", "eks-prod", unprotected), tmp_path / "old.json")
-    new = stack_file(tmp_path / "new", "eks-prod", lambda c: (unprotected(c), bigger_cpu_machine(c)))
+    # Unprotected: the EKS node group is replaced (instance_types forces a new node group); the
+    # spot pool of the same class is set aside, so one pool shows the replacement.
+    old = planned(stack_file(tmp_path / "old", "eks-prod", on_demand), tmp_path / "old.json")
+    new = stack_file(tmp_path / "new", "eks-prod", lambda c: (on_demand(c), bigger_cpu_machine(c)))
     out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -98,8 +99,8 @@ def test_a_machine_change_replaces_the_pool_and_a_protected_one_is_refused(tmp_p
     assert "+- replace eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup): replaced by instanceTypes[0]" in human.stdout
 
     # Protected (the stack as committed): `up` would fail, so the plan does, naming the pool.
-    old = planned(stack_file(tmp_path / "old-p", "eks-prod"), tmp_path / "old-p.json")
-    new = stack_file(tmp_path / "new-p", "eks-prod", bigger_cpu_machine)
+    old = planned(stack_file(tmp_path / "old-p", "eks-prod", protected_on_demand), tmp_path / "old-p.json")
+    new = stack_file(tmp_path / "new-p", "eks-prod", lambda c: (protected_on_demand(c), bigger_cpu_machine(c)))
     out = modelplane("plan", "--stack-file", str(new), "--against", str(old), "--json")
     assert out.returncode == 1
     doc = json.loads(out.stdout)
@@ -301,6 +302,11 @@ def pinned(zone: str) -> Any:
 def on_demand(config: dict[str, Any]) -> None:
     """The stack unprotected, without the pools it buys other than on demand (the spot pool names zones)."""
     unprotected(config)
+    protected_on_demand(config)
+
+
+def protected_on_demand(config: dict[str, Any]) -> None:
+    """The stack as committed (protected), without the pools it buys other than on demand."""
     for cluster in config["modelplane:clusters"]:
         cluster["nodePools"] = [p for p in cluster["nodePools"] if "capacity" not in p]
 

@@ -40,7 +40,7 @@ def test_every_committed_secret_is_passphrase_ciphertext_with_its_salt() -> None
         with_secrets += 1
         assert SALT.match(str(doc.get("encryptionsalt") or "")), f"{path.name} has secrets but no encryptionsalt"
         assert all(CIPHERTEXT.match(v) for v in values), f"{path.name} holds a secret no passphrase decrypts"
-    assert with_secrets == 4  # byo-amd, byo-mixed, byo-multinode and recipe-qwen-mi325x
+    assert with_secrets == 5  # byo-amd, byo-fleet, byo-mixed, byo-multinode and recipe-qwen-mi325x
 
 
 def test_preview_job_can_comment_and_creates_missing_stacks() -> None:
@@ -172,13 +172,15 @@ def test_the_workflow_compares_with_the_base_plan_and_keeps_one_comment(tmp_path
     eks = len(base["stacks"][1]["resources"])
     assert rows == [
         f"| civo-dev | 0 | 0 | 0 | 0 | {civo} | clean |",
-        f"| eks-prod | 0 | 1 | 1 | 0 | {eks - 2} | rejected |",
+        # The CPU class's machine changes: its on-demand and spot pools are both replaced.
+        f"| eks-prod | 0 | 1 | 2 | 0 | {eks - 3} | rejected |",
     ]
     assert any(
-        "cannot replace 1 protected resource(s): eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup)" in line
+        "cannot replace 2 protected resource(s): eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup); "
+        "eks-us-east-1-cpu-spot (aws:eks/nodeGroup:NodeGroup)" in line
         for line in lines
     )
-    assert "<details><summary>All 2 changes</summary>" in lines
+    assert "<details><summary>All 3 changes</summary>" in lines
     assert (
         "+- replace eks-prod/eks-us-east-1-cpu (aws:eks/nodeGroup:NodeGroup): replaced by instanceTypes[0] [protected]"
         in lines

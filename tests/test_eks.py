@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from clouds.eks.component import autoscaler_owned, dranet_tolerations
 from clouds.eks.network import subnet_zones
+from clouds.eks.node_groups import autoscaler_owned, dranet_tolerations
 from infra.facts import PoolFacts
 from tests.conftest import assert_protected_but_providers, cpu_class, fleet_of, gpu_class, named, of_type, run_fleet
 from tooling.mockrun import MockRun, Registration
