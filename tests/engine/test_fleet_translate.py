@@ -79,6 +79,19 @@ def fleet_ca(folder: Path) -> dict[str, Any]:
 def translate(tmp_path: Path) -> dict[str, Any]:
     egctl = require("egctl", "the fleet service's translation by egctl")
     objects = [*serving_objects(), fleet_ca(tmp_path)]
+    # The translator's file loader keeps only a Namespace's name, not its labels (egctl v1.8.3,
+    # internal/gatewayapi/resource/load.go, KindNamespace), so a listener that selects routes by
+    # namespace label (`kubernetes.io/metadata.name`, which the API server puts on every namespace)
+    # admits none. The selector is checked here against the routes' namespaces, then the translator
+    # is given listeners that admit every namespace.
+    routes = {o["metadata"]["namespace"] for o in objects if o["kind"] == "HTTPRoute"}
+    for gateway in (o for o in objects if o["kind"] == "Gateway"):
+        for listener in gateway["spec"]["listeners"]:
+            namespaces = listener["allowedRoutes"]["namespaces"]
+            [term] = namespaces["selector"]["matchExpressions"]
+            assert term["key"] == "kubernetes.io/metadata.name" and term["operator"] == "In"
+            assert routes <= set(term["values"]), (routes, term)
+            listener["allowedRoutes"]["namespaces"] = {"from": "All"}
     source = tmp_path / "fleet.yaml"
     source.write_text(yaml.safe_dump_all(objects))
     done = subprocess.run(
