@@ -51,8 +51,9 @@ pytest: sync
 # (tests/engine/test_real_up.py, make demo) kube-controller-manager, kube-scheduler, KWOK, the
 # LeaderWorkerSet controller, the real pulumi-kubernetes provider, and the monitoring chain's
 # prometheus-operator and Prometheus (tests/engine/test_monitoring.py), and the scaling chain's KEDA
-# operator and metrics server (tests/engine/test_autoscaling.py), and the endpoint picker
-# (tests/engine/test_endpoint_picker.py). Built from the Go module proxy into a cache outside the
+# operator and metrics server (tests/engine/test_autoscaling.py), the endpoint picker
+# (tests/engine/test_endpoint_picker.py), and Envoy Gateway's translator egctl
+# (tests/engine/test_fleet_translate.py). Built from the Go module proxy into a cache outside the
 # repository, once per version per machine (engine/build.sh says where; docs/benchmarks.md how long
 # the first time on two cores; nothing once built).
 ENGINE_TOOLS := pulumi etcd kube-apiserver otelcol kube-controller-manager kube-scheduler kwok lws pulumi-resource-kubernetes prometheus-operator prometheus keda keda-adapter epp egctl
