@@ -39,6 +39,10 @@ BY_DISCOVERY = {
     "kubernetes:inference.networking.k8s.io/v1:InferencePool",
     "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyExtensionPolicy",
     "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy",
+    "kubernetes:gateway.envoyproxy.io/v1alpha1:Backend",
+    "kubernetes:gateway.envoyproxy.io/v1alpha1:HTTPRouteFilter",
+    "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy",
+    "kubernetes:cert-manager.io/v1:Certificate",
 }
 # Inputs the 4.34.2 SDK has and v4.25.0's schema does not (read from both): the program must set
 # none of them, or the older provider would ignore what the user asked for.
