@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from infra.config.model import Fleet, ModelDeploymentSpec, ModelServiceSpec, ServiceBackend
-from infra.serving.routes import GATEWAY_NAME, HTTP_LISTENER, served, service_routes
+from infra.serving.routes import GATEWAY_NAME, GatewayListener, served, service_routes
 
 # The namespace of a fleet service's route, Backends and policies on its serving cluster: one that
 # every cluster has, since a fleet service may serve no deployment of its own cluster.
@@ -95,7 +95,7 @@ class FleetBackend:
 
 
 @dataclass(frozen=True)
-class FleetRoute:
+class FleetRoute(GatewayListener):
     """A fleet service resolved against its serving cluster and its backends."""
 
     spec: ModelServiceSpec
@@ -109,18 +109,6 @@ class FleetRoute:
     @property
     def namespace(self) -> str:
         return FLEET_NAMESPACE
-
-    @property
-    def listener(self) -> str:
-        return f"https-{self.spec.name}" if self.spec.tls is not None else HTTP_LISTENER
-
-    @property
-    def tls_secret(self) -> str:
-        return f"{self.spec.name}-tls"
-
-    @property
-    def scheme(self) -> str:
-        return "https" if self.spec.tls is not None else "http"
 
     @property
     def tiers(self) -> list[list[str]]:

@@ -32,8 +32,27 @@ class RouteBackend:
     weight: int
 
 
+class GatewayListener:
+    """Where a service's route listens on the stack's Gateway: its own HTTPS listener and
+    certificate Secret when the service has `tls`, else the shared HTTP listener."""
+
+    spec: ModelServiceSpec
+
+    @property
+    def listener(self) -> str:
+        return f"https-{self.spec.name}" if self.spec.tls is not None else HTTP_LISTENER
+
+    @property
+    def tls_secret(self) -> str:
+        return f"{self.spec.name}-tls"
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.spec.tls is not None else "http"
+
+
 @dataclass(frozen=True)
-class ServiceRoute:
+class ServiceRoute(GatewayListener):
     """A service resolved against its deployments: what its HTTPRoute and listener need.
 
     `check_serving` has made every backend one deployment on one cluster, in one namespace, serving
@@ -58,18 +77,6 @@ class ServiceRoute:
     @property
     def namespace(self) -> str:
         return self.deployment.namespace
-
-    @property
-    def listener(self) -> str:
-        return f"https-{self.spec.name}" if self.spec.tls is not None else HTTP_LISTENER
-
-    @property
-    def tls_secret(self) -> str:
-        return f"{self.spec.name}-tls"
-
-    @property
-    def scheme(self) -> str:
-        return "https" if self.spec.tls is not None else "http"
 
     def endpoint(self, gateway_namespace: str) -> dict[str, Any]:
         """The endpoint as the stack output and the plan show it (the address is the Gateway's)."""
