@@ -79,16 +79,8 @@ class XR:
     def get(self, path: str, default: Any = None) -> Any:
         """The value at `path` (`spec.nodePools[0].name`), marked used, or `default`."""
         self.used.add(path)
-        value: Any = self.doc
-        for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-            if part.startswith("["):
-                i = int(part[1:-1])
-                value = value[i] if isinstance(value, list) and i < len(value) else None
-            else:
-                value = value.get(part) if isinstance(value, dict) else None
-            if value is None:
-                return default
-        return value
+        value = value_at(self.doc, path)
+        return default if value is None else value
 
     def leaves(self) -> Iterator[str]:
         """Every path of the object that holds a scalar."""
