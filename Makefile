@@ -41,6 +41,8 @@ typecheck: sync
 # the default scheduling and 6 min 38 s with this, on two cores).
 # Three workers on two cores: the engine tier's tests wait on the CLI, API servers and plugins
 # they start, so two workers left the cores a quarter idle (docs/benchmarks.md, "make test").
+# Each worker's first share starts with a third of the local-cluster tests and of the rest of the
+# engine tier (tests/conftest.py, `pytest_collection_modifyitems`), so the run does not end on one.
 PYTEST_WORKERS ?= 3
 pytest: sync
 	$(RUN) pytest -n $(PYTEST_WORKERS) --dist worksteal

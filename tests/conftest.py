@@ -184,3 +184,49 @@ def gke_fleet() -> dict[str, Any]:
             }
         ],
     }
+
+
+def _unit(item: pytest.Item) -> str:
+    """The tests that must stay on one worker: a module's, where the module defines a fixture that
+    lives longer than a test (the endpoint picker's cluster); otherwise the test alone."""
+    defs = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    for fixturedefs in defs.name2fixturedefs.values() if defs else ():
+        if any(d.scope in ("module", "package") and d.baseid == module for d in fixturedefs):
+            return module
+    return item.nodeid
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start every worker on its share of the engine tier, the local clusters first.
+
+    Under `make test`'s work stealing (pytest-xdist's `worksteal`, xdist/scheduler/worksteal.py at
+    3.8.0) each worker is first sent one contiguous share of the collection (`check_schedule`:
+    `len(pending) // nodes_remaining`), and an idle worker takes the second half of the longest
+    queue. In collection order the engine tier (tests/engine, collected first) was one worker's
+    share, so its local-cluster tests of one to three minutes started where that worker reached
+    them, the last near the end, and the run ended on one of them alone. Here each share starts
+    with an equal part of the local-cluster tests, then of the rest of the engine tier, and the
+    quick tests follow, where a worker that runs out takes them from the others."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2:
+        return
+    engine_tier = [i for i in items if i.nodeid.startswith("tests/engine/")]
+    units: dict[str, list[pytest.Item]] = {}
+    for item in engine_tier:
+        units.setdefault(_unit(item), []).append(item)
+    # The local clusters (the `run` fixture, tests/engine/conftest.py) first, in collection order.
+    ordered = sorted(units.values(), key=lambda unit: "run" not in getattr(unit[0], "fixturenames", ()))
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, unit in enumerate(ordered):
+        shares[n % workers].extend(unit)
+    rest = [i for i in items if not i.nodeid.startswith("tests/engine/")]
+    # Fill each share to the size the scheduler sends (the first shares are the smaller ones).
+    remaining = len(items)
+    for n, share in enumerate(shares):
+        size = remaining // (workers - n)
+        remaining -= size
+        fill = max(0, size - len(share))
+        share.extend(rest[:fill])
+        del rest[:fill]
+    items[:] = [i for share in shares for i in share] + rest

@@ -27,9 +27,6 @@ from tests.engine.kube import (
     ApiServer,
     Etcd,
     ServerPool,
-    envoy_gateway_crds,
-    gateway_api_crds,
-    inference_crds,
 )
 from tests.test_analyzer import BYO
 from tests.test_k8s_schema import ROOT, manifest
@@ -202,7 +199,6 @@ def test_the_real_server_accepts_every_pool_and_route_policy_of_a_picker_routed_
     """The real kube-apiserver, serving the InferencePool CRD of the pinned inference extension release
     and Envoy Gateway's policy CRDs of its pinned chart, stores every pool, picker policy and route the
     program writes as written (their CEL rules run: a failOpen beside FullDuplexStreamed is refused)."""
-    server.install_crds(inference_crds() + envoy_gateway_crds())
     loaded = load_stack_file(ROOT / "stacks" / f"Pulumi.{stack_name}.yaml")
     raw = loaded.fleet.model_dump(by_alias=True, mode="json", exclude_unset=True)
     config, secret_keys = runtime_config(raw, loaded.secrets, loaded.plain)
@@ -302,7 +298,6 @@ def test_the_real_server_accepts_a_fleet_service_over_two_clusters_and_an_extern
     CRDs that chart carries, stores the Backends (one a fallback, two over TLS), the route filter, the
     traffic and security policies, the weighted route, the other cluster's fleet route and both
     Gateways of the example fleet stack as written: their CEL rules run on what the program writes."""
-    server.install_crds(gateway_api_crds() + envoy_gateway_crds())
     loaded = load_stack_file(ROOT / "stacks" / "Pulumi.byo-fleet.yaml")
     config, secret_keys = config_of(loaded)
     result = run_under_mocks(run, loaded.stack, config, secret_keys)
