@@ -26,7 +26,7 @@ from infra.serving.autoscaling import KEDA_API, PROMETHEUS_OPERATOR_API, SERIES_
 from infra.serving.dashboards import FLEET_GPUS, panel_queries
 from infra.serving.picker import PICKER_LABEL
 from tests.engine.cluster import NOT_YET, wait_for
-from tests.engine.follow import LOAD_REQUESTS, Follow, chart, scale_of
+from tests.engine.follow import LOAD_REQUESTS, SAMPLE_SECONDS, Follow, chart, scale_of
 from tests.engine.gpu_exporters import gpu_exporters, otel_collector
 from tests.engine.podproc import get_json, keda, monitoring, prometheus_address, query
 from tests.engine.servers import Load
@@ -81,6 +81,8 @@ def scaled_stack(config: dict[str, Any]) -> None:
         deployment["autoscaling"]["scaleDownSeconds"] = SCALE_DOWN_SECONDS
 
 
+# byo-mixed's target for qwen-h100's waiting requests, a replica.
+WAITING_TARGET = 2
 # RequestsWaiting, 2 a replica (byo-mixed's qwen-h100): `Follow`'s 10 requests in flight at one
 # engine run 4 and queue 6, and sum(waiting) / 2 asks for 3 replicas, its maximum.
 WAITING = Case("qwen-h100", "Deployment", LOAD_REQUESTS, 3, LOAD_REQUESTS - MAX_NUM_SEQS, 3)
@@ -239,6 +241,15 @@ def test_the_engines_and_gpus_are_scraped_and_replicas_follow_the_load_on_each_m
                 if o["metadata"]["name"] == case.deployment
             ]
             promql = scaled_object["spec"]["triggers"][0]["metadata"]["query"]
+            # The HPA KEDA made for it carries the deployment's scale-down window. (The samples
+            # below cannot tell a window of 30 s from none: a 30 s scrape lags as long.)
+            (hpa,) = [
+                h
+                for h in scaled.cluster.list("autoscaling/v2", "HorizontalPodAutoscaler", NAMESPACE)
+                if h["spec"]["scaleTargetRef"]["name"] == case.deployment
+            ]
+            window = hpa["spec"].get("behavior", {}).get("scaleDown", {}).get("stabilizationWindowSeconds")
+            assert window == SCALE_DOWN_SECONDS, (case.deployment, hpa["spec"].get("behavior"))
 
             def asked(q: str = promql) -> float | None:
                 result = query(address, q)
@@ -263,12 +274,16 @@ def test_the_engines_and_gpus_are_scraped_and_replicas_follow_the_load_on_each_m
     assert follow.samples == loaded + unloaded, shown
     assert loaded[0].replicas == 1 and (loaded[-1].replicas, loaded[-1].ready) == (3, 3), shown
     assert (unloaded[-1].replicas, unloaded[-1].ready) == (1, 1), shown
-    # Not before the window passed: the HPA keeps the highest recommendation of the window's syncs
-    # (stabilizationWindowSeconds, autoscaling/v2), and its last sync that read the load can come
-    # up to one sync before the load stopped, so the replicas hold for at least the window less a
-    # sync after the last loaded sample.
-    held = SCALE_DOWN_SECONDS - HPA_SYNC_SECONDS
-    assert all(s.replicas == 3 for s in unloaded if s.at - loaded[-1].at < held), shown
+    # Not before the window passed (a window of 0 can pass this too, held up by the scrape; the
+    # HPA's own window is read above). The HPA keeps the highest recommendation of its syncs within the
+    # window (stabilizationWindowSeconds, autoscaling/v2), one sync every HPA_SYNC_SECONDS. While
+    # the loaded engine's queue asks for the maximum (more than 2 a replica for 2 replicas), so does
+    # the Prometheus series KEDA reads, whose last scrape is no newer than the engine; the last sync
+    # at or before the last such sample read it, at most a sync earlier, so the replicas hold for
+    # the window less a sync after that sample (less one sample's period, as a look is not instant).
+    asking = [s.at for s in follow.samples if s.waiting > WAITING_TARGET * (WAITING.loaded - 1)]
+    held = SCALE_DOWN_SECONDS - HPA_SYNC_SECONDS - SAMPLE_SECONDS
+    assert all(s.replicas == 3 for s in unloaded if s.at - asking[-1] < held), shown
     for case in OTHERS:
         assert at(scaled, case, 1), shown
     assert drawn == chart(WAITING.deployment, follow.samples, 1, 3) and drawn[3].startswith("replicas  ▁")
